@@ -1,0 +1,186 @@
+"""From a Scan to ranked diagnoses.
+
+Every rule runs; what they find is ranked so that the first real failure of the cascade comes first:
+wrappers never count, failures that are usually consequences (NCCL errors after a peer died, a
+SIGKILL) are demoted below any primary failure, and among primaries the earliest one gets a bonus.
+When no rule knows the failure, the first real exception still becomes a low-confidence diagnosis
+whose category is guessed from where in the code it was raised.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from triage.logread.scan import Scan
+from triage.logread.traceback import ExceptionRecord
+from triage.model import Diagnosis, Evidence, Fix, Note
+from triage.rules import all_rules
+from triage.rules.base import Rule
+from triage.rules.wrappers import is_wrapper
+
+SECONDARY_FACTOR = 0.6
+EARLIEST_BONUS = 0.04
+
+_RULES: list[Rule] | None = None
+
+
+def rules() -> list[Rule]:
+    global _RULES
+    if _RULES is None:
+        _RULES = all_rules()
+    return _RULES
+
+
+def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagnosis], list[Note]]:
+    env = env or {}
+    found: list[tuple[Rule, Diagnosis]] = []
+    notes: list[Note] = []
+    harmless_lines: set[int] = set()
+    for rule in rules():
+        if rule.wrapper:
+            continue
+        try:
+            d = rule.run(scan, env)
+        except Exception as exc:  # a broken rule must never take the whole diagnosis down
+            scan.warnings.append(f"rule {rule.signature} failed: {type(exc).__name__}: {exc}")
+            continue
+        if d is None:
+            continue
+        if rule.harmless:
+            notes.append(Note(rule.signature, d.title, d.evidence))
+            harmless_lines.update(e.line for e in d.evidence)
+            continue
+        found.append((rule, d))
+    found = [(r, d) for r, d in found if not _only_harmless(d, harmless_lines)]
+    found = _dedupe_same_line(found)
+    if not any(not r.secondary for r, _ in found):
+        fb = fallback(scan, harmless_lines, {e.line for _, d in found for e in d.evidence})
+        if fb is not None:
+            found.append((Rule(fb.signature, fb.category, fb.title, "", confidence=fb.confidence), fb))
+    return rank(found), notes
+
+
+def _only_harmless(d: Diagnosis, harmless_lines: set[int]) -> bool:
+    return bool(d.evidence) and all(e.line in harmless_lines for e in d.evidence)
+
+
+def _dedupe_same_line(found: list[tuple[Rule, Diagnosis]]) -> list[tuple[Rule, Diagnosis]]:
+    """Two rules quoting the same first line describe one failure: keep the surer one."""
+    best: dict[int, tuple[Rule, Diagnosis]] = {}
+    for r, d in found:
+        key = d.first_line
+        cur = best.get(key)
+        if cur is None or d.confidence > cur[1].confidence:
+            best[key] = (r, d)
+    keep = {id(v[1]) for v in best.values()}
+    return [(r, d) for r, d in found if id(d) in keep]
+
+
+def rank(found: list[tuple[Rule, Diagnosis]]) -> list[Diagnosis]:
+    primaries = [d for r, d in found if not r.secondary]
+    earliest = min((d.first_line for d in primaries), default=None)
+    scored: list[tuple[float, int, Diagnosis]] = []
+    for r, d in found:
+        score = d.confidence
+        if r.secondary and primaries:
+            d.confidence = round(d.confidence * SECONDARY_FACTOR, 2)
+            score = d.confidence
+        elif not r.secondary and d.first_line == earliest and len(primaries) > 1:
+            score += EARLIEST_BONUS
+        scored.append((score, d.first_line, d))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [d for _, _, d in scored]
+
+
+# ---- fallback for failures no rule knows -------------------------------------------------------
+
+# Where an exception was raised says which subsystem failed (checked on the innermost frames first).
+AREAS: list[tuple[str, str]] = [
+    ("/spec_decode/", "speculative_decoding"),
+    ("/attention/", "attention_backend"),
+    ("/quantization/", "quantization"),
+    ("/model_loader/", "model_loading"),
+    ("safetensors", "model_loading"),
+    ("huggingface_hub", "model_loading"),
+    ("/transformers_utils/tokenizer", "tokenizer_chat_template"),
+    ("/tokenizers/", "tokenizer_chat_template"),
+    ("chat_utils", "tokenizer_chat_template"),
+    ("/distributed/", "distributed"),
+    ("torch/distributed", "distributed"),
+    ("/ray/", "distributed"),
+    ("cuda_graph", "cudagraph_capture"),
+    ("cudagraph", "cudagraph_capture"),
+    ("flashinfer", "kernel_library"),
+    ("flash_attn", "kernel_library"),
+    ("deep_gemm", "kernel_library"),
+    ("/triton/", "triton_compile"),
+    ("torch/_inductor", "triton_compile"),
+    ("/model_executor/models/", "model_support"),
+    ("/transformers/", "model_support"),
+    ("/config", "engine_config"),
+    ("arg_utils", "engine_config"),
+    ("/entrypoints/", "engine_config"),
+]
+TYPE_AREAS = {
+    "OutOfMemoryError": "gpu_oom",
+    "DistBackendError": "distributed",
+    "DistNetworkError": "distributed",
+    "OutOfResources": "triton_compile",
+    "CompilationError": "triton_compile",
+    "TemplateError": "tokenizer_chat_template",
+    "TemplateSyntaxError": "tokenizer_chat_template",
+    "SafetensorError": "model_loading",
+    "ModuleNotFoundError": "install_mismatch",
+    "ImportError": "install_mismatch",
+}
+
+
+def guess_category(exc: ExceptionRecord) -> str:
+    if exc.short_type in TYPE_AREAS:
+        return TYPE_AREAS[exc.short_type]
+    for fr in reversed(exc.frames):
+        for frag, cat in AREAS:
+            if frag in fr.file:
+                return cat
+    msg = exc.message
+    if "CUDA" in msg or "cuda" in msg:
+        return "cuda_driver" if "driver" in msg else "kernel_library"
+    return "engine_config" if exc.short_type in ("ValueError", "TypeError", "AssertionError", "KeyError") else "environment"
+
+
+def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diagnosis | None:
+    candidates = [e for e in scan.exceptions
+                  if not is_wrapper(e.text) and e.line.no not in harmless_lines and e.line.no not in used_lines
+                  and e.short_type not in ("KeyboardInterrupt", "SystemExit", "CancelledError")]
+    if candidates:
+        # The root of a chain, else the earliest exception that ended a traceback.
+        in_tb = [e for e in candidates if e.in_traceback] or candidates
+        exc = min(in_tb, key=lambda e: e.line.no)
+        while exc.caused_by is not None and not is_wrapper(exc.caused_by.text):
+            exc = exc.caused_by
+        cat = guess_category(exc)
+        where = ""
+        for fr in reversed(exc.frames):
+            if "/vllm/" in fr.file:
+                where = f"{fr.file.split('/vllm/', 1)[-1]}:{fr.line} in {fr.func}"
+                break
+        title = f"Unrecognised failure: {exc.text[:160]}"
+        evidence = [Evidence(exc.line.no, exc.line.shown)]
+        return Diagnosis(
+            category=cat, signature="generic.unrecognized_exception", title=title, confidence=0.35,
+            evidence=evidence,
+            facts={"exception": exc.type, "message": exc.message[:500], "raised_at": where or None,
+                   "category_guessed_from": "traceback frames" if exc.frames else "exception type"},
+            fix=Fix("triage has no rule for this failure yet; the exception above is the first real error. "
+                    "Search upstream for its message, or file it with `triage report --log FILE`.", None),
+            first_line=exc.line.no)
+    for ln in scan.lines:
+        if ln.level in ("ERROR", "CRITICAL") and not is_wrapper(ln.text) and ln.no not in harmless_lines \
+                and ln.no not in used_lines and not ln.text.startswith((" ", "Traceback")):
+            return Diagnosis(
+                category="environment", signature="generic.error_line", title=f"Unrecognised error: {ln.text[:160]}",
+                confidence=0.25, evidence=[Evidence(ln.no, ln.shown)], facts={},
+                fix=Fix("triage has no rule for this error yet; search upstream for it or file it with "
+                        "`triage report --log FILE`.", None),
+                first_line=ln.no)
+    return None

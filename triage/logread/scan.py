@@ -1,0 +1,160 @@
+"""One pass over a log: the selected lines, the exceptions, and the facts the log states.
+
+The result (`Scan`) is what every rule reads. It is bounded whatever the input size: identical
+messages are counted, not stored twice, and past MAX_KEPT distinct lines only the head and the
+newest lines are kept (a crash is at the end; the launch facts are at the start).
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator
+
+from triage.logread import extract
+from triage.logread.normalize import Line, parse
+from triage.logread.select import MAX_LINE, iter_lines, select
+from triage.logread.source import LogSource, chunks, open_source
+from triage.logread.traceback import ExceptionRecord, TracebackAssembler
+
+MAX_HEAD = 15000
+MAX_TAIL = 5000
+COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
+COLLECT_ENV_SPAN = 400
+
+
+@dataclass
+class Scan:
+    source: str
+    bytes: int = 0
+    lines_total: int = 0
+    lines: list[Line] = field(default_factory=list)  # selected lines, in input order, deduplicated
+    repeats: dict[str, int] = field(default_factory=dict)  # message text -> times seen (when > 1)
+    exceptions: list[ExceptionRecord] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    frame_files: set[str] = field(default_factory=set)
+    warnings: list[str] = field(default_factory=list)
+    complete: bool = True  # False while a piped log is still being written
+
+    def find(self, needle: str) -> Iterator[Line]:
+        for ln in self.lines:
+            if needle in ln.text:
+                yield ln
+
+
+class Scanner:
+    """Incremental: feed raw (number, bytes) lines as they come (the TUI streams a live pipe)."""
+
+    def __init__(self, source: str = "-") -> None:
+        self.scan = Scan(source)
+        self._tb = TracebackAssembler()
+        self._seen: dict[str, int] = {}
+        self._tail: collections.deque[Line] = collections.deque(maxlen=MAX_TAIL)
+        self._collect_env_at: list[int] = []
+        self._in_env_block = False
+
+    def feed(self, no: int, raw: bytes | str) -> Line:
+        ln = parse(no, raw)
+        key = f"{ln.proc}\x00{ln.text}" if ln.text.startswith((" ", "\t")) else ln.text
+        # Traceback frames must reach the assembler every time (each process has its own).
+        self._tb.feed(ln)
+        extract.extract(ln, self.scan.facts)
+        if any(m in ln.text for m in COLLECT_ENV_MARKERS):
+            self._collect_env_at.append(no)
+        count = self._seen.get(key)
+        if count is not None:
+            self._seen[key] = count + 1
+            return ln
+        if len(self._seen) < 4 * (MAX_HEAD + MAX_TAIL):
+            self._seen[key] = 1
+        if len(self.scan.lines) < MAX_HEAD:
+            self.scan.lines.append(ln)
+        else:
+            self._tail.append(ln)
+        return ln
+
+    def finish(self, nbytes: int, nlines: int) -> Scan:
+        s = self.scan
+        if self._tail:
+            s.warnings.append(
+                f"the log has more than {MAX_HEAD + MAX_TAIL} distinct error-like lines; "
+                f"read the first {MAX_HEAD} and the last {len(self._tail)}")
+            s.lines.extend(self._tail)
+            self._tail.clear()
+        s.repeats = {k.split("\x00")[-1]: v for k, v in self._seen.items() if v > 1}
+        s.exceptions = list(self._tb.records)
+        s.frame_files = set(self._tb.frame_files)
+        s.bytes, s.lines_total = nbytes, max(nlines, s.lines[-1].no if s.lines else 0)
+        extract.finish(s.facts)
+        return s
+
+    @property
+    def collect_env_lines(self) -> list[int]:
+        return self._collect_env_at
+
+
+def scan_source(src: LogSource, *, use_grep: bool | None = None,
+                progress: Callable[[int], None] | None = None) -> Scan:
+    sel = select(src, use_grep=use_grep)
+    sc = Scanner(src.name)
+    for no, raw in sel.lines:
+        sc.feed(no, raw)
+    nbytes, nlines = sel.totals()
+    scan = sc.finish(nbytes, nlines)
+    scan.warnings.extend(sel.warnings)
+    if sc.collect_env_lines and src.path is not None:
+        _read_collect_env(src, sc.collect_env_lines[0], scan)
+    return scan
+
+
+def scan_path(name: str, **kw: Any) -> Scan:
+    return scan_source(open_source(name), **kw)
+
+
+def scan_text(text: str | bytes, source: str = "<text>") -> Scan:
+    """Scan an in-memory log (tests, the demo); the same selection rules as a file."""
+    from triage.logread.select import PREFILTER_RE
+
+    data = text.encode() if isinstance(text, str) else text
+    sc = Scanner(source)
+    lines = list(iter_lines([data]))
+    want = 0
+    env_until = 0
+    for i, raw in enumerate(lines, 1):
+        hit = PREFILTER_RE.search(raw) is not None
+        if hit or want or i <= env_until:
+            ln = sc.feed(i, raw)
+            if any(m in ln.text for m in COLLECT_ENV_MARKERS):
+                env_until = i + COLLECT_ENV_SPAN
+        want = 1 if hit else max(0, want - 1)
+    return sc.finish(len(data), len(lines))
+
+
+def _read_collect_env(src: LogSource, start: int, scan: Scan) -> None:
+    """A pasted `vllm collect-env` block has few selectable words: read its lines again, whole."""
+    facts = scan.facts
+    end = start + COLLECT_ENV_SPAN
+    for no, raw in _lines_between(chunks(src), start, end):
+        extract.extract(parse(no, raw), facts)
+    extract.finish(facts)
+
+
+def _lines_between(data: Iterable[bytes], start: int, end: int) -> Iterator[tuple[int, bytes]]:
+    no = 0
+    for chunk in data:
+        n = chunk.count(b"\n")
+        if no + n < start - 1:
+            no += n
+            continue
+        # The wanted region begins in (or spans) this chunk; from here on go line by line.
+        for no2, line in enumerate(iter_lines(_prepend(chunk, data), MAX_LINE), no + 1):
+            if no2 >= start:
+                yield no2, line
+            if no2 >= end:
+                return
+        return
+
+
+def _prepend(first: bytes, rest: Iterable[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest

@@ -1,0 +1,237 @@
+"""Pick the lines worth reading out of a log of any size.
+
+A failed vLLM log is mostly INFO noise (request lines, throughput); everything a rule or an
+extractor needs sits on lines carrying one of a few words (errors, tracebacks, warnings, the version,
+launch args, backend selection). Both strategies below keep exactly the lines matching PREFILTER,
+plus the line after each (the source line under `File "..."`, the second line of a message),
+with their original 1-based numbers:
+
+- a regular file goes through `grep -E` (many times faster than any Python loop over 200 MB),
+  while a second `grep -c ''` counts lines in parallel;
+- stdin, gzip and machines without grep go through the same pattern in Python, chunk by chunk.
+
+Memory stays flat: lines are yielded as they come, and a line longer than MAX_LINE is cut there
+(the rest is skipped without being held).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from triage.logread.source import InputError, LogSource, chunks
+
+# Plain literals only, so the same text is a valid POSIX ERE (grep -E) and Python pattern.
+# Measured on a 200 MB log: ~1.5x the time of `grep -c -E 'ERROR|Error|error'`.
+PREFILTER = (
+    'Error|ERROR|error|Exception|Traceback|File "|WARN|Warning|CRITICAL|FATAL|Killed|Segmentation|'
+    "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env"
+)
+PREFILTER_RE = re.compile(PREFILTER.encode())
+MAX_LINE = 64 * 1024
+CONTEXT_AFTER = 1
+
+
+@dataclass
+class Selection:
+    """Selected lines, streamed; the totals are final once the iterator is exhausted."""
+
+    lines: Iterator[tuple[int, bytes]]
+    _totals: Callable[[], tuple[int, int]]
+    warnings: list[str] = field(default_factory=list)
+
+    def totals(self) -> tuple[int, int]:
+        """(bytes, lines) of the whole input. Call after consuming `lines`."""
+        return self._totals()
+
+
+def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
+    grep = shutil.which("grep") if (use_grep is not False and src.is_plain_file) else None
+    if grep:
+        return _select_grep(src, grep)
+    return _select_python(src)
+
+
+# ---- grep ---------------------------------------------------------------------------------
+
+def _select_grep(src: LogSource, grep: str) -> Selection:
+    assert src.path is not None
+    env = dict(os.environ, LC_ALL="C")
+    size = os.path.getsize(src.path)
+    counter: dict[str, int] = {}
+
+    def count() -> None:
+        try:
+            out = subprocess.run([grep, "-c", "", src.path], capture_output=True, env=env, check=False)
+            counter["lines"] = int(out.stdout.strip() or 0)
+        except (OSError, ValueError):
+            counter["lines"] = -1
+
+    t = threading.Thread(target=count, daemon=True)
+    t.start()
+    proc = subprocess.Popen(
+        [grep, "-n", "-a", "-E", f"-A{CONTEXT_AFTER}", "-e", PREFILTER, "--", src.path],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+    )
+    assert proc.stdout is not None
+
+    def gen() -> Iterator[tuple[int, bytes]]:
+        try:
+            for raw in iter_lines(_pipe_chunks(proc.stdout)):
+                # "N:text" for a match, "N-text" for context, "--" between groups.
+                i = 0
+                n = len(raw)
+                while i < n and 48 <= raw[i] <= 57:
+                    i += 1
+                if i == 0 or i >= n:
+                    continue
+                yield int(raw[:i]), raw[i + 1:]
+        finally:
+            proc.stdout.close()
+            proc.wait()
+            t.join()
+
+    def totals() -> tuple[int, int]:
+        lines = counter.get("lines", -1)
+        return size, max(lines, 0)
+
+    return Selection(gen(), totals)
+
+
+def _pipe_chunks(fh) -> Iterator[bytes]:
+    while True:
+        b = fh.read(1 << 20)
+        if not b:
+            return
+        yield b
+
+
+def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE) -> Iterator[bytes]:
+    """Split a byte stream into lines without the newline; a line longer than max_len is cut."""
+    pending = b""
+    skipping = False
+    for chunk in data:
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                if not skipping:
+                    pending += chunk[start:]
+                    if len(pending) > max_len:
+                        pending = pending[:max_len]
+                        skipping = True
+                break
+            if skipping:
+                yield pending
+                pending = b""
+                skipping = False
+            else:
+                piece = chunk[start:nl]
+                if pending:
+                    piece = (pending + piece)[:max_len]
+                    pending = b""
+                elif len(piece) > max_len:
+                    piece = piece[:max_len]
+                yield piece
+            start = nl + 1
+    if pending:
+        yield pending
+
+
+# ---- python -------------------------------------------------------------------------------
+
+def _select_python(src: LogSource) -> Selection:
+    state = {"bytes": 0, "lines": 0}
+
+    def gen() -> Iterator[tuple[int, bytes]]:
+        lineno = 0  # lines fully consumed so far
+        want_next = 0  # context lines still owed after a match
+        for buf, nlines, nbytes in _line_blocks(chunks(src)):
+            state["bytes"] += nbytes
+            pos = 0
+            size = len(buf)
+            while pos < size:
+                if want_next:
+                    le = buf.find(b"\n", pos)
+                    if le < 0:
+                        le = size
+                    lineno += 1
+                    line = buf[pos:min(le, pos + MAX_LINE)]
+                    want_next -= 1
+                    if PREFILTER_RE.search(line):
+                        want_next = CONTEXT_AFTER
+                    yield lineno, line
+                    pos = le + 1
+                    continue
+                m = PREFILTER_RE.search(buf, pos)
+                if m is None:
+                    break
+                ls = buf.rfind(b"\n", pos, m.start()) + 1
+                if ls == 0:
+                    ls = pos
+                lineno += buf.count(b"\n", pos, ls)
+                le = buf.find(b"\n", m.end())
+                if le < 0:
+                    le = size
+                lineno += 1
+                yield lineno, buf[ls:min(le, ls + MAX_LINE)]
+                want_next = CONTEXT_AFTER
+                pos = le + 1
+            if pos < size:
+                lineno += buf.count(b"\n", pos, size) + (0 if buf.endswith(b"\n") else 1)
+            state["lines"] = lineno
+        state["lines"] = lineno
+
+    return Selection(gen(), lambda: (state["bytes"], state["lines"]))
+
+
+def _line_blocks(data: Iterable[bytes]) -> Iterator[tuple[bytes, int, int]]:
+    """Regroup chunks into blocks of whole lines (a block never ends mid-line), cutting lines
+    longer than MAX_LINE. Yields (block, lines, original bytes); the block's last line has no
+    trailing newline only at the very end of the input."""
+    pending = b""
+    skipping = False  # inside an over-long line whose head was already emitted
+    for chunk in data:
+        nbytes = len(chunk)
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                yield b"", 0, nbytes
+                continue
+            chunk = chunk[nl + 1:]
+            skipping = False
+        buf = pending + chunk if pending else chunk
+        last = buf.rfind(b"\n")
+        if last < 0:
+            if len(buf) > MAX_LINE:
+                # An over-long line: hand out its head as a line of its own, skip the rest.
+                yield buf[:MAX_LINE] + b"\n", 1, nbytes
+                pending = b""
+                skipping = True
+            else:
+                pending = buf
+                yield b"", 0, nbytes
+            continue
+        pending = buf[last + 1:]
+        block = buf[: last + 1]
+        if len(pending) > MAX_LINE:
+            block += pending[:MAX_LINE] + b"\n"
+            pending = b""
+            skipping = True
+        yield block, 0, nbytes
+    if pending:
+        yield pending, 0, 0
+
+
+def read_all_lines(src: LogSource) -> Iterator[tuple[int, bytes]]:
+    """Every line with its number (for small inputs and tests)."""
+    for i, line in enumerate(iter_lines(chunks(src)), 1):
+        yield i, line
+
+
+__all__ = ["Selection", "select", "iter_lines", "PREFILTER", "InputError"]

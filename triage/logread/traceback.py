@@ -1,0 +1,119 @@
+"""Reassemble Python tracebacks per process, even when several processes' lines interleave.
+
+Every vLLM process prints its own traceback (workers, EngineCore, API server); with the process
+tag peeled off by normalize.parse, lines of one process are fed to that process' assembler.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from triage.logread.normalize import Line
+
+FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?')
+# "ValueError: msg", "torch.OutOfMemoryError: CUDA out of memory", "KeyError: 'x'", "SystemExit: 1",
+# "triton.runtime.errors.OutOfResources: out of resource", "RuntimeError" (no message).
+EXC_RE = re.compile(
+    r"^(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|OutOfResources|Fault)"
+    r"(?:\[[^\]]*\])?)(?::\s?(?P<msg>.*))?$"
+)
+# Inside a traceback any "dotted.Name: message" line ends it (custom exception types).
+EXC_IN_TB_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(?P<msg>.*))?$")
+CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
+CHAIN_CONTEXT = "During handling of the above exception, another exception occurred"
+
+
+@dataclass
+class Frame:
+    file: str
+    line: int
+    func: str
+
+
+@dataclass
+class ExceptionRecord:
+    type: str  # as printed, possibly dotted: "torch.OutOfMemoryError"
+    message: str
+    line: Line
+    frames: list[Frame] = field(default_factory=list)
+    in_traceback: bool = False
+    caused_by: "ExceptionRecord | None" = None  # the exception this one wraps (chained tracebacks)
+    extra: list[Line] = field(default_factory=list)  # continuation lines of a multi-line message
+
+    @property
+    def short_type(self) -> str:
+        return self.type.rsplit(".", 1)[-1]
+
+    @property
+    def text(self) -> str:
+        return f"{self.type}: {self.message}" if self.message else self.type
+
+
+class _ProcState:
+    __slots__ = ("frames", "in_tb", "chained", "last_exc", "tb_start")
+
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+        self.in_tb = False
+        self.chained = False
+        self.last_exc: ExceptionRecord | None = None
+        self.tb_start = 0
+
+
+class TracebackAssembler:
+    MAX_FRAMES = 200
+    MAX_RECORDS = 2000
+
+    def __init__(self) -> None:
+        self._procs: dict[str, _ProcState] = {}
+        self.records: list[ExceptionRecord] = []
+        self.frame_files: set[str] = set()
+
+    def feed(self, line: Line) -> ExceptionRecord | None:
+        st = self._procs.get(line.proc)
+        if st is None:
+            st = self._procs[line.proc] = _ProcState()
+        text = line.text
+        stripped = text.strip()
+        if stripped.startswith("Traceback (most recent call last)"):
+            st.in_tb = True
+            st.frames = []
+            st.tb_start = line.no
+            return None
+        if stripped.startswith((CHAIN_CAUSE, CHAIN_CONTEXT)):
+            st.chained = True
+            return None
+        if st.in_tb:
+            m = FRAME_RE.match(text)
+            if m:
+                if len(st.frames) < self.MAX_FRAMES:
+                    st.frames.append(Frame(m.group("file"), int(m.group("line")), (m.group("func") or "").strip()))
+                if len(self.frame_files) < 5000:
+                    self.frame_files.add(m.group("file"))
+                return None
+            if not text or text[0].isspace() or stripped.startswith(("^", "~", "…", "...")):
+                return None  # source line or caret marker under a frame
+            m = EXC_IN_TB_RE.match(stripped) or EXC_RE.match(stripped)
+            if m and (":" in stripped or EXC_RE.match(stripped)):
+                rec = ExceptionRecord(m.group("type"), (m.group("msg") or "").strip(), line,
+                                      st.frames, True, st.last_exc if st.chained else None)
+                st.in_tb = False
+                st.chained = False
+                st.frames = []
+                st.last_exc = rec
+                self._add(rec)
+                return rec
+            return None
+        m = EXC_RE.match(stripped)
+        if m:
+            rec = ExceptionRecord(m.group("type"), (m.group("msg") or "").strip(), line, [], False, None)
+            self._add(rec)
+            return rec
+        return None
+
+    def _add(self, rec: ExceptionRecord) -> None:
+        if len(self.records) < self.MAX_RECORDS:
+            self.records.append(rec)
+        else:  # keep the newest: the end of a log is where processes die
+            self.records[-1] = rec

@@ -1,0 +1,38 @@
+"""The catalogue of failure signatures: one module per area, each exporting RULES.
+
+Adding a rule: declare it in the module of its area (or a new module listed in MODULES) and give
+it a fixture log under tests/logs/ (tests/test_rules.py checks that every rule has one).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from triage.rules.base import Rule
+
+MODULES = [
+    "attention",
+    "gpu",
+    "cuda",
+    "install",
+    "kernels",
+    "memory",
+    "distributed",
+    "model",
+    "config",
+    "environment",
+    "wrappers",
+]
+
+
+def all_rules() -> list[Rule]:
+    rules: list[Rule] = []
+    seen: set[str] = set()
+    for name in MODULES:
+        mod = importlib.import_module(f"triage.rules.{name}")
+        for r in mod.RULES:
+            if r.signature in seen:
+                raise ValueError(f"duplicate rule signature {r.signature}")
+            seen.add(r.signature)
+            rules.append(r)
+    return rules

@@ -1,0 +1,124 @@
+"""What a rule is: data (signature, category, patterns, fix) plus, where needed, a small function.
+
+A rule reads a Scan (and the environment facts, when probes ran) and returns at most one
+Diagnosis. Most rules are pure data: a few regexes over message text, an optional fact extractor
+for named groups, a title and a fix that may quote the facts. Rules never see each other; ranking
+happens in triage.diagnose.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from triage.logread.normalize import Line
+from triage.logread.scan import Scan
+from triage.model import CATEGORIES, Diagnosis, Evidence, Fix
+
+MAX_EVIDENCE = 6
+
+FactsFn = Callable[["re.Match[str]", Line, Scan], dict[str, Any]]
+CheckFn = Callable[[Scan, dict[str, Any]], "Diagnosis | None"]
+
+
+class _Blank(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"
+
+
+def fill(template: str, facts: dict[str, Any]) -> str:
+    """str.format with unknown facts shown as '?' (titles must never raise)."""
+    try:
+        return template.format_map(_Blank({k: _show(v) for k, v in facts.items()}))
+    except (ValueError, IndexError, AttributeError):
+        return template
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+@dataclass
+class Rule:
+    signature: str  # stable dotted id: "<area>.<what>"
+    category: str  # one of triage.model.CATEGORIES
+    title: str  # one line a person understands; may use {fact}
+    fix: str  # one or two sentences; may use {fact}
+    patterns: list[str] = field(default_factory=list)  # regexes over Line.text; named groups become facts
+    playbook: str | None = None
+    confidence: float = 0.85
+    facts: FactsFn | None = None  # extra facts from the first match
+    check: CheckFn | None = None  # a whole custom matcher instead of patterns
+    harmless: bool = False  # recognised, but not a failure (reported as a note)
+    secondary: bool = False  # usually the consequence of another failure (demoted in ranking)
+    wrapper: bool = False  # a cascade wrapper: never a diagnosis on its own
+    # cheap substring guards derived from the patterns (every literal run of >= 4 chars)
+    _compiled: list[re.Pattern[str]] = field(init=False, repr=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.category not in CATEGORIES and not (self.harmless or self.wrapper):
+            raise ValueError(f"{self.signature}: unknown category {self.category!r}")
+        self._compiled = [re.compile(p) for p in self.patterns]
+
+    def run(self, scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+        if self.check is not None:
+            return self.check(scan, env)
+        return self.match_lines(scan)
+
+    def match_lines(self, scan: Scan) -> Diagnosis | None:
+        hits: list[tuple[Line, re.Match[str]]] = []
+        seen_texts: set[str] = set()
+        for ln in scan.lines:
+            for rx in self._compiled:
+                m = rx.search(ln.text)
+                if m:
+                    if ln.text not in seen_texts:
+                        hits.append((ln, m))
+                        seen_texts.add(ln.text)
+                    break
+            if len(hits) >= MAX_EVIDENCE:
+                break
+        if not hits:
+            return None
+        return self.diagnosis(scan, hits)
+
+    def diagnosis(self, scan: Scan, hits: list[tuple[Line, "re.Match[str]"]],
+                  facts: dict[str, Any] | None = None, confidence: float | None = None) -> Diagnosis:
+        first_line, first_m = hits[0]
+        f: dict[str, Any] = {}
+        for k, v in first_m.groupdict().items():
+            if v is not None:
+                f[k] = _number(v)
+        if self.facts is not None:
+            f.update(self.facts(first_m, first_line, scan))
+        if facts:
+            f.update(facts)
+        conf = self.confidence if confidence is None else confidence
+        if first_line.level == "WARNING" and not self.harmless:
+            conf *= 0.85  # a warning is rarely the cause of death on its own
+        ctx = dict(scan.facts)
+        ctx.update(f)
+        return Diagnosis(
+            category=self.category,
+            signature=self.signature,
+            title=fill(self.title, ctx),
+            confidence=min(conf, 0.99),
+            evidence=[Evidence(ln.no, ln.shown) for ln, _ in hits],
+            facts=f,
+            fix=Fix(fill(self.fix, ctx), self.playbook),
+            first_line=first_line.no,
+        )
+
+
+def _number(v: str) -> Any:
+    if v.isdigit():
+        return int(v)
+    try:
+        if re.fullmatch(r"\d+\.\d+", v):
+            return float(v)
+    except ValueError:
+        pass
+    return v

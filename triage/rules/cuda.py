@@ -1,0 +1,52 @@
+"""The CUDA driver underneath: too old for the build, PTX from a newer toolchain, compat libraries."""
+
+from __future__ import annotations
+
+from triage.rules.base import Rule
+
+RULES = [
+    Rule(signature="cuda.driver_too_old", category="cuda_driver",
+         title="The NVIDIA driver is too old for this CUDA build",
+         fix="Upgrade the NVIDIA driver to one that supports the CUDA version torch/vLLM were built for "
+             "(see `nvidia-smi` for the driver's CUDA version), or install torch/vLLM built for an older CUDA.",
+         patterns=[r"The NVIDIA driver on your system is too old(?: \(found version (?P<found>\d+)\))?",
+                   r"CUDA driver version is insufficient for CUDA runtime version",
+                   r"cudaErrorInsufficientDriver", r"CUDA_ERROR_INSUFFICIENT_DRIVER"],
+         playbook="cuda-driver", confidence=0.95),
+    Rule(signature="cuda.error_803_compat", category="cuda_driver",
+         title="CUDA driver/runtime combination unsupported (Error 803/804: compat libraries or driver mismatch)",
+         fix="A CUDA forward-compatibility library (cuda-compat) shadows the real driver, or the driver is older "
+             "than the container's CUDA: remove the compat path from LD_LIBRARY_PATH or upgrade the host driver.",
+         patterns=[r"Error 803: system has unsupported display driver / cuda driver combination",
+                   r"Error 804: forward compatibility was attempted on non supported HW",
+                   r"cudaErrorSystemDriverMismatch", r"cudaErrorCompatNotSupportedOnDevice",
+                   r"system has unsupported display driver / cuda driver combination"],
+         playbook="cuda-driver", confidence=0.95),
+    Rule(signature="cuda.ptx_toolchain", category="cuda_driver",
+         title="PTX compiled by a newer CUDA toolchain than the driver supports",
+         fix="The kernels were compiled with a newer CUDA than the driver can JIT: upgrade the driver, or use "
+             "wheels/containers built for the driver's CUDA version.",
+         patterns=[r"the provided PTX was compiled with an unsupported toolchain",
+                   r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION", r"cudaErrorUnsupportedPtxVersion"],
+         playbook="cuda-driver", confidence=0.95),
+    Rule(signature="cuda.nvml_driver_mismatch", category="cuda_driver",
+         title="NVIDIA driver/library version mismatch (driver upgraded without reloading the kernel module)",
+         fix="The user-space driver libraries were upgraded but the old kernel module is still loaded: reboot the "
+             "host (or unload and reload the nvidia modules).",
+         patterns=[r"Driver/library version mismatch", r"NVML library version mismatch",
+                   r"Failed to initialize NVML: Driver/library version mismatch"],
+         playbook="cuda-driver", confidence=0.95),
+    Rule(signature="cuda.system_not_initialized", category="cuda_driver",
+         title="CUDA reports the system is not yet initialized (Error 802: fabric manager not running)",
+         fix="On NVSwitch systems (HGX/DGX) start nvidia-fabricmanager with the same version as the driver "
+             "(`systemctl status nvidia-fabricmanager`).",
+         patterns=[r"Error 802: system not yet initialized", r"cudaErrorSystemNotReady", r"CUDA_ERROR_SYSTEM_NOT_READY"],
+         playbook="cuda-driver", confidence=0.9),
+    Rule(signature="cuda.unknown_error_init", category="cuda_driver",
+         title="CUDA failed to initialize (unknown error from the driver)",
+         fix="CUDA could not talk to the driver: check `nvidia-smi`, that /dev/nvidia* exist in the container, "
+             "and that the driver modules are loaded; a reboot often clears it after a driver update.",
+         patterns=[r"CUDA unknown error - this may be due to an incorrectly set up environment",
+                   r"Unexpected error from cudaGetDeviceCount\(\)(?!.*Error 80[234])"],
+         playbook="cuda-driver", confidence=0.75),
+]

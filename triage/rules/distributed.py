@@ -1,0 +1,87 @@
+"""Multi-GPU and multi-node plumbing: NCCL, Gloo, Ray, /dev/shm, fork vs spawn."""
+
+from __future__ import annotations
+
+from triage.rules.base import Rule
+
+RULES = [
+    Rule(signature="distributed.nccl_shm", category="distributed",
+         title="NCCL could not create its shared-memory segment (/dev/shm too small or not writable)",
+         fix="Give the container enough shared memory: `docker run --ipc=host` or `--shm-size=16g` "
+             "(Kubernetes: an emptyDir with medium Memory mounted at /dev/shm).",
+         patterns=[r"Error while creating shared memory segment /dev/shm/\S+(?: \(size (?P<size>\d+)\))?",
+                   r"unable to allocate shared memory", r"No space left on device.{0,60}/dev/shm",
+                   r"/dev/shm.{0,60}(?:No space left|too small)"],
+         playbook="distributed", confidence=0.95),
+    Rule(signature="distributed.bus_error_shm", category="distributed",
+         title="Bus error: usually /dev/shm is too small in a container",
+         fix="Run the container with --ipc=host or --shm-size=16g (or larger).",
+         patterns=[r"^Bus error(?: \(core dumped\))?", r"ERROR: Unexpected bus error encountered in worker",
+                   r"insufficient shared memory \(shm\)"],
+         playbook="distributed", confidence=0.8),
+    Rule(signature="distributed.nccl_error", category="distributed",
+         title="NCCL communication failed ({nccl_error})",
+         fix="Run with NCCL_DEBUG=INFO to see the failing transport. Common causes: /dev/shm too small (docker "
+             "--ipc=host), P2P/IB misconfiguration (try NCCL_P2P_DISABLE=1 or NCCL_IB_DISABLE=1 to confirm), "
+             "mismatched NCCL versions between nodes, or a peer process that died first (look above).",
+         patterns=[r"NCCL error in: \S+, (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
+                   r"(?P<nccl_error>ncclSystemError|ncclUnhandledCudaError|ncclInternalError|ncclRemoteError|ncclInvalidUsage)",
+                   r"NCCL WARN (?P<nccl_error>.+)", r"DistBackendError: NCCL error"],
+         playbook="distributed", confidence=0.8, secondary=True),
+    Rule(signature="distributed.cuda_fork", category="distributed",
+         title="CUDA was initialised before worker processes were forked",
+         fix="Set VLLM_WORKER_MULTIPROC_METHOD=spawn (and avoid touching CUDA before creating the LLM in your "
+             "script; wrap it in `if __name__ == '__main__':`).",
+         patterns=[r"Cannot re-initialize CUDA in forked subprocess",
+                   r"To use CUDA with multiprocessing, you must use the 'spawn' start method"],
+         playbook="distributed", confidence=0.95),
+    Rule(signature="distributed.spawn_main_guard", category="distributed",
+         title="spawned workers re-ran the script (missing `if __name__ == '__main__':` guard)",
+         fix="Put the code that creates the LLM under `if __name__ == '__main__':` when using spawn.",
+         patterns=[r"An attempt has been made to start a new process before the\s*current process has finished its bootstrapping phase"],
+         playbook="distributed", confidence=0.9),
+    Rule(signature="distributed.collective_timeout", category="distributed",
+         title="A collective operation timed out (a rank hung or died)",
+         fix="One rank stopped answering: look for the first error of any rank above; check node-to-node network "
+             "(NCCL_SOCKET_IFNAME), and that all nodes run identical vLLM/torch/NCCL versions.",
+         patterns=[r"Watchdog caught collective operation timeout", r"ProcessGroupNCCL.{0,60}[Tt]imeout",
+                   r"NCCL communicator was aborted", r"Timed out waiting for.{0,40}(?:rank|worker|store)"],
+         playbook="distributed", confidence=0.75, secondary=True),
+    Rule(signature="distributed.gloo_failed", category="distributed",
+         title="Gloo could not connect the processes ({detail})",
+         fix="Gloo (CPU-side coordination) uses the host's network: set GLOO_SOCKET_IFNAME / VLLM_HOST_IP to the "
+             "interface the nodes share, and open the ports between nodes.",
+         patterns=[r"Gloo connectFullMesh failed(?: with (?P<detail>.+))?", r"\[enforce fail at .*gloo.*\] (?P<detail>.+)",
+                   r"gloo/transport/tcp.{0,80}(?P<detail>Connection refused|Connection reset|timed out)"],
+         playbook="distributed", confidence=0.85),
+    Rule(signature="distributed.master_port", category="distributed",
+         title="torch.distributed could not bind or reach its rendezvous address",
+         fix="The distributed init port is taken or unreachable: pick a free one (VLLM_PORT / MASTER_PORT), make "
+             "sure no old vLLM is still running, and that nodes can reach each other.",
+         patterns=[r"DistNetworkError.{0,120}(?:address already in use|failed to listen|Connection refused|timed out)",
+                   r"The server socket has failed to (?:listen|bind) on any local network address",
+                   r"The client socket has timed out after \d+\w* while trying to connect to"],
+         playbook="distributed", confidence=0.85),
+    Rule(signature="distributed.ray_gpus", category="distributed",
+         title="Ray cannot place the workers on GPUs ({detail})",
+         fix="The Ray cluster does not offer the GPUs vLLM asks for: check `ray status`, that every node joined with "
+             "its GPUs, and that tensor_parallel_size x pipeline_parallel_size fits the cluster.",
+         patterns=[r"(?P<detail>Ray does not allocate any GPUs on the driver node)",
+                   r"(?P<detail>The number of required GPUs exceeds the total number of available GPUs in the placement group)",
+                   r"(?P<detail>Current node has no GPU available)",
+                   r"(?P<detail>No available node types can fulfill resource request)"],
+         playbook="distributed", confidence=0.85),
+    Rule(signature="distributed.ray_actor_died", category="distributed",
+         title="A Ray worker died",
+         fix="A Ray actor exited: its own log (above, or `ray logs`) has the root cause; often OOM or a crash on one node.",
+         patterns=[r"ray\.exceptions\.(?:RayActorError|ActorDiedError|RaySystemError)",
+                   r"The actor died unexpectedly before finishing this task"],
+         playbook="distributed", confidence=0.6, secondary=True),
+    Rule(signature="distributed.p2p_unsupported", category="distributed",
+         title="GPU peer-to-peer access is not available between the GPUs",
+         fix="The GPUs cannot talk directly (PCIe ACS/IOMMU, or consumer GPUs): try --disable-custom-all-reduce or "
+             "NCCL_P2P_DISABLE=1; on bare metal check ACS settings.",
+         patterns=[r"peer access is not supported between these two devices", r"cudaErrorPeerAccessUnsupported",
+                   r"P2P .{0,30}(?:not supported|failed)"],
+         playbook="distributed", confidence=0.8),
+]

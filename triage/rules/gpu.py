@@ -1,0 +1,104 @@
+"""GPU generation problems: too old or too new for the build, dtypes and quantization it cannot run."""
+
+from __future__ import annotations
+
+from triage.rules.base import Rule
+
+RULES = [
+    Rule(signature="gpu.no_kernel_image", category="unsupported_gpu",
+         title="The installed build has no kernels for this GPU (no kernel image is available)",
+         fix="torch or vLLM was compiled without this GPU's architecture (sm_XX): install a build that lists it "
+             "(check `python -c 'import torch; print(torch.cuda.get_arch_list())'`), e.g. a CUDA 12.8+ wheel for "
+             "Blackwell, or build vLLM with TORCH_CUDA_ARCH_LIST including this GPU.",
+         patterns=[r"no kernel image is available for execution on the device",
+                   r"cudaErrorNoKernelImageForDevice", r"CUDA_ERROR_NO_BINARY_FOR_GPU"],
+         playbook="unsupported-gpu", confidence=0.9),
+    Rule(signature="gpu.torch_arch_missing", category="unsupported_gpu",
+         title="PyTorch was not built for this GPU ({name}, sm_{sm})",
+         fix="This torch wheel does not include sm_{sm}: install a torch (and matching vLLM) built for it, "
+             "e.g. the CUDA 12.8+ wheels for Blackwell GPUs.",
+         patterns=[r"(?P<name>NVIDIA [\w .-]+?) with CUDA capability sm_(?P<sm>\d+) is not compatible with the current PyTorch"],
+         playbook="unsupported-gpu", confidence=0.85),
+    Rule(signature="gpu.too_old_for_torch", category="unsupported_gpu",
+         title="GPU too old for this PyTorch ({name}, compute capability {cc})",
+         fix="This torch no longer supports compute capability {cc}: use an older torch/vLLM pair that still "
+             "supports it, or a newer GPU.",
+         patterns=[r"Found GPU\d+ (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)\.\s*PyTorch no longer supports this GPU because it is too old"],
+         playbook="unsupported-gpu", confidence=0.85),
+    Rule(signature="gpu.compute_capability_too_low", category="unsupported_gpu",
+         title="The GPU's compute capability is below what this vLLM path needs",
+         fix="This feature needs a newer GPU; choose a model/config that does not need it, or run on a GPU "
+             "with a higher compute capability.",
+         patterns=[r"(?:GPUs?|[Dd]evice) with compute capability (?:of )?(?:at least|>=|>) ?(?P<min>\d+(?:\.\d+)?) (?:is|are) required",
+                   r"requires (?:a )?(?:GPU|device) with compute capability (?:>= ?|of at least )?(?P<min>\d+(?:\.\d+)?)",
+                   r"FlashAttention only supports Ampere GPUs or newer",
+                   r"compute capability (?P<cc>\d+\.\d+) is (?:not supported|too low)"],
+         playbook="unsupported-gpu", confidence=0.8),
+    Rule(signature="dtype.bf16_before_ampere", category="dtype_unsupported",
+         title="bfloat16 needs compute capability 8.0; this GPU ({gpu}) has {cc}",
+         fix="Launch with --dtype half (float16), or use an Ampere or newer GPU.",
+         patterns=[r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0\. Your (?P<gpu>.+?) GPU has compute capability (?P<cc>\d+\.\d+)",
+                   r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
+                   r"(?:Current CUDA Device|This device) does not support bfloat16",
+                   r"bf16 is not supported on"],
+         playbook="dtype-unsupported", confidence=0.95),
+    Rule(signature="dtype.fp8_unsupported", category="dtype_unsupported",
+         title="This GPU cannot compute in the requested float8 type",
+         fix="FP8 compute needs compute capability 8.9+ (Ada/Hopper/Blackwell); use --kv-cache-dtype auto and a "
+             "non-FP8 checkpoint, or a weight-only FP8 (Marlin) path on Ampere.",
+         patterns=[r"type fp8e4nv not supported in this architecture", r"fp8e4nv data type is not supported on CUDA arch < 89",
+                   r"Float8_e4m3fn.{0,40}not (?:supported|implemented)"],
+         playbook="dtype-unsupported", confidence=0.85),
+    Rule(signature="dtype.float32_unsupported", category="dtype_unsupported",
+         title="The chosen backend or kernel does not run in dtype {dtype}",
+         fix="Launch with --dtype auto (the model's own half-precision dtype) or choose a backend that takes it.",
+         patterns=[r"(?:[Oo]nly|only supports) (?:float16|fp16|half)(?: and bfloat16)? (?:is |are )?supported.{0,40}got (?P<dtype>\w+)",
+                   r"dtype (?P<dtype>torch\.float32|float32) is not supported"],
+         playbook="dtype-unsupported", confidence=0.75),
+    # -- quantization ---------------------------------------------------------------------
+    Rule(signature="quant.min_capability", category="quantization",
+         title="Quantization method {method} needs compute capability {min_cap}; this GPU has {cur_cap}",
+         fix="Use a checkpoint in a format this GPU runs (AWQ/GPTQ/bf16), or a newer vLLM: fp8 checkpoints run "
+             "weight-only through FP8 Marlin on Ampere since vLLM 0.5.1.",
+         patterns=[r"The quantization method (?P<method>[\w-]+) is not supported for the current GPU\. Minimum capability: (?P<min_cap>\d+)\. Current capability: (?P<cur_cap>\d+)",
+                   r"Quantization scheme is not supported for (?:the current GPU|this GPU)\. Min capability: (?P<min_cap>\d+)\. Current capability: (?P<cur_cap>\d+)"],
+         playbook="quantization", confidence=0.95),
+    Rule(signature="quant.unknown_method", category="quantization",
+         title="Unknown quantization method {method}",
+         fix="This vLLM does not know the checkpoint's quantization method: upgrade vLLM, or pass a supported "
+             "--quantization value.",
+         patterns=[r"Unknown quantization method: (?P<method>[\w-]+)", r"Unknown quantization method (?P<method>[\w-]+)",
+                   r"Quantization method specified in the model config \((?P<method>[\w-]+)\) does not match"],
+         playbook="quantization", confidence=0.9),
+    Rule(signature="quant.kernel_unsupported_gpu", category="quantization",
+         title="The quantized kernel ({kernel}) is not available on this GPU",
+         fix="Pick a checkpoint format this GPU supports (NVFP4 needs SM100/SM120 kernels; FP8 W8A8 needs SM89+), "
+             "or a vLLM build whose kernels include this GPU.",
+         patterns=[r"(?P<kernel>NVFP4|nvfp4|FP4|MXFP4|CUTLASS|cutlass_scaled_mm|Machete|Marlin|FP8)[\w ]{0,40}(?:is )?not supported (?:on|for) (?:this|the current) (?:GPU|device|platform)",
+                   r"(?P<kernel>cutlass_scaled_mm|cutlass_fp4_gemm|scaled_fp4_quant)\b.{0,60}(?:not (?:supported|implemented)|no kernel)",
+                   r"No compiled (?P<kernel>cutlass[\w ]*) (?:kernel|for)",
+                   r"(?P<kernel>ModelOpt NVFP4|FlashInfer FP4|CUTLASS FP4)\b.{0,60}(?:requires|only) .{0,30}(?:capability|SM|sm)"],
+         playbook="quantization", confidence=0.85),
+    Rule(signature="quant.shape_unsupported", category="quantization",
+         title="The quantized weights have a shape this kernel cannot take (often: tensor parallel size)",
+         fix="The layer's per-GPU slice is not divisible as the kernel requires: try another --tensor-parallel-size "
+             "(or pipeline parallel), or a checkpoint with another group size.",
+         patterns=[r"[Ww]eight input_size_per_partition = (?P<size>\d+) is not divisible by (?:min_thread_k|group_size|tile) = (?P<by>\d+)",
+                   r"[Ww]eight output_size_per_partition = (?P<size>\d+) is not divisible by",
+                   r"The input size is not aligned with the quantized weight shape",
+                   r"input_size_per_partition .{0,40} not divisible"],
+         playbook="quantization", confidence=0.9),
+    Rule(signature="quant.marlin_unsupported", category="quantization",
+         title="Marlin kernels cannot run this configuration",
+         fix="Marlin needs compute capability 8.0+ and specific bit widths/group sizes: use another checkpoint or "
+             "--quantization value, or a newer GPU.",
+         patterns=[r"Marlin (?:does not support|only supports|kernel requires|is not supported)[^.]*",
+                   r"gptq_marlin.{0,40}not supported"],
+         playbook="quantization", confidence=0.85),
+    Rule(signature="quant.compressed_tensors_scheme", category="quantization",
+         title="No compressed-tensors scheme matches this checkpoint on this GPU",
+         fix="The checkpoint's compressed-tensors scheme is not implemented for this GPU/vLLM: upgrade vLLM or use "
+             "a checkpoint in a supported scheme.",
+         patterns=[r"No compressed-tensors compatible scheme was found", r"compressed-tensors.{0,60}(?:not supported|Unsupported)"],
+         playbook="quantization", confidence=0.85),
+]

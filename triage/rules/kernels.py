@@ -1,0 +1,117 @@
+"""Kernel libraries (FlashInfer, FlashAttention, DeepGEMM) and Triton compilation."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from triage.logread.normalize import Line
+from triage.logread.scan import Scan
+from triage.rules.base import Rule
+
+
+def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    gd = m.groupdict()
+    out: dict[str, Any] = {}
+    if gd.get("required") and gd.get("limit"):
+        req, lim = int(gd["required"]), int(gd["limit"])
+        out["shared_memory_required"] = req
+        out["shared_memory_limit"] = lim
+        # SM120/SM121 (RTX PRO 6000, RTX 50xx, GB10) have ~99 KB per block, far below Hopper's 227 KB:
+        # configs tuned on H100 overflow there.
+        if lim <= 101376:
+            out["note"] = "this GPU has at most ~99 KB of shared memory per block (SM8.6/8.9/12.x class)"
+    # the kernel that failed, from the traceback frames around it
+    for exc in scan.exceptions:
+        if exc.line.no >= line.no - 2 and exc.frames:
+            for fr in reversed(exc.frames):
+                if "/vllm/" in fr.file:
+                    out["kernel_caller"] = f"{fr.file.split('/vllm/', 1)[-1]}:{fr.line} ({fr.func})"
+                    break
+            break
+    return out
+
+
+RULES = [
+    Rule(signature="kernels.flashinfer_version_mismatch", category="kernel_library",
+         title="FlashInfer packages disagree: flashinfer-cubin {cubin} vs flashinfer {flashinfer}",
+         fix="Install the same version of flashinfer-python and flashinfer-cubin (the ones this vLLM release "
+             "pins); FLASHINFER_DISABLE_VERSION_CHECK=1 only bypasses the check.",
+         patterns=[r"flashinfer-cubin version \((?P<cubin>[\w.+]+)\) does not match flashinfer version \((?P<flashinfer>[\w.+]+)\)",
+                   r"flashinfer-jit-cache version \((?P<cubin>[\w.+]+)\) does not match flashinfer version \((?P<flashinfer>[\w.+]+)\)"],
+         playbook="kernel-library", confidence=0.95),
+    Rule(signature="kernels.flashinfer_missing", category="kernel_library",
+         title="FlashInfer is missing or failed to import",
+         fix="Install the FlashInfer version this vLLM pins (`pip install flashinfer-python==<ver>`), or choose "
+             "a backend that does not need it (--attention-backend FLASH_ATTN / TRITON_ATTN).",
+         patterns=[r"No module named 'flashinfer'", r"FlashInfer is not (?:installed|available)",
+                   r"requires FlashInfer.{0,40}(?:not found|not installed|is not available)"],
+         playbook="kernel-library", confidence=0.85),
+    Rule(signature="kernels.flashinfer_jit_failed", category="kernel_library",
+         title="FlashInfer's JIT compilation failed",
+         fix="FlashInfer compiles kernels at first use: it needs nvcc (a CUDA toolkit matching torch's CUDA) on "
+             "PATH and a writable cache (~/.cache/flashinfer). Install the toolkit or a flashinfer-cubin/jit-cache "
+             "package with prebuilt kernels for this GPU.",
+         patterns=[r"flashinfer.{0,80}(?:ninja: build stopped|JIT compil\w+ fail|Failed to (?:compile|build))",
+                   r"FlashInfer.{0,60}nvcc.{0,30}not found", r"Could not find nvcc.{0,80}flashinfer"],
+         playbook="kernel-library", confidence=0.85),
+    Rule(signature="kernels.flash_attn_missing", category="kernel_library",
+         title="vLLM's FlashAttention package is missing or broken",
+         fix="This vLLM build lacks vllm_flash_attn for this GPU (source builds without it, or an unsupported "
+             "arch): reinstall a vLLM wheel, or use --attention-backend FLASHINFER / TRITON_ATTN.",
+         patterns=[r"No module named 'vllm\.vllm_flash_attn", r"No module named 'vllm_flash_attn'",
+                   r"Cannot use FlashAttention(?:-2)? backend because the vllm\.vllm_flash_attn package is not found",
+                   r"flash_attn_2_cuda.{0,40}(?:undefined symbol|cannot open)", r"No module named 'flash_attn'"],
+         playbook="kernel-library", confidence=0.8),
+    Rule(signature="kernels.deepgemm_missing", category="kernel_library",
+         title="DeepGEMM is missing or too old (needed for {what})",
+         fix="DeepGEMM kernels (FP8 block GEMMs, the DSA indexer of DeepSeek-V3.2/GLM-5) exist for SM90/SM100 only: "
+             "install the DeepGEMM version vLLM expects on those GPUs; on other GPUs use a model path without it "
+             "(for DSA models the indexer needs a Triton fallback, see `triage apply sparse-mla`).",
+         patterns=[r"DeepGEMM backend is not available or outdated(?:\. Please install or update the `?deep_gemm`?)?(?P<what>)",
+                   r"No module named 'deep_gemm'(?P<what>)", r"deep_gemm.{0,40}(?:is not installed|not available)(?P<what>)"],
+         facts=lambda m, line, scan: {"what": "the DSA sparse indexer / FP8 GEMMs"},
+         playbook="kernel-library", confidence=0.85),
+    Rule(signature="kernels.flashmla_unavailable", category="kernel_library",
+         title="FlashMLA kernels are not in this vLLM build",
+         fix="vllm._flashmla_C was not compiled for this GPU (FlashMLA supports SM90/SM100): on other GPUs use "
+             "TRITON_MLA (dense) or a sparse backend for your GPU.",
+         patterns=[r"vllm\._flashmla_C is not available", r"vllm\._flashmla_extension_C is not available"],
+         playbook="kernel-library", confidence=0.6, secondary=True),
+    Rule(signature="triton.out_of_shared_memory", category="triton_compile",
+         title="A Triton kernel needs more shared memory than this GPU has ({shared_memory_required} > {shared_memory_limit} bytes)",
+         fix="The kernel's tile config (block sizes, num_stages) was tuned for a GPU with more shared memory "
+             "(Hopper: 227 KB; SM12x: ~99 KB): use a vLLM version with configs for this GPU, a tuned config file "
+             "(e.g. VLLM_TUNED_CONFIG_FOLDER for fused MoE), or --enforce-eager / another backend for the failing op.",
+         patterns=[r"out of resource: shared memory, Required: (?P<required>\d+), Hardware limit: (?P<limit>\d+)",
+                   r"OutOfResources\(self\.metadata\.shared, max_shared_mem, \"shared memory\"\)",
+                   r"out of resource: shared memory"],
+         facts=_smem_facts, playbook="triton-compile", confidence=0.9),
+    Rule(signature="triton.ptxas_failed", category="triton_compile",
+         title="Triton's PTX assembler (ptxas) failed",
+         fix="Triton's bundled ptxas does not know this GPU or failed: upgrade triton (Blackwell needs triton>=3.3), "
+             "or point TRITON_PTXAS_PATH at the ptxas of a CUDA toolkit that supports this GPU.",
+         patterns=[r"ptxas fatal\s*:.*", r"PTXASError", r"ptxas .{0,40}error", r"ptxas failed",
+                   r"Value 'sm_\d+a?' is not defined for option 'gpu-name'"],
+         playbook="triton-compile", confidence=0.85),
+    Rule(signature="triton.no_c_compiler", category="triton_compile",
+         title="Triton found no C compiler (or Python headers) to build its runtime helper",
+         fix="Install a C compiler and the Python headers (`apt-get install build-essential python3-dev`) or set CC.",
+         patterns=[r"Failed to find C compiler\. Please specify via CC environment variable",
+                   r"Python\.h: No such file or directory", r"error: command 'gcc' failed"],
+         playbook="triton-compile", confidence=0.9),
+    Rule(signature="triton.compilation_error", category="triton_compile",
+         title="A Triton kernel failed to compile",
+         fix="A Triton kernel in this vLLM does not compile with the installed triton on this GPU: use the triton "
+             "version vLLM pins, or upgrade vLLM.",
+         patterns=[r"triton\.compiler\.errors\.\w*CompilationError", r"triton\.runtime\.errors\.\w+Error",
+                   r"CompilationError: at \d+:\d+:"],
+         playbook="triton-compile", confidence=0.7),
+    Rule(signature="kernels.illegal_memory_access", category="kernel_library",
+         title="A GPU kernel crashed (illegal memory access / device-side assert)",
+         fix="A kernel read or wrote out of bounds: rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel, try "
+             "--enforce-eager and another --attention-backend to isolate it, then report it upstream with that name.",
+         patterns=[r"an illegal memory access was encountered", r"device-side assert triggered",
+                   r"cudaErrorIllegalAddress", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"misaligned address"],
+         playbook="kernel-library", confidence=0.7),
+]

@@ -1,0 +1,99 @@
+"""GPU memory: the KV-cache budget, CUDA out-of-memory, CUDA-graph capture."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from triage.logread.normalize import Line
+from triage.logread.scan import Scan
+from triage.rules.base import Rule
+
+# Which phase of start-up ran out of memory, from function names in the traceback.
+PHASES = [
+    ("capture_model", "CUDA graph capture"), ("_dummy_sampler_run", "sampler warm-up"),
+    ("profile_run", "memory profiling"), ("determine_available_memory", "memory profiling"),
+    ("_dummy_run", "warm-up"), ("compile_or_warm_up_model", "warm-up"),
+    ("load_weights", "weight loading"), ("load_model", "model loading"), ("initialize_cache", "KV cache allocation"),
+    ("_allocate_kv_cache", "KV cache allocation"), ("initialize_kv_cache", "KV cache allocation"),
+]
+
+
+def _oom_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for exc in scan.exceptions:
+        if exc.line.no == line.no and exc.frames:
+            funcs = [f.func for f in exc.frames]
+            for fn, phase in PHASES:
+                if fn in funcs:
+                    out["phase"] = phase
+                    break
+            break
+    return out
+
+
+def _kv_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    gd = m.groupdict()
+    out: dict[str, Any] = {}
+    fit = gd.get("kv_tokens") or gd.get("estimated")
+    if fit:
+        n = int(fit)
+        # vLLM rounds to the block size; a multiple of 256 keeps the suggestion tidy.
+        out["suggested_max_model_len"] = max(256, n - n % 256) if n > 512 else n
+    return out
+
+
+RULES = [
+    Rule(signature="kv_cache.max_len_exceeds_capacity", category="kv_cache_memory",
+         title="The KV cache cannot hold one request of max_model_len {max_len} tokens (room for {kv_tokens})",
+         fix="Lower --max-model-len to at most {suggested_max_model_len}, or free memory for the KV cache: raise "
+             "--gpu-memory-utilization, use --kv-cache-dtype fp8, more GPUs (--tensor-parallel-size), or a "
+             "quantized checkpoint.",
+         patterns=[r"The model's max seq len \((?P<max_len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((?P<kv_tokens>\d+)\)"],
+         facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),
+    Rule(signature="kv_cache.insufficient_for_max_len", category="kv_cache_memory",
+         title="Not enough KV-cache memory for max_model_len {max_len}: {needed_gib} GiB needed, {available_gib} GiB available",
+         fix="Lower --max-model-len to at most {suggested_max_model_len} (vLLM's own estimate), or raise "
+             "--gpu-memory-utilization, use --kv-cache-dtype fp8, or add GPUs.",
+         patterns=[r"max seq len \((?P<max_len>\d+)\), \((?P<needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \((?P<available_gib>[\d.]+) GiB\)(?:.*?estimated maximum model length is (?P<estimated>\d+))?"],
+         facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),
+    Rule(signature="kv_cache.no_memory_for_blocks", category="kv_cache_memory",
+         title="No GPU memory is left for the KV cache after loading the model",
+         fix="The weights and activations fill the GPU: raise --gpu-memory-utilization, lower --max-num-seqs / "
+             "--max-num-batched-tokens, use a quantized checkpoint, or spread the model over more GPUs.",
+         patterns=[r"No available memory for the cache blocks",
+                   r"Insufficient memory for KV cache", r"available KV cache memory \(-?[\d.]+ GiB\).{0,40}(?:negative|not enough)"],
+         playbook="kv-cache-memory", confidence=0.9),
+    Rule(signature="kv_cache.free_memory_below_utilization", category="kv_cache_memory",
+         title="Free GPU memory at start-up ({free_gib} GiB) is below what --gpu-memory-utilization {util} asks for",
+         fix="Something else holds GPU memory (another vLLM, a stale process, a notebook): free it (see the "
+             "processes in `nvidia-smi` / `triage probe`), or lower --gpu-memory-utilization below the free share.",
+         patterns=[r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)"],
+         playbook="kv-cache-memory", confidence=0.95),
+    Rule(signature="oom.cuda_out_of_memory", category="gpu_oom",
+         title="CUDA out of memory{phase_suffix}",
+         fix="The model does not fit this GPU's memory at this configuration: use a quantized checkpoint or a "
+             "smaller model, spread it with --tensor-parallel-size, lower --max-model-len / --max-num-seqs, or "
+             "--enforce-eager if it failed while capturing CUDA graphs; free memory held by other processes first.",
+         patterns=[r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError: CUDA out of memory\.(?: Tried to allocate (?P<tried>[\d.]+ [KMG]iB)\. GPU (?P<gpu_index>\d+) has a total capacity of (?P<total>[\d.]+ [KMG]iB) of which (?P<free>[\d.]+ [KMG]iB) is free)?",
+                   r"CUDA out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMG]iB)",
+                   r"CUDA error: out of memory", r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation",
+                   r"RuntimeError: CUDA out of memory"],
+         facts=lambda m, line, scan: _with_suffix(_oom_facts(m, line, scan)),
+         playbook="gpu-oom", confidence=0.9),
+    Rule(signature="cudagraph.capture_failed", category="cudagraph_capture",
+         title="CUDA graph capture failed",
+         fix="An op that cannot be captured ran during CUDA graph capture: launch with --enforce-eager to confirm, "
+             "then try -O/--compilation-config with fewer cudagraph sizes or another attention backend; report it "
+             "upstream with the op name.",
+         patterns=[r"operation not permitted when stream is capturing", r"cudaErrorStreamCaptureUnsupported",
+                   r"cudaErrorStreamCaptureInvalidated", r"operation failed due to a previous error during capture",
+                   r"CUDA graph capture (?:failed|is not supported)", r"cudaErrorStreamCaptureImplicit",
+                   r"Cannot (?:capture|use) CUDA graph"],
+         playbook="cudagraph-capture", confidence=0.9),
+]
+
+
+def _with_suffix(f: dict[str, Any]) -> dict[str, Any]:
+    f["phase_suffix"] = f" during {f['phase']}" if f.get("phase") else ""
+    return f

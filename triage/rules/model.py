@@ -1,0 +1,145 @@
+"""The model itself: architectures the install does not know, loading, tokenizer, speculative decoding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
+from triage.rules.base import Rule
+
+
+def _gguf_speculators(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    """GGUF files crash in `maybe_override_with_speculators` (it reads the .gguf as a HF config)."""
+    for exc in scan.exceptions:
+        funcs = {f.func for f in exc.frames}
+        if "maybe_override_with_speculators" in funcs:
+            gguf = ".gguf" in exc.message or any(".gguf" in str(v) for v in (scan.facts.get("model"),))
+            return Diagnosis(
+                category="model_loading", signature="model_loading.gguf_speculators_override",
+                title="vLLM crashed reading the model's config for the speculators check"
+                      + (" (a GGUF file)" if gguf else ""),
+                confidence=0.9,
+                evidence=[Evidence(exc.line.no, exc.line.shown)],
+                facts={"exception": exc.type, "gguf": gguf},
+                fix=Fix("This vLLM reads a HF config from the model path before loading (maybe_override_with_speculators), "
+                        "which fails for GGUF files: pass --tokenizer <the original HF repo> and --hf-config-path <that repo>, "
+                        "or upgrade to a vLLM that skips the check for GGUF.", "model-loading"),
+                first_line=exc.line.no)
+    return None
+
+
+RULES = [
+    Rule(signature="model_support.architecture_unsupported", category="model_support",
+         title="This vLLM does not support the model architecture {arch}",
+         fix="The installed vLLM predates this architecture: upgrade vLLM (with a matching transformers), or use "
+             "--model-impl transformers if transformers supports it.",
+         patterns=[r"Model architectures \['(?P<arch>\w+)'(?:, [^\]]*)?\] are not supported for now",
+                   r"Model architectures \['(?P<arch>\w+)'\] failed to be inspected",
+                   r"Cannot find model module\. '(?P<arch>\w+)' is not a registered model"],
+         playbook="model-support", confidence=0.95),
+    Rule(signature="model_support.transformers_unknown_type", category="model_support",
+         title="transformers does not know model type {model_type}",
+         fix="The installed transformers is older than the model: upgrade transformers (and vLLM to a version "
+             "that supports the model); for brand-new models install transformers from the version the model card names.",
+         patterns=[r"model type `(?P<model_type>[\w-]+)` but Transformers does not recognize this architecture",
+                   r"The checkpoint you are trying to load has model type `(?P<model_type>[\w-]+)`"],
+         playbook="model-support", confidence=0.9),
+    Rule(signature="model_support.transformers_import", category="model_support",
+         title="transformers is too old or too new for this vLLM (cannot import {name})",
+         fix="Install the transformers version this vLLM release requires (`pip show vllm` lists it).",
+         patterns=[r"cannot import name '(?P<name>\w+)' from 'transformers(?:\.[\w.]+)?'",
+                   r"transformers(?:>=|==)(?P<name>[\d.]+) is required"],
+         playbook="model-support", confidence=0.85),
+    Rule(signature="model_support.trust_remote_code", category="model_support",
+         title="The model needs --trust-remote-code",
+         fix="The model ships its own code: add --trust-remote-code after checking the repository's code.",
+         patterns=[r"requires you to execute the (?:configuration|modeling|tokenizer) file in that repo on your local machine",
+                   r"Please pass the argument `trust_remote_code=True`", r"set the option `trust_remote_code=True`"],
+         playbook="model-support", confidence=0.9),
+    Rule(signature="model_loading.gguf_speculators_override", category="model_loading",
+         title="GGUF config crash", fix="", check=_gguf_speculators, playbook="model-loading", confidence=0.9),
+    Rule(signature="model_loading.gguf_unsupported", category="model_loading",
+         title="GGUF loading failed ({detail})",
+         fix="vLLM's GGUF support is per architecture: use the original HF checkpoint, or pass --tokenizer and "
+             "--hf-config-path of the original model, or upgrade vLLM/gguf.",
+         patterns=[r"(?P<detail>GGUF model with architecture \w+ is not supported yet)",
+                   r"(?P<detail>Unknown gguf model_type: \w+)", r"(?P<detail>No module named 'gguf')"],
+         playbook="model-loading", confidence=0.9),
+    Rule(signature="model_loading.files_missing", category="model_loading",
+         title="Model files not found ({what})",
+         fix="Check the model path or repo id (mounted into the container?), HF_HOME/HF_HUB_OFFLINE, and that the "
+             "download completed.",
+         patterns=[r"(?P<what>does not appear to have a file named [\w.-]+)",
+                   r"(?P<what>Cannot find any model weights with `[^`]+`)",
+                   r"(?P<what>Repository Not Found for url)", r"(?P<what>Can't load the configuration of '[^']+')",
+                   r"(?P<what>Invalid repository ID or local directory specified)",
+                   r"(?P<what>No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer[^']*)')"],
+         playbook="model-loading", confidence=0.9),
+    Rule(signature="model_loading.gated_or_auth", category="model_loading",
+         title="The model repository needs authentication (gated or private)",
+         fix="Accept the model's licence on Hugging Face and set HF_TOKEN for the vLLM process.",
+         patterns=[r"GatedRepoError", r"Access to model [\w/.-]+ is restricted", r"401 Client Error.{0,80}huggingface",
+                   r"You are trying to access a gated repo"],
+         playbook="model-loading", confidence=0.9),
+    Rule(signature="model_loading.corrupt_weights", category="model_loading",
+         title="The weight files are corrupt or incomplete",
+         fix="Re-download the weights (an interrupted download leaves truncated .safetensors): "
+             "`huggingface-cli download <repo> --force-download`, and check the disk is not full.",
+         patterns=[r"SafetensorError: Error while deserializing header", r"HeaderTooLarge", r"MetadataIncompleteBuffer",
+                   r"invalid load key", r"PytorchStreamReader failed reading zip archive"],
+         playbook="model-loading", confidence=0.9),
+    Rule(signature="model_loading.weight_mismatch", category="model_loading",
+         title="The checkpoint's weights do not match the model definition ({detail})",
+         fix="The checkpoint does not match what vLLM builds (another quantization, a fine-tune with renamed "
+             "layers, or the wrong --quantization): check the model's config.json and the vLLM version it needs.",
+         patterns=[r"(?P<detail>size mismatch for [\w.]+)", r"(?P<detail>There is no module or parameter named '[\w.]+')",
+                   r"KeyError: '(?P<detail>model\.layers\.[\w.]+)'"],
+         playbook="model-loading", confidence=0.8),
+    Rule(signature="model_loading.disk_full", category="model_loading",
+         title="No space left on device while downloading or loading",
+         fix="Free disk space where HF_HOME/the model cache lives (or point HF_HOME to a larger volume).",
+         patterns=[r"No space left on device(?!.{0,60}/dev/shm)"],
+         playbook="model-loading", confidence=0.85),
+    Rule(signature="tokenizer.chat_template_missing", category="tokenizer_chat_template",
+         title="The tokenizer has no chat template",
+         fix="Pass --chat-template <file.jinja> (the model card or vLLM's examples/ folder has one), or use the "
+             "completions endpoint for base models.",
+         patterns=[r"default chat template is no longer allowed, so you must provide a chat template",
+                   r"Cannot use chat template functions because tokenizer\.chat_template is not set",
+                   r"[Nn]o chat template (?:is )?(?:found|defined|set)"],
+         playbook="tokenizer-chat-template", confidence=0.9),
+    Rule(signature="tokenizer.template_error", category="tokenizer_chat_template",
+         title="The chat template does not render ({detail})",
+         fix="The Jinja chat template has an error or expects other message fields: fix or replace it with "
+             "--chat-template, and match --chat-template-content-format to it.",
+         patterns=[r"jinja2\.exceptions\.(?P<detail>TemplateSyntaxError|UndefinedError|TemplateError)",
+                   r"(?P<detail>Chat template .{0,60}(?:failed|invalid))"],
+         playbook="tokenizer-chat-template", confidence=0.85),
+    Rule(signature="tokenizer.load_failed", category="tokenizer_chat_template",
+         title="The tokenizer could not be loaded ({detail})",
+         fix="Install what the tokenizer needs (sentencepiece, tiktoken, mistral_common) or a newer tokenizers/"
+             "transformers; for Mistral models try --tokenizer-mode mistral.",
+         patterns=[r"(?P<detail>Tokenizer class \w+ does not exist or is not currently imported)",
+                   r"(?P<detail>Couldn't instantiate the backend tokenizer)",
+                   r"(?P<detail>data did not match any variant of untagged enum \w+)",
+                   r"(?P<detail>requires the (?:SentencePiece|tiktoken|protobuf) library)",
+                   r"(?P<detail>No module named '(?:sentencepiece|tiktoken|mistral_common)')"],
+         playbook="tokenizer-chat-template", confidence=0.85),
+    Rule(signature="speculative.unsupported", category="speculative_decoding",
+         title="Speculative decoding cannot run this configuration ({detail})",
+         fix="This draft/EAGLE/MTP configuration is not supported by this vLLM: check --speculative-config "
+             "(method, model, num_speculative_tokens) against the vLLM docs for your version, or run without it.",
+         patterns=[r"(?P<detail>[Ss]peculative decoding (?:with [\w -]+ )?is not (?:yet )?supported[^.]*)",
+                   r"(?P<detail>(?:EAGLE|Eagle|eagle3?|MTP|Medusa|ngram)[\w ]{0,40}(?:is )?not (?:yet )?supported[^.]*)",
+                   r"(?P<detail>not supported with speculative decoding)",
+                   r"(?P<detail>num_speculative_tokens .{0,60})(?:must|should)"],
+         playbook="speculative-decoding", confidence=0.85),
+    Rule(signature="speculative.draft_mismatch", category="speculative_decoding",
+         title="The draft model does not match the target model ({detail})",
+         fix="The draft/EAGLE head must share the target's vocabulary and be built for it: use the draft model "
+             "published for this target model.",
+         patterns=[r"(?P<detail>[Dd]raft (?:model )?vocab(?:ulary)? size.{0,80})",
+                   r"(?P<detail>EAGLE.{0,40}(?:hidden size|vocab).{0,60}(?:mismatch|does not match))"],
+         playbook="speculative-decoding", confidence=0.85),
+]
