@@ -119,6 +119,7 @@ def extract(line: Line, facts: dict[str, Any]) -> None:
             m = rx.search(t)
             if m:
                 facts.setdefault("driver_version", m.group("v"))
+    if "CUDA used to build" in t:
         m = CUDA_BUILD_RE.match(t)
         if m:
             facts.setdefault("cuda_version", m.group("v"))

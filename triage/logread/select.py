@@ -30,7 +30,8 @@ from triage.logread.source import InputError, LogSource, chunks
 # Measured on a 200 MB log: ~1.5x the time of `grep -c -E 'ERROR|Error|error'`.
 PREFILTER = (
     'Error|ERROR|error|Exception|Traceback|File "|WARN|Warning|CRITICAL|FATAL|Killed|Segmentation|'
-    "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env"
+    "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env|"
+    "above exception"
 )
 PREFILTER_RE = re.compile(PREFILTER.encode())
 MAX_LINE = 64 * 1024

@@ -242,7 +242,7 @@ def explain(fields: dict[str, Any], rejected: dict[str, list[str]], env: dict[st
                 parts.append("needs a DSA model (index_topk in the config)")
             else:
                 parts.append(r)
-        lines.append(f"{name}: " + "; ".join(parts))
+        lines.append(f"{name}: " + "; ".join(dict.fromkeys(parts)))
         if needs:
             would[name] = "; ".join(dict.fromkeys(needs))
     if sparse:

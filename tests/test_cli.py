@@ -1,0 +1,116 @@
+"""The command as users and scripts run it: exit codes, one JSON object on stdout, one-line errors,
+and a headless path that never imports the TUI or network libraries."""
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, SHARED, run_triage
+
+CASE = json.loads((SHARED / "dev-cases" / "cases.jsonl").read_text().splitlines()[0])
+
+
+def test_json_report_follows_the_spec(tmp_path):
+    p = tmp_path / "vllm.log"
+    p.write_text(CASE["log"])
+    r = run_triage("--log", str(p), "--json", "--offline", "--no-probe")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)  # exactly one JSON object
+    assert out["schema"] == "triage.report/1"
+    assert out["input"] == {"source": str(p), "bytes": len(CASE["log"].encode()), "lines": 3}
+    d = out["diagnoses"][0]
+    assert set(d) >= {"category", "signature", "title", "confidence", "evidence", "facts", "fix"}
+    assert d["category"] == "attention_backend" and 0 <= d["confidence"] <= 1
+    assert d["evidence"][0]["line"] == 1 and "No valid attention backend" in d["evidence"][0]["text"]
+    assert set(d["fix"]) == {"summary", "playbook"}
+    assert isinstance(out["environment"], dict)
+
+
+def test_stdin_and_gzip(tmp_path):
+    r = run_triage("--log", "-", "--json", "--offline", "--no-probe", input=CASE["log"].encode())
+    assert r.returncode == 0 and json.loads(r.stdout)["input"]["source"] == "-"
+    gz = tmp_path / "vllm.log.gz"
+    gz.write_bytes(gzip.compress(CASE["log"].encode()))
+    r = run_triage("--log", str(gz), "--json", "--offline", "--no-probe")
+    assert r.returncode == 0 and json.loads(r.stdout)["diagnoses"][0]["category"] == "attention_backend"
+
+
+def test_clean_log_exits_3(tmp_path):
+    p = tmp_path / "ok.log"
+    p.write_text("INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.13.0\n"
+                 "INFO 01-01 00:00:01 [launcher.py:1] Route: /v1/chat/completions\n"
+                 "WARNING 01-01 00:00:00 [utils.py:1] Found ulimit of 1024 and failed to automatically increase "
+                 "with error current limit exceeds maximum limit. This can cause fd limit errors like `OSError: "
+                 "[Errno 24] Too many open files`. Consider increasing with ulimit -n\n")
+    r = run_triage("--log", str(p), "--json", "--offline", "--no-probe")
+    assert r.returncode == 3, r.stdout
+    out = json.loads(r.stdout)
+    assert out["diagnoses"] == [] and out["notes"][0]["signature"] == "harmless.ulimit"
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["--log", "/nonexistent/vllm.log"], "no such file"),
+    (["--log", "/tmp"], "is a directory"),
+    (["--log", "x", "--demo"], "cannot be combined"),
+    ([], "no log given"),
+])
+def test_bad_input_is_one_line_exit_2(args, msg):
+    r = run_triage(*args, "--report", "--offline", "--no-probe")
+    assert r.returncode == 2
+    err = r.stderr.decode().strip()
+    assert msg in err and "Traceback" not in err and len(err.splitlines()) <= 2
+
+
+def test_unreadable_file(tmp_path):
+    p = tmp_path / "secret.log"
+    p.write_text("x")
+    p.chmod(0)
+    import os
+    if os.geteuid() == 0:
+        pytest.skip("root reads any file")
+    r = run_triage("--log", str(p), "--json")
+    assert r.returncode == 2 and b"permission denied" in r.stderr
+
+
+def test_invalid_gzip_is_input_error(tmp_path):
+    p = tmp_path / "bad.gz"
+    p.write_bytes(b"\x1f\x8b" + b"garbage" * 10)
+    r = run_triage("--log", str(p), "--json", "--offline", "--no-probe")
+    assert r.returncode == 2 and b"gzip" in r.stderr and b"Traceback" not in r.stderr
+
+
+def test_demo_runs_without_gpu_or_log():
+    r = run_triage("--demo", "--report")
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert "ROOT CAUSE" in out and "sparse MLA" in out and "triage apply sparse-mla" in out
+
+
+def test_plain_report_respects_no_color(tmp_path):
+    r = run_triage("--demo", "--report", env={"NO_COLOR": "1"})
+    assert b"\x1b[" not in r.stdout
+
+
+def test_headless_path_imports_no_tui_or_network():
+    code = (
+        "import sys, io, contextlib\n"
+        "from triage.cli import main\n"
+        "buf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n"
+        f"    rc = main(['--log', {str(ROOT / 'triage/demo/glm5_sm120.log')!r}, '--json', '--offline', '--no-probe'])\n"
+        "bad = [m for m in ('textual', 'httpx', 'asyncssh', 'torch', 'triton', 'rich') if m in sys.modules]\n"
+        "print(rc, bad)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT))
+    assert r.stdout.strip() == "0 []", r.stdout + r.stderr
+
+
+def test_core_never_imports_textual():
+    code = ("import sys, triage.cli, triage.pipeline, triage.diagnose, triage.logread, triage.rules\n"
+            "triage.rules.all_rules()\n"
+            "print('textual' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT))
+    assert r.stdout.strip() == "False", r.stderr

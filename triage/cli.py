@@ -1,0 +1,149 @@
+"""The `triage` command.
+
+`triage --log FILE|-` diagnoses a log (TUI on a terminal, plain report otherwise, JSON with --json);
+`triage <subcommand> ...` dispatches to triage.commands.<module>.main. Imports stay lazy: the
+headless report path must start fast and never load textual, httpx, asyncssh or torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from triage import __version__
+
+SUBCOMMANDS = {
+    "probe": "triage.commands.probe",
+    "playbooks": "triage.commands.playbooks",
+    "fix": "triage.commands.fix",
+    "undo": "triage.commands.undo",
+    "apply": "triage.commands.apply",
+    "report": "triage.commands.bugreport",
+}
+
+DEMO_DIR = Path(__file__).parent / "demo"
+DEMO_LOG = DEMO_DIR / "glm5_sm120.log"
+DEMO_SNAPSHOT = DEMO_DIR / "snapshot_rtxpro6000.json"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line and exit status 2 (argparse prints the whole usage block)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = OneLineParser(
+        prog="triage",
+        description="Diagnose a failed vLLM launch: root cause, evidence, machine facts, upstream, guided fix.",
+        epilog="subcommands: " + ", ".join(SUBCOMMANDS) + "  (triage <subcommand> --help)",
+    )
+    p.add_argument("--log", metavar="PATH", help="the vLLM log to diagnose ('-' for standard input; .gz is fine)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the report as JSON (spec: triage.report/1)")
+    out.add_argument("--report", action="store_true", help="print the plain-text report (no TUI)")
+    p.add_argument("--offline", action="store_true", help="no network access at all (no upstream search)")
+    p.add_argument("--no-probe", action="store_true", help="diagnose from the log alone; do not probe this machine")
+    p.add_argument("--host", metavar="[USER@]HOST[:PORT]", help="probe this SSH host instead (where vLLM ran)")
+    p.add_argument("--python", metavar="PATH", help="the Python interpreter that runs vLLM")
+    p.add_argument("--snapshot", metavar="FILE", help="use a saved `triage probe --json` instead of probing")
+    p.add_argument("--demo", action="store_true", help="run on the bundled example (GLM-5 on 8x RTX PRO 6000)")
+    p.add_argument("--mouse", action="store_true", help="enable mouse support in the TUI")
+    p.add_argument("--version", action="version", version=f"triage {__version__}")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            import importlib
+
+            mod = importlib.import_module(SUBCOMMANDS[argv[0]])
+            return int(mod.main(argv[1:]) or 0)
+        return _diagnose(argv)
+    except KeyboardInterrupt:
+        print("triage: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`triage ... | head`): not an error worth a traceback.
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("triage.commands"):
+            print(f"triage: '{argv[0]}' is not available in this installation", file=sys.stderr)
+            return 2
+        return _internal(exc)
+    except Exception as exc:  # pragma: no cover - the last line of defence
+        return _internal(exc)
+
+
+def _internal(exc: BaseException) -> int:
+    if os.environ.get("TRIAGE_DEBUG"):
+        raise exc
+    print(f"triage: internal error: {type(exc).__name__}: {exc} (set TRIAGE_DEBUG=1 for the traceback; "
+          "please report it)", file=sys.stderr)
+    return 1
+
+
+def _diagnose(argv: list[str]) -> int:
+    from triage.logread.source import InputError
+    from triage.model import EXIT_USAGE
+
+    parser = _parser()
+    args = parser.parse_args(argv)
+    snapshot = args.snapshot
+    offline = args.offline
+    probe = not args.no_probe
+    source = args.log
+    if args.demo:
+        if source:
+            parser.error("--demo and --log cannot be combined")
+        source = str(DEMO_LOG)
+        probe = False
+        offline = True
+        if snapshot is None and DEMO_SNAPSHOT.exists():
+            snapshot = str(DEMO_SNAPSHOT)
+    interactive = not (args.json or args.report)
+    if interactive:
+        tui = _tui()
+        if tui is not None:
+            code = tui.run(args, source=source, snapshot=snapshot, offline=offline, probe=probe)
+            if code is not None:
+                return int(code)
+    if not source:
+        print("triage: no log given: use --log PATH (or --log - to read a pipe), or --demo", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        from triage.pipeline import build_report
+
+        report = build_report(source, offline=offline, probe=probe, host=args.host, python=args.python,
+                              snapshot=snapshot)
+    except InputError as exc:
+        print(f"triage: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        import json
+
+        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        from triage.report.text import render
+
+        render(report, log_name=args.log or source)
+    sys.stdout.flush()
+    return report.exit_code
+
+
+def _tui():
+    """The TUI front end when it is installed and usable; None means: print the plain report."""
+    try:
+        from triage.tui import launcher
+    except ImportError:
+        return None
+    return launcher

@@ -1,0 +1,119 @@
+"""The one-way flow of a diagnosis: input -> facts (log + probes) -> diagnoses -> upstream.
+
+Front ends (the headless report, `triage fix`, `triage report`, the TUI) all call build_report;
+each later stage is optional and degrades to "not known" rather than failing the report.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from triage.diagnose import diagnose
+from triage.logread import Scan, scan_source
+from triage.logread.source import InputError, open_source
+from triage.model import Report
+
+
+def environment_from_log(scan: Scan) -> dict[str, Any]:
+    env = dict(scan.facts)
+    v = env.get("vllm_version")
+    if isinstance(v, str):
+        try:
+            from triage.versions import decode_vllm_version
+        except ImportError:
+            pass
+        else:
+            try:
+                env["vllm_install"] = decode_vllm_version(v)
+            except (ValueError, TypeError):
+                pass
+    return env
+
+
+def merge_probe(env: dict[str, Any], facts: dict[str, Any], host: str) -> None:
+    """Probe facts describe the machine now; the log's describe it when vLLM ran. Where both speak,
+    the probe wins and the log's value is kept under environment["from_log"] if it differs."""
+    from_log: dict[str, Any] = {}
+    for key, value in facts.items():
+        if value in (None, [], {}):
+            continue
+        if key in env and env[key] != value and key not in ("packages",):
+            from_log[key] = env[key]
+        if key == "packages" and isinstance(env.get("packages"), dict):
+            merged = dict(env["packages"])
+            merged.update(value)
+            env["packages"] = merged
+        else:
+            env[key] = value
+    gpus = env.get("gpus") or []
+    ccs = sorted({str(g.get("compute_capability")) for g in gpus if g.get("compute_capability")})
+    if ccs:
+        env["compute_capability"] = ccs[0] if len(ccs) == 1 else env.get("compute_capability", ccs[0])
+        major = ccs[0].split(".")[0]
+        env["gpu_family"] = f"SM{major}x"
+    pk = env.get("packages") or {}
+    if pk.get("vllm"):
+        env["vllm_version"] = pk["vllm"]
+    if pk.get("torch"):
+        env["torch_version"] = pk["torch"]
+    if from_log:
+        env["from_log"] = from_log
+    env["probed_host"] = host
+
+
+def build_report(source: str, *, offline: bool = False, probe: bool = True, host: str | None = None,
+                 python: str | None = None, snapshot: str | None = None, fd: int | None = None,
+                 scan: Scan | None = None) -> Report:
+    """Read `source` ("-" for stdin, or a path) and diagnose it. Raises InputError for bad input."""
+    t0 = time.monotonic()
+    if scan is None:
+        scan = scan_source(open_source(source, fd))
+    env = environment_from_log(scan)
+    warnings = list(scan.warnings)
+    probe_findings: list[dict[str, Any]] = []
+    if snapshot or probe:
+        try:
+            from triage import probes
+        except ImportError:
+            probes = None  # type: ignore[assignment]
+        hp = None
+        if probes is not None and snapshot:
+            try:
+                hp = probes.load_snapshot(snapshot)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                raise InputError(f"{snapshot}: not a usable probe snapshot ({exc})") from None
+        elif probes is not None:
+            try:
+                hp = probes.gather(host=host, python=python, python_prefix=env.get("python_prefix"))
+            except Exception as exc:  # a probe must never sink the diagnosis
+                warnings.append(f"probe failed: {type(exc).__name__}: {exc}")
+        if hp is not None:
+            if hp.ok:
+                merge_probe(env, hp.facts, hp.host)
+            else:
+                warnings.append(f"probe of {hp.host} failed: {hp.error}")
+            probe_findings = list(hp.findings)
+    diagnoses, notes = diagnose(scan, env)
+    try:
+        from triage.enrich import enrich
+    except ImportError:
+        pass
+    else:
+        enrich(diagnoses, env)
+    if probe_findings:
+        env["findings"] = probe_findings
+    report = Report(source=scan.source, bytes=scan.bytes, lines=scan.lines_total, diagnoses=diagnoses,
+                    environment=env, notes=notes, warnings=warnings, input_complete=scan.complete)
+    if diagnoses:
+        try:
+            from triage import upstream
+        except ImportError:
+            pass
+        else:
+            try:
+                upstream.lookup(report, offline=offline, python=python)
+            except Exception as exc:
+                report.warnings.append(f"upstream search failed: {type(exc).__name__}: {exc}")
+    report.elapsed_s = round(time.monotonic() - t0, 3)  # type: ignore[attr-defined]
+    return report
