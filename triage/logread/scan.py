@@ -88,6 +88,20 @@ class Scanner:
         extract.finish(s.facts)
         return s
 
+    def snapshot(self, nbytes: int = 0, nlines: int = 0) -> Scan:
+        """A finished Scan of what was fed so far, leaving this scanner able to go on (live pipes)."""
+        import copy
+
+        clone = Scanner(self.scan.source)
+        clone.scan = Scan(self.scan.source, lines=list(self.scan.lines), facts=copy.deepcopy(self.scan.facts),
+                          warnings=list(self.scan.warnings))
+        clone._tb = self._tb
+        clone._seen = dict(self._seen)
+        clone._tail = collections.deque(self._tail, maxlen=MAX_TAIL)
+        snap = clone.finish(nbytes, nlines)
+        snap.complete = False
+        return snap
+
     @property
     def collect_env_lines(self) -> list[int]:
         return self._collect_env_at
