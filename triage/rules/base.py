@@ -55,13 +55,26 @@ class Rule:
     harmless: bool = False  # recognised, but not a failure (reported as a note)
     secondary: bool = False  # usually the consequence of another failure (demoted in ranking)
     wrapper: bool = False  # a cascade wrapper: never a diagnosis on its own
-    # cheap substring guards derived from the patterns (every literal run of >= 4 chars)
-    _compiled: list[re.Pattern[str]] = field(init=False, repr=False, default_factory=list)
+    # Per pattern: a literal the text must contain for the regex to have a chance (derived from the
+    # pattern), and the regex itself, compiled on first need. Compiling every rule's regexes up
+    # front would dominate start-up; most never meet a line that contains their literal.
+    _guards: list[str | None] = field(init=False, repr=False, default_factory=list)
+    _compiled: list["re.Pattern[str] | None"] = field(init=False, repr=False, default_factory=list)
 
     def __post_init__(self) -> None:
         if self.category not in CATEGORIES and not (self.harmless or self.wrapper):
             raise ValueError(f"{self.signature}: unknown category {self.category!r}")
-        self._compiled = [re.compile(p) for p in self.patterns]
+        self._guards = [required_literal(p) for p in self.patterns]
+        self._compiled = [None] * len(self.patterns)
+
+    def _search(self, i: int, text: str) -> "re.Match[str] | None":
+        guard = self._guards[i]
+        if guard is not None and guard not in text:
+            return None
+        rx = self._compiled[i]
+        if rx is None:
+            rx = self._compiled[i] = re.compile(self.patterns[i])
+        return rx.search(text)
 
     def run(self, scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         if self.check is not None:
@@ -71,9 +84,10 @@ class Rule:
     def match_lines(self, scan: Scan) -> Diagnosis | None:
         hits: list[tuple[Line, re.Match[str]]] = []
         seen_texts: set[str] = set()
+        n = len(self.patterns)
         for ln in scan.lines:
-            for rx in self._compiled:
-                m = rx.search(ln.text)
+            for i in range(n):
+                m = self._search(i, ln.text)
                 if m:
                     if ln.text not in seen_texts:
                         hits.append((ln, m))
@@ -111,6 +125,74 @@ class Rule:
             fix=Fix(fill(self.fix, ctx), self.playbook),
             first_line=first_line.no,
         )
+
+
+_ESCAPED_CLASSES = set("dDwWsSbBAZ0123456789")
+
+
+def required_literal(pattern: str, min_len: int = 4) -> str | None:
+    """The longest run of plain characters that every match of `pattern` contains, or None.
+
+    Only the top level of the pattern is considered (inside groups, alternatives may skip a run);
+    a top-level `|` means no literal is required. A character followed by a quantifier is dropped.
+    """
+    if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?P", "(?=", "(?!", "(?<")):
+        return None  # inline flags such as (?i) change what a literal means
+    runs: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    i, n = 0, len(pattern)
+
+    def flush() -> None:
+        if cur:
+            runs.append("".join(cur))
+            cur.clear()
+
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            nxt = pattern[i + 1]
+            if depth == 0 and nxt not in _ESCAPED_CLASSES and not nxt.isalpha():
+                cur.append(nxt)
+            else:
+                flush()
+            i += 2
+            continue
+        if c == "[":
+            flush()
+            j = i + 1
+            if j < n and pattern[j] == "^":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            while j < n and pattern[j] != "]":
+                j += 2 if pattern[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            flush()
+            depth += 1
+        elif c == ")":
+            flush()
+            depth = max(0, depth - 1)
+        elif c == "|":
+            if depth == 0:
+                return None
+        elif c in "?*+{":
+            if cur and depth == 0:
+                cur.pop()  # the quantified character may be absent (or repeated)
+            flush()
+            if c == "{":
+                while i < n and pattern[i] != "}":
+                    i += 1
+        elif c in ".^$":
+            flush()
+        elif depth == 0:
+            cur.append(c)
+        i += 1
+    flush()
+    best = max(runs, key=len, default="")
+    return best if len(best) >= min_len else None
 
 
 def _number(v: str) -> Any:
