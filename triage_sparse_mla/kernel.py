@@ -90,7 +90,7 @@ def _sparse_mla_fwd_kernel(
             if FP8_BITMATH:
                 # e4m3fn byte -> fp16 bits, times 2^8 (bias 7 vs 15); exact for all non-NaN codes.
                 r16 = raw.to(tl.uint16)
-                bits = ((r16 & 0x80) << 8) | ((r16 & 0x7F) << 7)
+                bits = (((r16 & 0x80) << 8) | ((r16 & 0x7F) << 7)).to(tl.uint16)
                 lat = bits.to(tl.float16, bitcast=True).to(tl.float32) * 256.0
             else:
                 lat = raw.to(tl.float8e4nv, bitcast=True).to(tl.float32)
@@ -145,6 +145,7 @@ def _merge_splits_kernel(
     S,
     S_POW2: tl.constexpr,
     D_V: tl.constexpr,
+    D_CHUNK: tl.constexpr,
 ):
     t = tl.program_id(0).to(tl.int64)
     h = tl.program_id(1)
@@ -155,15 +156,17 @@ def _merge_splits_kernel(
     m_use = tl.where(m == float("-inf"), 0.0, m)
     w = tl.exp2(lse2 - m_use)  # empty splits (lse2 = -inf) weigh 0
     wsum = tl.sum(w, 0)
-    offs_d = tl.arange(0, D_V)
-    po = tl.load(
-        PO + t * stride_pot + offs_s[:, None] * stride_pos + h * stride_poh + offs_d[None, :],
-        mask=smask[:, None], other=0.0,
-    )
     has = wsum > 0.0
     wsafe = tl.where(has, wsum, 1.0)
-    o = tl.sum(po * w[:, None], 0) / wsafe
-    tl.store(OUT + t * stride_ot + h * stride_oh + offs_d, o.to(OUT.dtype.element_ty))
+    # D_V in chunks: a [S, 512] float32 tile would not stay in registers.
+    for d0 in tl.static_range(0, D_V, D_CHUNK):
+        offs_d = d0 + tl.arange(0, D_CHUNK)
+        po = tl.load(
+            PO + t * stride_pot + offs_s[:, None] * stride_pos + h * stride_poh + offs_d[None, :],
+            mask=smask[:, None], other=0.0,
+        )
+        o = tl.sum(po * w[:, None], 0) / wsafe
+        tl.store(OUT + t * stride_ot + h * stride_oh + offs_d, o.to(OUT.dtype.element_ty))
     tl.store(LSE + t * stride_lt + h, tl.where(has, (m_use + tl.log2(wsafe)) * 0.6931471805599453, float("-inf")))
 
 
@@ -336,7 +339,7 @@ def _launch(q, kv, indices, topk_length, out, lse, sm_scale, tile, page, stride_
         part_o.stride(0), part_o.stride(1), part_o.stride(2),
         part_l.stride(0), part_l.stride(1),
         out.stride(0), out.stride(1), lse.stride(0),
-        num_splits, S_POW2=max(2, triton.next_power_of_2(num_splits)), D_V=d_v,
+        num_splits, S_POW2=max(2, triton.next_power_of_2(num_splits)), D_V=d_v, D_CHUNK=min(128, d_v),
         num_warps=4 if not interpreting() else 1,
     )
 
