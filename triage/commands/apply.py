@@ -1,0 +1,141 @@
+"""`triage apply sparse-mla [--python PATH] [--host H] [--dry-run] [--yes]` and `triage apply --undo`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from typing import Any, Callable
+
+from triage.runner import LocalRunner, Runner
+
+FIXES = ("sparse-mla",)
+
+
+def _err(msg: str) -> int:
+    print(f"triage apply: {msg}", file=sys.stderr)
+    return 2
+
+
+def _remote_runner(host: str) -> Runner:
+    try:
+        from triage import remote  # type: ignore[attr-defined]
+    except ImportError:
+        raise LookupError("remote hosts need triage.remote") from None
+    for name in ("runner_for", "connect", "SSHRunner"):
+        factory = getattr(remote, name, None)
+        if callable(factory):
+            return factory(host)
+    raise LookupError("remote hosts need triage.remote (no runner factory found in it)")
+
+
+def _new_transcript(where: str) -> Any:
+    try:
+        from triage.transcript import Transcript  # type: ignore[import-not-found]
+    except ImportError:
+        raise LookupError("recording changes for undo needs triage.transcript") from None
+    return Transcript.start("apply sparse-mla: install the triage_sparse_mla vLLM plugin", where, id="sparse-mla")
+
+
+def _ask(prompt: str) -> bool:
+    try:
+        return input(prompt).strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
+def _undo() -> int:
+    try:
+        from triage.transcript import undo_last  # type: ignore[import-not-found]
+    except ImportError:
+        return _err("undo needs triage.transcript")
+    report = undo_last()
+    if report.transcript is None:
+        print("nothing to undo")
+        return 0
+    for line in report.reverted:
+        print(f"reverted: {line}")
+    for line in report.cannot:
+        print(f"cannot undo automatically: {line}")
+    for line in report.failed:
+        print(line, file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def main(
+    argv: list[str],
+    *,
+    runner: Runner | None = None,
+    recorder: Any = None,
+    confirm: Callable[[str], bool] | None = None,
+    stdin_isatty: Callable[[], bool] | None = None,
+) -> int:
+    parser = argparse.ArgumentParser(
+        prog="triage apply",
+        description="Apply a fix to the machine running vLLM, showing every command first and recording it for undo.",
+    )
+    parser.add_argument("fix", nargs="?", help="the fix to apply: " + ", ".join(FIXES))
+    parser.add_argument("--python", default="python3", help="the Python interpreter that runs vLLM (default: python3)")
+    parser.add_argument("--host", help="apply on this SSH host instead of this machine")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    parser.add_argument("--undo", action="store_true", help="undo the last applied change")
+    parser.add_argument("--no-selftest", action="store_true", help="skip the GPU kernel self-test after installing")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else 2
+
+    if args.undo:
+        if args.fix:
+            return _err("--undo takes no fix name: it undoes the last applied change")
+        return _undo()
+    if args.fix is None:
+        return _err("name the fix to apply: " + ", ".join(FIXES))
+    if args.fix not in FIXES:
+        return _err(f"unknown fix {args.fix!r}; known: {', '.join(FIXES)}")
+
+    from triage.actions import sparse_mla as action
+
+    if runner is None:
+        try:
+            runner = _remote_runner(args.host) if args.host else LocalRunner()
+        except LookupError as exc:
+            return _err(str(exc))
+    try:
+        facts = action.check_target(runner, args.python)
+    except action.ApplyError as exc:
+        return _err(str(exc))
+    why_not = action.refusal(facts)
+    if why_not:
+        return _err(f"refused: {why_not}")
+
+    with tempfile.TemporaryDirectory(prefix="triage-wheel-") as tmp:
+        wheel = action.build_plugin_wheel(tmp)
+        plan = action.make_plan(runner, args.python, facts, wheel, selftest=not args.no_selftest)
+        print(f"triage apply sparse-mla on {runner.where}:")
+        for line in action.show_plan(plan):
+            print(line)
+        if args.dry_run:
+            print("dry run: nothing was changed")
+            return 0
+        if not args.yes:
+            isatty = stdin_isatty or sys.stdin.isatty
+            if confirm is None and not isatty():
+                return _err("refusing to change anything without confirmation: stdin is not a terminal (pass --yes)")
+            if not (confirm or _ask)("Run these commands? [y/N] "):
+                print("nothing was changed")
+                return 0
+        if recorder is None:
+            try:
+                recorder = _new_transcript(runner.where)
+            except LookupError as exc:
+                return _err(str(exc))
+        outcome = action.execute(plan, runner, recorder)
+        finish = getattr(recorder, "finish", None)
+        if callable(finish):
+            finish("ok" if outcome.ok else "failed")
+        stream = sys.stdout if outcome.ok else sys.stderr
+        for line in outcome.lines:
+            print(line, file=stream)
+        return 0 if outcome.ok else 1

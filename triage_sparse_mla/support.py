@@ -1,0 +1,86 @@
+"""What the bundled backend supports, in plain data: used by the plugin, by `triage apply` and by
+the diagnosis/playbook. Pure Python, no torch: cheap to import anywhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+# vLLM versions whose attention registry has a usable CUSTOM slot (CUSTOM = None since PR #30869,
+# first released in v0.14.0; registry module moved to vllm/v1/attention/backends/registry.py in
+# v0.15) and whose sparse-MLA layer calls `forward_mqa(q, kv_cache, attn_metadata, layer)` with the
+# indexer's request-local top-k in a shared buffer. The upper bound is the newest line whose source
+# was read (docs v0.32, main of late 2026) plus headroom; raise it after checking a newer release.
+SUPPORTED_VLLM = ">=0.14,<0.40"
+MIN_VLLM = (0, 14)
+MAX_VLLM_EXCLUSIVE = (0, 40)
+
+# The registry slot the backend takes and the flag users add to `vllm serve`.
+BACKEND_SLOT = "CUSTOM"
+LAUNCH_FLAG = "--attention-backend CUSTOM"
+BACKEND_CLASS_PATH = "triage_sparse_mla.backend.TriageSparseMLABackend"
+PLUGIN_ENTRY_POINT = ("vllm.general_plugins", "triage_sparse_mla", "triage_sparse_mla.plugin:register")
+DISTRIBUTION = "triage-sparse-mla"
+
+KV_CACHE_DTYPES = ("auto", "float16", "bfloat16", "fp8_ds_mla")
+MODEL_DTYPES = ("float16", "bfloat16")
+HEAD_SIZES = (576, 512)
+# Compute capabilities the kernel targets: everything Triton supports from Ampere on. fp8_ds_mla
+# decodes fp8 with integer bit math below SM89 (no hardware e4m3 conversion there).
+MIN_COMPUTE_CAPABILITY = (8, 0)
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """'0.14.1', '0.16.0rc2.dev313+g662205d34', '0.13.0+faa43dbf.nv26.01' -> (0, 14, 1) etc.
+
+    Pre-releases count as their release line: a 0.14.0rc1 has the 0.14 registry.
+    """
+    m = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", text or "")
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def vllm_supported(version: str) -> tuple[bool, str]:
+    """(ok, reason) for a vLLM version string."""
+    v = parse_version(version)
+    if v is None:
+        return False, f"cannot read the vLLM version {version!r}"
+    if v[:2] < MIN_VLLM:
+        return False, (
+            f"vLLM {version} is older than 0.14: its CUSTOM attention slot aliases TORCH_SDPA "
+            f"(fixed by vLLM PR #30869); upgrade vLLM to use triage_sparse_mla (supported {SUPPORTED_VLLM})"
+        )
+    if v[:2] >= MAX_VLLM_EXCLUSIVE:
+        return False, (
+            f"vLLM {version} is newer than the range triage_sparse_mla was written against "
+            f"({SUPPORTED_VLLM}); its sparse MLA interface may have changed"
+        )
+    return True, f"vLLM {version} is in the supported range {SUPPORTED_VLLM}"
+
+
+def indexer_note(compute_capability: tuple[int, int] | None = None) -> str | None:
+    """What else a DSA model needs on this GPU, or None when nothing more is known to be missing.
+
+    The attention backend replaces only the sparse attention kernel. DeepSeek-V3.2 / GLM-5 also run
+    the DSA "lightning indexer", whose logits kernels in vLLM come from DeepGEMM, which is built for
+    SM90 and SM100 only. On other GPUs (SM80/86/89, SM120/121) the indexer fails unless the installed
+    vLLM carries a non-DeepGEMM indexer path (upstream PRs #38476/#47629 add a Triton one; not in a
+    release as of late 2026) or DeepGEMM gained that architecture (DeepGEMM#324 for SM120).
+    """
+    if compute_capability is not None and compute_capability[0] in (9, 10):
+        return None
+    return (
+        "The DSA indexer of DeepSeek-V3.2/GLM-5 needs DeepGEMM, which supports SM90/SM100 only: "
+        "on this GPU the model still fails in the indexer (look for 'DeepGEMM backend is not available') "
+        "unless your vLLM has a Triton indexer fallback (vLLM PRs #38476/#47629) or a DeepGEMM build "
+        "for this architecture. triage_sparse_mla replaces the sparse attention kernel only."
+    )
+
+
+def requirements_text() -> str:
+    return (
+        f"vLLM {SUPPORTED_VLLM}, torch and triton in the same environment, an NVIDIA GPU of compute "
+        f"capability >= {MIN_COMPUTE_CAPABILITY[0]}.{MIN_COMPUTE_CAPABILITY[1]}, model dtype "
+        f"{'/'.join(MODEL_DTYPES)}, kv-cache dtype {'/'.join(KV_CACHE_DTYPES)}"
+    )
