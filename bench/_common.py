@@ -1,0 +1,74 @@
+"""Helpers shared by the benchmarks: timing a command, its peak memory, a realistic big log."""
+
+from __future__ import annotations
+
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_timed(argv: list[str], repeat: int = 3, env: dict | None = None) -> tuple[float, int]:
+    """Best wall time of `repeat` runs and the peak RSS (KiB) of the command, measured in a fresh
+    child each time (wait4's rusage is per child, not cumulative)."""
+    best = float("inf")
+    peak = 0
+    e = dict(os.environ, PYTHONPATH=str(ROOT))
+    if env:
+        e.update(env)
+    for _ in range(repeat):
+        t = time.perf_counter()
+        p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=e)
+        _, status, ru = os.wait4(p.pid, 0)
+        best = min(best, time.perf_counter() - t)
+        peak = max(peak, ru.ru_maxrss)
+        p.returncode = os.waitstatus_to_exitcode(status)
+    return best, peak
+
+
+NOISE = [
+    '(APIServer pid=2114) INFO:     10.1.{a}.{b}:{port} - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    "(APIServer pid=2114) INFO 02-14 {h:02d}:{m:02d}:{s:02d} [loggers.py:127] Engine 000: Avg prompt throughput: "
+    "{x:.1f} tokens/s, Avg generation throughput: {y:.1f} tokens/s, Running: {r} reqs, Waiting: 0 reqs, "
+    "GPU KV cache usage: {u:.1f}%, Prefix cache hit rate: {p:.1f}%",
+    "(APIServer pid=2114) INFO 02-14 {h:02d}:{m:02d}:{s:02d} [chat_utils.py:560] Detected the chat template content "
+    "format to be 'openai'. You can set `--chat-template-content-format` to override this.",
+    "(APIServer pid=2114) INFO 02-14 {h:02d}:{m:02d}:{s:02d} [logger.py:43] Received request chatcmpl-{id}: prompt: "
+    "'<|user|>Summarise the following text ...', params: SamplingParams(n=1, temperature=0.7, top_p=0.95, "
+    "max_tokens=1024), prompt_token_ids: None, lora_request: None.",
+]
+
+
+def make_log(path: Path, size_bytes: int, seed: int = 7) -> Path:
+    """A served-for-hours vLLM log: the real start-up, then request noise (with the odd warning),
+    then the crash at the end (the flagship failure from the bundled demo)."""
+    rnd = random.Random(seed)
+    demo = (ROOT / "triage" / "demo" / "glm5_sm120.log").read_text()
+    head, crash = demo[: demo.index("(Worker_TP0 pid=4188) ERROR")], demo[demo.index("(Worker_TP0 pid=4188) ERROR"):]
+    with open(path, "w") as f:
+        f.write(head)
+        written = len(head)
+        i = 0
+        while written < size_bytes - len(crash):
+            t = NOISE[i % len(NOISE)]
+            if i % 5000 == 4999:
+                t = ("(APIServer pid=2114) WARNING 02-14 10:{m:02d}:{s:02d} [protocol.py:72] The following fields "
+                     "were present in the request but ignored: {{'stream_options'}}")
+            line = t.format(a=rnd.randrange(256), b=rnd.randrange(256), port=rnd.randrange(30000, 60000),
+                            h=rnd.randrange(24), m=rnd.randrange(60), s=rnd.randrange(60), x=rnd.random() * 9000,
+                            y=rnd.random() * 3000, r=rnd.randrange(64), u=rnd.random() * 100, p=rnd.random() * 100,
+                            id=rnd.getrandbits(64)) + "\n"
+            f.write(line)
+            written += len(line)
+            i += 1
+        f.write(crash)
+    return path
+
+
+def triage_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "triage", *args]
