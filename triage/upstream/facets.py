@@ -224,23 +224,35 @@ _PHRASE_KEEP_TAIL = {"found"}  # "No valid attention backend found" reads better
 
 
 def error_phrase(line: str, *, max_words: int = 8) -> str:
-    """The stable head of an error message: no log header, no exception class, no volatile tokens."""
+    """The stable core of an error message: no log header, no exception class, no volatile tokens.
+
+    The message is cut into runs of plain words at volatile tokens (paths, numbers, hex,
+    assignments, brackets) and at sentence and clause ends.
+    The first run of three words or more wins (the head of a message is its stable part; what
+    follows is detail), else the longest ("No valid attention backend found", "no kernel image
+    is available for execution").
+    """
     text = _LOG_HEADER.sub("", line.strip())
     text = _EXC_PREFIX.sub("", text).strip()
-    words: list[str] = []
+    runs: list[list[str]] = [[]]
     for raw in text.split():
-        w = raw.strip(",.;:")
+        w = raw.strip(",.;:!?")
         if not w or _VOLATILE.search(w):
-            break
-        words.append(w)
-        if len(words) >= max_words:
-            break
-    # Trim dangling function words ("... found for cuda with" -> "... found").
-    while words and words[-1].lower() in _STOP_TAIL and words[-1].lower() not in _PHRASE_KEEP_TAIL:
-        words.pop()
-    if len(words) < 2:
-        return ""
-    return " ".join(words)
+            runs.append([])
+            continue
+        runs[-1].append(w)
+        if raw.endswith((".", ":", ";", "!", "?")):
+            runs.append([])
+    best: list[str] = []
+    for run in runs:
+        words = run[:max_words]
+        while words and words[-1].lower() in _STOP_TAIL and words[-1].lower() not in _PHRASE_KEEP_TAIL:
+            words.pop()
+        if len(words) >= 3:
+            return " ".join(words)
+        if len(words) > len(best):
+            best = words
+    return " ".join(best) if len(best) >= 2 else ""
 
 
 @dataclass

@@ -34,12 +34,14 @@ _URL_CRED = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
 _URL = re.compile(r"\b(?:https?|ssh|ftp|s3|gs|hf)://[^\s'\"<>)\]]+")
 _IPV4 = re.compile(r"(?<![\w.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?::\d{1,5})?(?![\w.])")
 _IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){2,7}[0-9A-Fa-f]{1,4}(?![\w:])")
+# A venv's path up to site-packages says nothing useful and may name the user: keep what follows.
+_ENV_PATH = re.compile(r"(?<![\w.:/])/[^\s'\"]*?/(site-packages|dist-packages)/")
 # Home directories name their user; keep nothing of them.
 _HOME = re.compile(r"(?:/home|/Users|/export/home)/[^/\s'\"]+((?:/[^\s'\":,)\]]*)?)")
 _ROOT_HOME = re.compile(r"(?<![\w.])/root(?=/|\b)((?:/[^\s'\":,)\]]*)?)")
 # Other absolute paths: a venv's site-packages path says little, but a data or model directory
 # can name a project or a customer. Keep the well-known system prefixes; redact the rest.
-_ABS_PATH = re.compile(r"(?<![\w.:/])/(?:[A-Za-z0-9._@+-]+/)+[A-Za-z0-9._@+-]*")
+_ABS_PATH = re.compile(r"(?<![\w.:/>])/(?:[A-Za-z0-9._@+-]+/)+[A-Za-z0-9._@+-]*")
 _SAFE_PREFIXES = (
     "/usr/", "/opt/conda/", "/opt/venv/", "/opt/nvidia/", "/lib/", "/lib64/", "/etc/", "/proc/", "/sys/",
     "/dev/", "/bin/", "/sbin/", "/tmp/", "/var/lib/", "/run/", "/.venv/", "/venv/",
@@ -127,6 +129,7 @@ def redact(text: str, *, extra: Iterable[str] = (), identities: Iterable[str] | 
     out = _URL.sub(_url_repl, out)
     out = _IPV4.sub("<ip>", out)
     out = _IPV6.sub("<ip>", out)
+    out = _ENV_PATH.sub(lambda m: f"<env>/{m.group(1)}/", out)
     out = _HOME.sub(lambda m: "~" + ("/<path>" if m.group(1) else ""), out)
     out = _ROOT_HOME.sub(lambda m: "~" + ("/<path>" if m.group(1) else ""), out)
     out = _ABS_PATH.sub(_path_repl, out)
