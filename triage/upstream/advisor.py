@@ -261,7 +261,8 @@ def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits:
         pick = (stable or candidates or [since])[0]
         if target is None or V.lt(pick, target):
             target = pick
-        evidence.append(f"{e['title']}: in vLLM >= {since}{between}")
+        via = f" (added by {_prs_text(e)})" if e.get("prs") else ""
+        evidence.append(f"{e['title']}: in vLLM >= {since}{via}{between}")
         evidence.extend(_requirements_note(e, env))
         for c in e.get("caveats", []) or []:
             evidence.append(f"caveat: {c}")

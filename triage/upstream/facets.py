@@ -321,8 +321,9 @@ def diagnosis_facets(diag: Any, env: dict[str, Any]) -> Facets:
     cc = cc or facts.get("compute_capability")
     f.gpu_family = family_of_cc(cc)
     f.gpu_name = name
-    if f.gpu_family is None:
-        fams = gpu_families_in(" ".join(filter(None, [name, text])))
+    if f.gpu_family is None and name:
+        # Only the GPU's own name: rejection reasons mention "Hopper and Blackwell" on any GPU.
+        fams = gpu_families_in(name)
         if fams:
             key, label = next(iter(fams.items()))
             f.gpu_family = (key, label)
