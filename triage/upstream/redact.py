@@ -123,8 +123,6 @@ def redact(text: str, *, extra: Iterable[str] = (), identities: Iterable[str] | 
     out = _SECRET_ASSIGN.sub(lambda m: m.group(1) + "<token>", out)
     out = _BEARER.sub(lambda m: m.group(1) + " <token>", out)
     out = _URL_CRED.sub(lambda m: m.group(1), out)
-    for literal in sorted({e for e in extra if e and len(e) >= 3}, key=len, reverse=True):
-        out = out.replace(literal, "<redacted>")
     out = _EMAIL.sub("<email>", out)
     out = _URL.sub(_url_repl, out)
     out = _IPV4.sub("<ip>", out)
@@ -134,6 +132,9 @@ def redact(text: str, *, extra: Iterable[str] = (), identities: Iterable[str] | 
     out = _ROOT_HOME.sub(lambda m: "~" + ("/<path>" if m.group(1) else ""), out)
     out = _ABS_PATH.sub(_path_repl, out)
     out = _FQDN.sub(_fqdn_repl, out)
+    # Literals last: a host name inside an FQDN is already gone with the FQDN.
+    for literal in sorted({e for e in extra if e and len(e) >= 3}, key=len, reverse=True):
+        out = out.replace(literal, "<redacted>")
     names = list(identities) if identities is not None else local_identities()
     for name in names:
         if len(name) < 3:
