@@ -118,6 +118,7 @@ def test_unknown_compute_capability_gives_unknown():
     up = advise(advisor.Available(), compute_capability=None, gpus=[])
     assert up["verdict"] == "unknown" and up["target_version"] is None
     assert any("compute capability is unknown" in e for e in up["evidence"])
+    assert any(e.startswith("if the GPU has compute capability 12.x: Sparse MLA") and "0.26.0" in e for e in up["evidence"])
 
 
 def test_hopper_is_not_told_to_upgrade_for_sm120():

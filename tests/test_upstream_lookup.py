@@ -106,7 +106,7 @@ def test_stale_cache_when_rate_limited(fake_github):
     rep = sm120_report()
     lookup(rep, offline=False)
     assert rep.upstream and all(h["age"] == "10h" for h in rep.upstream)
-    assert any("cached results 10h old" in w and "rate limit" in w for w in rep.warnings)
+    assert any("cached results up to 10h old" in w and "rate limit" in w for w in rep.warnings)
 
 
 def test_offline_makes_no_request_and_uses_the_cache(fake_github):
@@ -129,7 +129,7 @@ def test_offline_with_an_empty_cache(fake_github):
     lookup(rep, offline=True)
     assert fake_github.requests == []
     assert rep.upstream == []
-    assert any("offline and nothing cached" in w for w in rep.warnings)
+    assert [w for w in rep.warnings if "upstream" in w] == ["upstream: offline, and nothing cached for 3 of 3 searches"]
     assert rep.upstream_queries  # still shown: the user can run them by hand
 
 

@@ -208,10 +208,18 @@ def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits:
     evidence: list[str] = []
     applicable: list[dict[str, Any]] = []
     cc_unknown = False
+    conditional: list[str] = []
     for entry in load_capabilities():
         m = matches(entry, diag, env, f)
         if m is None:
             cc_unknown = True
+            majors = "/".join(f"{c}.x" for c in (entry.get("applies") or {}).get("cc_major", []))
+            if entry.get("status") == "released" and entry.get("since"):
+                conditional.append(f"if the GPU has compute capability {majors}: {entry['title']} is in vLLM >= "
+                                   f"{entry['since']}")
+            elif entry.get("status") == "unreleased":
+                conditional.append(f"if the GPU has compute capability {majors}: {entry['title']} is only in open "
+                                   f"pull requests ({_prs_text(entry)})")
         elif m:
             applicable.append(entry)
 
@@ -281,7 +289,9 @@ def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits:
 
     if not applicable:
         if cc_unknown:
-            evidence.append("the compute capability is unknown, so the capability table cannot be applied")
+            evidence.append("the compute capability is unknown (run with the probe, or --snapshot), so the "
+                            "capability table cannot be applied")
+            evidence.extend(conditional)
         else:
             evidence.append("the capability table has no entry for this failure")
         merged = [h for h in (hits or []) if h.get("kind") == "pr" and h.get("state") == "merged"

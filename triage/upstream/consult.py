@@ -56,6 +56,20 @@ def _versions(runner: Any, python: str | None, cache: Cache, timeout: float) -> 
     return avail
 
 
+def _local_runner_for(env: dict[str, Any], python: str) -> Any:
+    """This machine's runner, when the Python that runs vLLM is here (not on a probed SSH host)."""
+    import os
+    import socket
+
+    from triage.runner import LocalRunner
+
+    host = env.get("probed_host")
+    local_names = {None, "", "localhost", "127.0.0.1", "this machine", socket.gethostname()}
+    if host not in local_names or not os.path.isfile(python) or not os.access(python, os.X_OK):
+        return None
+    return LocalRunner()
+
+
 class _Thread:
     """A daemon thread with a result: a hung installer must not hold the process at exit."""
 
@@ -126,26 +140,26 @@ def _apply_cached_fixes(hits: list[dict[str, Any]], cache: Cache, base: str) -> 
 
 
 def _messages(results: list[SearchResult]) -> list[str]:
+    """One line per kind of trouble, not one per query: an air-gapped host reads as one line."""
+    stale = [r for r in results if r.status == "stale" and r.age is not None]
+    failed = [r for r in results if r.status in ("rate_limited", "unreachable", "timeout", "rejected", "error",
+                                                  "malformed") and not r.items]
+    empty_offline = [r for r in results if r.status == "offline" and not r.items]
+    notes = [r for r in results if r.status in ("ok", "cached") and r.message]
     out: list[str] = []
-    for r in results:
-        if r.status == "stale" and r.age is not None:
-            out.append(f"upstream: showing cached results {human_age(r.age)} old for {r.query!r}"
-                       + (f" ({r.message})" if r.message else ""))
-        elif r.status in ("rate_limited", "unreachable", "timeout", "rejected", "error", "malformed"):
-            out.append(f"upstream: {r.message or r.status}; no cached results for {r.query!r}")
-        elif r.status == "offline" and not r.items:
-            out.append(f"upstream: offline and nothing cached for {r.query!r}")
-        elif r.message:
-            out.append(f"upstream: {r.message} ({r.query!r})")
-    # One air-gapped host should read as one line, not three.
-    seen: set[str] = set()
-    uniq = []
-    for m in out:
-        head = m.split(";")[0]
-        if head not in seen:
-            seen.add(head)
-            uniq.append(m)
-    return uniq
+    if stale:
+        oldest = max(r.age for r in stale)  # type: ignore[type-var]
+        why = next((r.message for r in stale if r.message), "")
+        out.append(f"upstream: showing cached results up to {human_age(oldest)} old"
+                   + (f" ({why})" if why else "") + f" for {len(stale)} of {len(results)} searches")
+    for msg in dict.fromkeys(r.message or r.status for r in failed):
+        n = sum(1 for r in failed if (r.message or r.status) == msg)
+        out.append(f"upstream: {msg}; no cached results for {n} search{'es' if n != 1 else ''}")
+    if empty_offline:
+        out.append(f"upstream: offline, and nothing cached for {len(empty_offline)} of {len(results)} searches")
+    for r in notes:
+        out.append(f"upstream: {r.message} ({r.query!r})")
+    return out
 
 
 def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None = None,
@@ -171,6 +185,8 @@ def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None
     report.upstream_queries = list(last_queries)
 
     py = _python_of(report, python)
+    if runner is None and py:
+        runner = _local_runner_for(env, py)
     versions_job = None
     if not offline and runner is not None and py:
         versions_job = _Thread(_versions, runner, py, cache, max(1.0, deadline - 0.5))
