@@ -158,3 +158,17 @@ def test_no_diagnosis_no_lookup(fake_github):
     rep = Report(source="x", bytes=0, lines=0)
     lookup(rep, offline=False)
     assert rep.upstream is None and rep.upgrade is None and fake_github.requests == []
+
+
+def test_offline_lookup_loads_no_network_stack(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.path.insert(0, 'tests'); from upstream_cases import sm120_report; "
+            "from triage.upstream import lookup; r = sm120_report(); lookup(r, offline=True); "
+            "assert r.upgrade['verdict'] == 'fixes', r.upgrade; "
+            "print(sorted(m for m in ('httpx', 'asyncio', 'textual', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={"TRIAGE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": "."})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from triage.upstream import versions as V
@@ -24,8 +24,9 @@ KEEP_PATCHES_CMD = "triage probe --save-patches DIR"
 def load_capabilities() -> list[dict[str, Any]]:
     import yaml
 
-    text = resources.files("triage.upstream").joinpath("capabilities.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text) or {}
+    text = (Path(__file__).parent / "capabilities.yaml").read_text(encoding="utf-8")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(text, Loader=loader) or {}  # noqa: S506 (a safe loader)
     caps = data.get("capabilities") or []
     return [c for c in caps if isinstance(c, dict) and c.get("id")]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +67,8 @@ class Cache:
         return Entry(value, fetched_at, (time.time() - fetched_at) <= limit)
 
     def put(self, key: str, value: Any, *, label: str = "") -> None:
+        import tempfile
+
         try:
             self.root.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".json")

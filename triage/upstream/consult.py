@@ -10,7 +10,6 @@ user is told which. With offline=True nothing leaves the machine: cache only.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import time
 from typing import Any
@@ -100,6 +99,8 @@ def _from_cache(cache: Cache, base: str, q: Query, status: str, message: str) ->
 
 
 async def _search_all(queries: list[Query], cache: Cache, base: str, deadline: float) -> tuple[list[SearchResult], Any]:
+    import asyncio
+
     results: list[SearchResult] = []
     todo: list[Query] = []
     for q in queries:
@@ -195,6 +196,8 @@ def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None
     if offline:
         results = [_from_cache(cache, base, q, "offline", "") for q in queries]
     else:
+        import asyncio  # only online: the offline report path stays light
+
         async def online() -> tuple[list[SearchResult], list[dict[str, Any]]]:
             res, client = await _search_all(queries, cache, base, end - 0.3)
             items = [it for r in res for it in r.items]

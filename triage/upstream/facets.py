@@ -55,7 +55,7 @@ SUBSYSTEMS: dict[str, list[tuple[str, float]]] = {
                     (r"container|docker", 1)],
     "docs / misc": [(r"\bdocs?\b|documentation|typo|README", 2), (r"\bCI\b|pre-commit|lint", 2)],
 }
-_SUB_RE = {name: [(re.compile(p, re.I), w) for p, w in pats] for name, pats in SUBSYSTEMS.items()}
+_SUB_RE: dict[str, list[tuple[re.Pattern[str], float]]] = {}  # compiled on first use: start-up matters
 
 # The diagnosis categories of spec/report.md mapped to the subsystem vocabulary above.
 CATEGORY_SUBSYSTEM = {
@@ -81,6 +81,8 @@ CATEGORY_SUBSYSTEM = {
 
 
 def subsystem_scores(text: str) -> dict[str, float]:
+    if not _SUB_RE:
+        _SUB_RE.update({name: [(re.compile(p, re.I), w) for p, w in pats] for name, pats in SUBSYSTEMS.items()})
     scores: dict[str, float] = {}
     for name, pats in _SUB_RE.items():
         s = 0.0

@@ -9,7 +9,6 @@ call catches that and moves to the next release. `fixed_in_basis` says which ste
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from triage.upstream.cache import Cache
@@ -145,5 +144,7 @@ async def annotate(gh: Any, hits: list[dict[str, Any]], cache: Cache) -> None:
         found["fixed_in_basis"] = basis
         cache.put(key, found, label=f"fix {repo}#{h['number']}")
         h.update(found)
+
+    import asyncio
 
     await asyncio.gather(*(one(h) for h in todo), return_exceptions=True)

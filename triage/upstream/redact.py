@@ -8,10 +8,8 @@ something was there and what kind of thing it was.
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
-import socket
 from typing import Iterable
 
 # Secrets with a recognisable shape: GitHub, Hugging Face, OpenAI-style, Slack, AWS keys, JWTs,
@@ -58,6 +56,9 @@ _MODULE_ROOTS = ("vllm.", "torch.", "triton.", "flashinfer.", "transformers.", "
 
 def local_identities() -> list[str]:
     """This machine's host names and the current user's names, longest first."""
+    import getpass
+    import socket
+
     names: set[str] = set()
     for getter in (socket.gethostname, socket.getfqdn):
         try:
