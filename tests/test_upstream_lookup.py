@@ -168,7 +168,9 @@ def test_offline_lookup_loads_no_network_stack(tmp_path):
             "from triage.upstream import lookup; r = sm120_report(); lookup(r, offline=True); "
             "assert r.upgrade['verdict'] == 'fixes', r.upgrade; "
             "print(sorted(m for m in ('httpx', 'asyncio', 'textual', 'torch') if m in sys.modules))")
+    from pathlib import Path
+
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={"TRIAGE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": "."})
+                         cwd=Path(__file__).resolve().parent.parent, env={"TRIAGE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": "."})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
