@@ -29,6 +29,12 @@ def test_emails_ips_hosts_and_names():
     assert "<email>" in out and "<ip>" in out and "<host>" in out and "<name>" in out
 
 
+def test_clock_times_and_wildcard_addresses_are_not_ips():
+    line = "(Worker_TP0 pid=4188) ERROR 02-14 10:12:44 [multiproc_executor.py:751] serving on 0.0.0.0:8000 and ::1"
+    assert r(line) == line
+    assert r("peer 2001:db8::7 and fe80::1ff:fe23:4567:890a") == "peer <ip> and <ip>"
+
+
 def test_paths():
     assert r("/home/alice/models/GLM-5/config.json") == "~/<path>"
     assert r("loading /data/models/acme-secret/DeepSeek-V3.2") == "loading <path>"

@@ -31,7 +31,12 @@ _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
 _URL_CRED = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
 _URL = re.compile(r"\b(?:https?|ssh|ftp|s3|gs|hf)://[^\s'\"<>)\]]+")
 _IPV4 = re.compile(r"(?<![\w.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?::\d{1,5})?(?![\w.])")
-_IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{1,4}:){2,7}[0-9A-Fa-f]{1,4}(?![\w:])")
+# IPv6: five or more groups, or a "::" form; never a clock time like 10:12:44.
+_IPV6 = re.compile(
+    r"(?<![\w:.])(?:(?:[0-9A-Fa-f]{1,4}:){4,7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){1,7}(?::[0-9A-Fa-f]{1,4}){1,7}"
+    r"|::(?:[0-9A-Fa-f]{1,4}:){0,5}[0-9A-Fa-f]{1,4})(?![\w:])"
+)
+_PUBLIC_IPS = ("0.0.0.0", "127.0.0.1", "::1")
 # A venv's path up to site-packages says nothing useful and may name the user: keep what follows.
 _ENV_PATH = re.compile(r"(?<![\w.:/])/[^\s'\"]*?/(site-packages|dist-packages)/")
 # Home directories name their user; keep nothing of them.
@@ -126,8 +131,8 @@ def redact(text: str, *, extra: Iterable[str] = (), identities: Iterable[str] | 
     out = _URL_CRED.sub(lambda m: m.group(1), out)
     out = _EMAIL.sub("<email>", out)
     out = _URL.sub(_url_repl, out)
-    out = _IPV4.sub("<ip>", out)
-    out = _IPV6.sub("<ip>", out)
+    out = _IPV4.sub(lambda m: m.group(0) if m.group(0).split(":")[0] in _PUBLIC_IPS else "<ip>", out)
+    out = _IPV6.sub(lambda m: m.group(0) if m.group(0) in _PUBLIC_IPS else "<ip>", out)
     out = _ENV_PATH.sub(lambda m: f"<env>/{m.group(1)}/", out)
     out = _HOME.sub(lambda m: "~" + ("/<path>" if m.group(1) else ""), out)
     out = _ROOT_HOME.sub(lambda m: "~" + ("/<path>" if m.group(1) else ""), out)
