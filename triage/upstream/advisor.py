@@ -1,0 +1,319 @@
+"""Will upgrading vLLM fix this? Answered from the capability table, the versions this
+environment's own installer can reach, and what the upstream search found.
+
+The installer is asked, not PyPI: a user behind a mirror or a pinned index sees what they can
+really install (`pip index versions`), and nightly wheels show up when their index is configured.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from triage.upstream import versions as V
+from triage.upstream.facets import Facets
+
+INSTALLER_TIMEOUT = 8.0
+KEEP_PATCHES_CMD = "triage probe --save-patches DIR"
+
+
+@lru_cache(maxsize=1)
+def load_capabilities() -> list[dict[str, Any]]:
+    import yaml
+
+    text = (Path(__file__).parent / "capabilities.yaml").read_text(encoding="utf-8")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(text, Loader=loader) or {}  # noqa: S506 (a safe loader)
+    caps = data.get("capabilities") or []
+    return [c for c in caps if isinstance(c, dict) and c.get("id")]
+
+
+# --- what the installer can reach ------------------------------------------------------------
+
+@dataclass
+class Available:
+    versions: list[str] = field(default_factory=list)  # ascending
+    installed: str | None = None
+    source: str = ""  # the command that answered, for the evidence
+    message: str = ""  # why nothing is known, in plain words
+
+    @property
+    def known(self) -> bool:
+        return bool(self.versions)
+
+    @property
+    def latest(self) -> str | None:
+        rel = [v for v in self.versions if not V.is_prerelease(v)]
+        return (rel or self.versions or [None])[-1]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"versions": self.versions[-15:], "installed": self.installed, "source": self.source,
+                "message": self.message}
+
+
+_PIP_AVAILABLE = re.compile(r"^\s*Available versions:\s*(.+)$", re.M)
+_PIP_INSTALLED = re.compile(r"^\s*INSTALLED:\s*(\S+)", re.M)
+_UV_WOULD = re.compile(r"^\s*\+\s*vllm==(\S+)", re.M | re.I)
+
+
+def parse_pip_index(out: str) -> tuple[list[str], str | None]:
+    m = _PIP_AVAILABLE.search(out)
+    found = [v.strip() for v in m.group(1).split(",")] if m else []
+    inst = _PIP_INSTALLED.search(out)
+    return V.sort_versions([v for v in found if v]), (inst.group(1) if inst else None)
+
+
+def installer_versions(runner: Any, python: str, *, timeout: float = INSTALLER_TIMEOUT) -> Available:
+    """Ask the environment's pip (or uv when pip is absent) which vLLM versions it can install."""
+    if runner is None or not python:
+        return Available(message="no Python environment to ask")
+    env = {"PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PIP_PROGRESS_BAR": "off"}
+    argv = [python, "-m", "pip", "index", "versions", "vllm", "--pre", "--timeout", "3", "--retries", "0"]
+    res = runner.run(argv, timeout=timeout, env=env)
+    shown = " ".join(argv[1:6])
+    if res.ok:
+        found, inst = parse_pip_index(res.stdout)
+        if found:
+            return Available(found, inst, source=f"{shown} ({getattr(runner, 'where', 'here')})")
+        return Available(source=shown, message="pip listed no vLLM versions")
+    err = (res.stderr or res.stdout or "").strip()
+    if res.timed_out:
+        return Available(source=shown, message=f"pip did not answer within {timeout:g}s (no network or a slow index?)")
+    if "No module named pip" in err:
+        return _uv_versions(runner, python, timeout=timeout)
+    if re.search(r"unknown command \"index\"|no such command|invalid choice: 'index'", err, re.I):
+        return Available(source=shown, message="this pip is too old for `pip index` (needs pip >= 21.2)")
+    if re.search(r"No matching distribution|Could not find|ERROR: No matching", err, re.I):
+        return Available(source=shown, message="the configured index has no vLLM (offline or a mirror without it?)")
+    last = err.splitlines()[-1] if err else f"exit status {res.returncode}"
+    return Available(source=shown, message=f"pip could not list versions: {last[:200]}")
+
+
+def _uv_versions(runner: Any, python: str, *, timeout: float) -> Available:
+    # uv has no `index versions`; a dry-run install of "anything newer" names the newest it can reach.
+    argv = ["uv", "pip", "install", "--dry-run", "--python", python, "--prerelease=allow", "vllm"]
+    res = runner.run(argv, timeout=timeout, env={"UV_NO_PROGRESS": "1"})
+    text = (res.stdout or "") + "\n" + (res.stderr or "")
+    m = _UV_WOULD.search(text)
+    if res.ok and m:
+        return Available([m.group(1)], source="uv pip install --dry-run vllm (newest reachable only)")
+    if res.ok and re.search(r"Would make no changes|Audited", text):
+        return Available(source="uv pip install --dry-run vllm",
+                         message="uv: the installed vLLM is the newest it can reach")
+    why = "uv is not installed" if res.returncode == -1 else (text.strip().splitlines() or ["uv failed"])[-1][:200]
+    return Available(source="uv pip install --dry-run vllm", message=f"no pip in that environment, and {why}")
+
+
+# --- which table entries speak to this failure -------------------------------------------------
+
+def _cc_major(env: dict[str, Any], f: Facets) -> int | None:
+    cc = env.get("compute_capability")
+    gpus = env.get("gpus") or []
+    if not cc and isinstance(gpus, list) and gpus and isinstance(gpus[0], dict):
+        cc = gpus[0].get("compute_capability")
+    if cc:
+        m = re.match(r"\s*(\d+)", str(cc))
+        if m:
+            return int(m.group(1))
+    if f.gpu_family and re.match(r"^\d+", f.gpu_family[0]):
+        return int(float(f.gpu_family[0]))
+    return None
+
+
+def matches(entry: dict[str, Any], diag: Any, env: dict[str, Any], f: Facets) -> bool | None:
+    """True/False; None when the entry would apply but the compute capability is unknown."""
+    a = entry.get("applies") or {}
+    facts = getattr(diag, "facts", {}) or {}
+    if a.get("category") and a["category"] != getattr(diag, "category", None):
+        return False
+    if a.get("signature_prefix"):
+        prefixes = a["signature_prefix"] if isinstance(a["signature_prefix"], list) else [a["signature_prefix"]]
+        if not any(str(getattr(diag, "signature", "")).startswith(p) for p in prefixes):
+            return False
+    for k, want in (a.get("facts") or {}).items():
+        have = facts.get(k)
+        if isinstance(have, str) and isinstance(want, bool):
+            have = have.strip().lower() == "true"
+        if have is None and isinstance(want, bool) and not want:
+            have = False  # a missing use_sparse means a dense model
+        if have != want:
+            return False
+    if a.get("kv_cache_dtype_prefix") and not str(facts.get("kv_cache_dtype") or "").startswith(a["kv_cache_dtype_prefix"]):
+        return False
+    if a.get("rejected_reason"):
+        rx = re.compile(a["rejected_reason"], re.I)
+        rej = facts.get("rejected") or {}
+        reasons = [r for rs in rej.values() for r in (rs if isinstance(rs, list) else [rs])] if isinstance(rej, dict) else []
+        if not any(rx.search(str(r)) for r in reasons):
+            return False
+    if a.get("architecture"):
+        arch = env.get("architecture") or facts.get("architecture") or ""
+        if not re.search(a["architecture"], str(arch)):
+            return False
+    if a.get("text") and not re.search(a["text"], f.text, re.S):
+        return False
+    if a.get("cc_major"):
+        major = _cc_major(env, f)
+        if major is None:
+            return None
+        if major not in a["cc_major"]:
+            return False
+    return True
+
+
+# --- the verdict ------------------------------------------------------------------------------
+
+def _installed_version(env: dict[str, Any]) -> str | None:
+    v = env.get("vllm_version")
+    return str(v) if v else None
+
+
+def _requirements_note(entry: dict[str, Any], env: dict[str, Any]) -> list[str]:
+    out = []
+    pkgs = env.get("packages") or {}
+    for name, spec in (entry.get("requires") or {}).items():
+        if name == "kv_cache_dtype":
+            out.append(f"needs --kv-cache-dtype {spec}")
+            continue
+        have = pkgs.get(name) if isinstance(pkgs, dict) else None
+        if have:
+            ok = V.satisfies(str(have), str(spec))
+            state = "ok" if ok else ("too old" if ok is False else "unknown")
+            out.append(f"needs {name}{spec} (installed {have}: {state})")
+        else:
+            out.append(f"needs {name}{spec}")
+    return out
+
+
+def _prs_text(entry: dict[str, Any]) -> str:
+    prs = entry.get("prs") or []
+    return ", ".join(f"#{p['number']} ({p.get('state', '?')})" for p in prs if isinstance(p, dict) and p.get("number"))
+
+
+def patched_files(env: dict[str, Any]) -> list[str]:
+    out = []
+    for p in env.get("patched_files") or []:
+        if isinstance(p, str):
+            out.append(p)
+        elif isinstance(p, dict) and (p.get("path") or p.get("file")):
+            out.append(str(p.get("path") or p.get("file")))
+    return out
+
+
+def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits: list[dict[str, Any]] | None = None,
+           offline: bool = False) -> dict[str, Any]:
+    installed = _installed_version(env)
+    evidence: list[str] = []
+    applicable: list[dict[str, Any]] = []
+    cc_unknown = False
+    conditional: list[str] = []
+    for entry in load_capabilities():
+        m = matches(entry, diag, env, f)
+        if m is None:
+            cc_unknown = True
+            majors = "/".join(f"{c}.x" for c in (entry.get("applies") or {}).get("cc_major", []))
+            if entry.get("status") == "released" and entry.get("since"):
+                conditional.append(f"if the GPU has compute capability {majors}: {entry['title']} is in vLLM >= "
+                                   f"{entry['since']}")
+            elif entry.get("status") == "unreleased":
+                conditional.append(f"if the GPU has compute capability {majors}: {entry['title']} is only in open "
+                                   f"pull requests ({_prs_text(entry)})")
+        elif m:
+            applicable.append(entry)
+
+    verdict, target = "unknown", None
+    released = [e for e in applicable if e.get("status") == "released" and e.get("since")]
+    unreleased = [e for e in applicable if e.get("status") == "unreleased"]
+    never = [e for e in applicable if e.get("status") == "never"]
+
+    if installed:
+        evidence.append(f"installed vLLM: {installed}")
+    if avail.known:
+        evidence.append(f"available to this environment: up to {avail.latest} (from `{avail.source}`)")
+    elif offline:
+        evidence.append("versions available to this environment were not checked (offline)")
+    elif avail.message:
+        evidence.append(f"versions available to this environment unknown: {avail.message}")
+
+    for e in never:
+        verdict = "does-not-fix"
+        evidence.append(f"{e['title']}: {e['summary'].strip()}")
+        evidence.append("sources: " + "; ".join(e.get("sources", [])[:2]))
+
+    for e in released:
+        if verdict == "does-not-fix" and never:
+            break
+        since = str(e["since"])
+        if installed and V.ge(installed, since):
+            # Already there: an upgrade is not what is missing. Say what the capability needs.
+            verdict = "does-not-fix" if verdict != "fixes" else verdict
+            evidence.append(f"{e['title']}: already in the installed {installed} (since {since}); "
+                            "upgrading does not change that")
+            evidence.extend(_requirements_note(e, env))
+            continue
+        candidates = [v for v in avail.versions if V.ge(v, since)] if avail.known else []
+        stable = [v for v in candidates if not V.is_prerelease(v)]
+        between = ""
+        if e.get("absent_in"):
+            between = (f" (absent in {e['absent_in']}; releases between {e['absent_in']} and {since} "
+                       "are not verified)")
+        if avail.known and not candidates:
+            if verdict != "fixes":
+                verdict = "does-not-fix"
+            evidence.append(f"{e['title']}: needs vLLM >= {since}{between}, but the newest this environment "
+                            f"can install is {avail.latest}")
+            continue
+        verdict = "fixes"
+        pick = (stable or candidates or [since])[0]
+        if target is None or V.lt(pick, target):
+            target = pick
+        via = f" (added by {_prs_text(e)})" if e.get("prs") else ""
+        evidence.append(f"{e['title']}: in vLLM >= {since}{via}{between}")
+        evidence.extend(_requirements_note(e, env))
+        for c in e.get("caveats", []) or []:
+            evidence.append(f"caveat: {c}")
+        if e.get("sources"):
+            evidence.append("sources: " + "; ".join(e["sources"][:3]))
+
+    for e in unreleased:
+        prs = _prs_text(e)
+        evidence.append(f"{e['title']}: not in any release; open pull requests: {prs}")
+        if verdict == "unknown":
+            verdict = "does-not-fix"
+
+    if verdict == "does-not-fix" and unreleased and not never:
+        evidence.insert(0, "no released vLLM available to this environment fixes this on this GPU"
+                        + (f" (the open PRs are {_prs_text(unreleased[0])})" if _prs_text(unreleased[0]) else ""))
+
+    if not applicable:
+        if cc_unknown:
+            evidence.append("the compute capability is unknown (run with the probe, or --snapshot), so the "
+                            "capability table cannot be applied")
+            evidence.extend(conditional)
+        else:
+            evidence.append("the capability table has no entry for this failure")
+        merged = [h for h in (hits or []) if h.get("kind") == "pr" and h.get("state") == "merged"
+                  and "other subsystem" not in h.get("why", "")]
+        for h in merged[:2]:
+            fixed_in = h.get("fixed_in")
+            evidence.append(f"upstream: merged PR #{h['number']} {h['title']!r}"
+                            + (f", first in {fixed_in}" if fixed_in else ", release not determined"))
+            if fixed_in and installed and V.lt(installed, fixed_in):
+                verdict, target = "fixes", fixed_in if target is None else target
+
+    files = patched_files(env)
+    out: dict[str, Any] = {
+        "verdict": verdict,
+        "target_version": target,
+        "evidence": evidence,
+        "overwrites": files,
+    }
+    if files:
+        out["keep_patches"] = (f"an upgrade replaces these {len(files)} hand-patched file(s); save them first with "
+                               f"`{KEEP_PATCHES_CMD}` and re-apply after (or drop the ones the new version makes unneeded)")
+    if avail.known or avail.message:
+        out["available"] = avail.to_json()
+    return out

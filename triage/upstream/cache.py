@@ -1,0 +1,80 @@
+"""On-disk JSON cache of upstream answers, with a time-to-live.
+
+One file per key under triage.paths.cache_dir()/upstream. A fresh entry saves a request; a
+stale one is still returned (marked with its age) when the network is down, the search is
+rate-limited or --offline is set. Files are written atomically; a corrupt file is a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from triage.paths import cache_dir
+
+DEFAULT_TTL = 6 * 3600.0
+
+
+@dataclass
+class Entry:
+    value: Any
+    fetched_at: float
+    fresh: bool
+
+    @property
+    def age(self) -> float:
+        return max(0.0, time.time() - self.fetched_at)
+
+
+def human_age(seconds: float) -> str:
+    s = int(seconds)
+    if s < 90:
+        return f"{s}s"
+    if s < 90 * 60:
+        return f"{s // 60}m"
+    if s < 36 * 3600:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
+
+
+class Cache:
+    def __init__(self, root: Path | None = None, ttl: float = DEFAULT_TTL):
+        self.root = Path(root) if root is not None else cache_dir() / "upstream"
+        self.ttl = ttl
+
+    @staticmethod
+    def key(*parts: str) -> str:
+        norm = "\x1f".join(" ".join(p.split()) for p in parts)
+        return hashlib.sha256(norm.encode()).hexdigest()[:32]
+
+    def _path(self, key: str) -> Path:
+        return self.root / f"{key}.json"
+
+    def get(self, key: str, *, ttl: float | None = None) -> Entry | None:
+        try:
+            with open(self._path(key), encoding="utf-8") as fh:
+                data = json.load(fh)
+            fetched_at = float(data["fetched_at"])
+            value = data["value"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        limit = self.ttl if ttl is None else ttl
+        return Entry(value, fetched_at, (time.time() - fetched_at) <= limit)
+
+    def put(self, key: str, value: Any, *, label: str = "") -> None:
+        import tempfile
+
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump({"label": label, "fetched_at": time.time(), "value": value}, fh)
+            os.replace(tmp, self._path(key))
+        except OSError:
+            # A read-only home or a full disk must not break a diagnosis; it only loses caching.
+            pass

@@ -1,0 +1,154 @@
+"""Remove what is private from text before it leaves the machine (search queries, bug reports).
+
+Order matters: secrets first (a token inside a URL must not survive as a "host"), then e-mails,
+URLs, IPs, paths (home paths name the user), then the names of this host and user wherever
+they still appear. Each kind is replaced by a visible placeholder so a reader sees that
+something was there and what kind of thing it was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterable
+
+# Secrets with a recognisable shape: GitHub, Hugging Face, OpenAI-style, Slack, AWS keys, JWTs,
+# and any "token=..." / "Authorization: Bearer ..." pair.
+_SECRET_PATTERNS = [
+    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
+    re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"),
+    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}\b"),
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
+    re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"),
+]
+_SECRET_ASSIGN = re.compile(
+    r"(?i)\b((?:[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY))\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
+)
+_BEARER = re.compile(r"(?i)\b(bearer|token)\s+([A-Za-z0-9._~+/=-]{12,})")
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
+_URL_CRED = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
+_URL = re.compile(r"\b(?:https?|ssh|ftp|s3|gs|hf)://[^\s'\"<>)\]]+")
+_IPV4 = re.compile(r"(?<![\w.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?::\d{1,5})?(?![\w.])")
+# IPv6: five or more groups, or a "::" form; never a clock time like 10:12:44.
+_IPV6 = re.compile(
+    r"(?<![\w:.])(?:(?:[0-9A-Fa-f]{1,4}:){4,7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){1,7}(?::[0-9A-Fa-f]{1,4}){1,7}"
+    r"|::(?:[0-9A-Fa-f]{1,4}:){0,5}[0-9A-Fa-f]{1,4})(?![\w:])"
+)
+_PUBLIC_IPS = ("0.0.0.0", "127.0.0.1", "::1")
+# A venv's path up to site-packages says nothing useful and may name the user: keep what follows.
+_ENV_PATH = re.compile(r"(?<![\w.:/])/[^\s'\"]*?/(site-packages|dist-packages)/")
+# Home directories name their user; keep nothing of them.
+_HOME = re.compile(r"(?:/home|/Users|/export/home)/[^/\s'\"]+((?:/[^\s'\":,)\]]*)?)")
+_ROOT_HOME = re.compile(r"(?<![\w.])/root(?=/|\b)((?:/[^\s'\":,)\]]*)?)")
+# Other absolute paths: a venv's site-packages path says little, but a data or model directory
+# can name a project or a customer. Keep the well-known system prefixes; redact the rest.
+_ABS_PATH = re.compile(r"(?<![\w.:/>])/(?:[A-Za-z0-9._@+-]+/)+[A-Za-z0-9._@+-]*")
+_SAFE_PREFIXES = (
+    "/usr/", "/opt/conda/", "/opt/venv/", "/opt/nvidia/", "/lib/", "/lib64/", "/etc/", "/proc/", "/sys/",
+    "/dev/", "/bin/", "/sbin/", "/tmp/", "/var/lib/", "/run/", "/.venv/", "/venv/",
+)
+# A fully qualified host name (at least two dots, alphabetic TLD) that is not a public service.
+_FQDN = re.compile(r"\b(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,}\.(?:[A-Za-z]{2,})\b")
+_PUBLIC_HOSTS = (
+    "github.com", "githubusercontent.com", "huggingface.co", "pypi.org", "pythonhosted.org",
+    "vllm.ai", "nvidia.com", "pytorch.org", "flashinfer.ai", "docker.io", "docker.com", "ngc.nvidia.com",
+)
+# Python dotted module names (vllm.v1.attention.backends) look like FQDNs; they are safe.
+_MODULE_ROOTS = ("vllm.", "torch.", "triton.", "flashinfer.", "transformers.", "triage.", "deep_gemm.", "nvidia.")
+
+
+def local_identities() -> list[str]:
+    """This machine's host names and the current user's names, longest first."""
+    import getpass
+    import socket
+
+    names: set[str] = set()
+    for getter in (socket.gethostname, socket.getfqdn):
+        try:
+            value = getter()
+        except OSError:
+            continue
+        if value and value not in ("localhost", "localhost.localdomain"):
+            names.add(value)
+            names.add(value.split(".")[0])
+    for var in ("USER", "LOGNAME", "USERNAME", "SUDO_USER"):
+        if os.environ.get(var):
+            names.add(os.environ[var])
+    try:
+        names.add(getpass.getuser())
+    except Exception:  # getpass raises several kinds when no user is known
+        pass
+    # One- and two-letter names would redact half of every sentence; common words too.
+    skip = {"root", "user", "admin", "ubuntu", "runner", "vllm", "cuda", "nvidia", "docker"}
+    return sorted((n for n in names if len(n) >= 3 and n.lower() not in skip), key=len, reverse=True)
+
+
+def _path_repl(m: re.Match[str]) -> str:
+    path = m.group(0)
+    if path.startswith(_SAFE_PREFIXES) or "/site-packages/" in path or "/dist-packages/" in path:
+        # Keep from site-packages on: that is what a maintainer needs (vllm/platforms/cuda.py).
+        for marker in ("/site-packages/", "/dist-packages/"):
+            if marker in path:
+                return "<env>" + path[path.index(marker):]
+        return path
+    return "<path>"
+
+
+def _fqdn_repl(m: re.Match[str]) -> str:
+    host = m.group(0)
+    low = host.lower()
+    if low.startswith(_MODULE_ROOTS) or any(low == p or low.endswith("." + p) for p in _PUBLIC_HOSTS):
+        return host
+    # A dotted Python identifier or file name (config.json, model.safetensors.index.json)
+    if low.endswith((".py", ".json", ".yaml", ".yml", ".txt", ".log", ".so", ".safetensors", ".gguf", ".bin")):
+        return host
+    return "<host>"
+
+
+def _url_repl(m: re.Match[str]) -> str:
+    url = m.group(0)
+    host = re.sub(r"^[a-z0-9+.-]+://", "", url, flags=re.I).split("/")[0].split(":")[0].lower()
+    if any(host == p or host.endswith("." + p) for p in _PUBLIC_HOSTS):
+        return url
+    return "<url>"
+
+
+def redact(text: str, *, extra: Iterable[str] = (), identities: Iterable[str] | None = None) -> str:
+    """Return `text` with secrets, e-mails, private URLs, IPs, local paths, host and user names replaced.
+
+    `extra` adds literal strings to remove (a model path, a host name from an SSH target).
+    `identities` overrides this machine's host and user names (tests pass their own).
+    """
+    if not text:
+        return text
+    out = text
+    for pat in _SECRET_PATTERNS:
+        out = pat.sub("<token>", out)
+    out = _SECRET_ASSIGN.sub(lambda m: m.group(1) + "<token>", out)
+    out = _BEARER.sub(lambda m: m.group(1) + " <token>", out)
+    out = _URL_CRED.sub(lambda m: m.group(1), out)
+    out = _EMAIL.sub("<email>", out)
+    out = _URL.sub(_url_repl, out)
+    out = _IPV4.sub(lambda m: m.group(0) if m.group(0).split(":")[0] in _PUBLIC_IPS else "<ip>", out)
+    out = _IPV6.sub(lambda m: m.group(0) if m.group(0) in _PUBLIC_IPS else "<ip>", out)
+    out = _ENV_PATH.sub(lambda m: f"<env>/{m.group(1)}/", out)
+    out = _HOME.sub(lambda m: "~" + ("/<path>" if m.group(1) else ""), out)
+    out = _ROOT_HOME.sub(lambda m: "~" + ("/<path>" if m.group(1) else ""), out)
+    out = _ABS_PATH.sub(_path_repl, out)
+    out = _FQDN.sub(_fqdn_repl, out)
+    # Literals last: a host name inside an FQDN is already gone with the FQDN.
+    for literal in sorted({e for e in extra if e and len(e) >= 3}, key=len, reverse=True):
+        out = out.replace(literal, "<redacted>")
+    names = list(identities) if identities is not None else local_identities()
+    for name in names:
+        if len(name) < 3:
+            continue
+        out = re.sub(r"(?<![A-Za-z0-9])" + re.escape(name) + r"(?![A-Za-z0-9])", "<name>", out)
+    return out
+
+
+def is_clean(text: str, *, identities: Iterable[str] | None = None) -> bool:
+    """True when redact() would change nothing: used to check a query before it is sent."""
+    return redact(text, identities=identities) == text
