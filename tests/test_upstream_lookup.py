@@ -44,9 +44,10 @@ def test_online_lookup(fake_github):
     runner = PipRunner()
     t = time.monotonic()
     lookup(rep, offline=False, runner=runner)
-    assert time.monotonic() - t < 5
+    assert time.monotonic() - t < 30  # a hang guard, not a speed test (bench/ measures speed)
     # the exact queries are on the report, and exactly those went out
-    assert rep.upstream_queries == fake_github.searches()
+    # (sent concurrently: the server may receive them in any order)
+    assert sorted(rep.upstream_queries) == sorted(fake_github.searches())
     assert len(rep.upstream_queries) == 3
     nums = [h["number"] for h in rep.upstream]
     assert nums.index(31085) > nums.index(38476)

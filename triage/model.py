@@ -111,6 +111,7 @@ class Report:
     # Filled by later stages (issue 4); absent from the JSON while None.
     upstream: list[dict[str, Any]] | None = None
     upgrade: dict[str, Any] | None = None
+    upstream_queries: list[str] | None = None  # exactly what was sent (after redaction)
     # Messages for the user about the run itself (truncated input, probe skipped, ...).
     warnings: list[str] = field(default_factory=list)
     input_complete: bool = True
@@ -132,6 +133,8 @@ class Report:
             out["upstream"] = self.upstream
         if self.upgrade is not None:
             out["upgrade"] = self.upgrade
+        if self.upstream_queries is not None:
+            out["upstream_queries"] = self.upstream_queries
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out

@@ -52,9 +52,11 @@ class Selection:
 
 
 def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
-    grep = shutil.which("grep") if (use_grep is not False and src.is_plain_file) else None
-    if grep:
+    grep = shutil.which("grep") if use_grep is not False else None
+    if grep and src.is_plain_file:
         return _select_grep(src, grep)
+    if grep:
+        return _select_grep_stream(src, grep)
     return _select_python(src)
 
 
@@ -83,15 +85,7 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
 
     def gen() -> Iterator[tuple[int, bytes]]:
         try:
-            for raw in iter_lines(_pipe_chunks(proc.stdout)):
-                # "N:text" for a match, "N-text" for context, "--" between groups.
-                i = 0
-                n = len(raw)
-                while i < n and 48 <= raw[i] <= 57:
-                    i += 1
-                if i == 0 or i >= n:
-                    continue
-                yield int(raw[:i]), raw[i + 1:]
+            yield from _grep_lines(proc.stdout)
         finally:
             proc.stdout.close()
             proc.wait()
@@ -102,6 +96,70 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
         return size, max(lines, 0)
 
     return Selection(gen(), totals)
+
+
+def _select_grep_stream(src: LogSource, grep: str) -> Selection:
+    """A pipe or a gzip file: we read (and decompress) it, count it, and feed grep from a thread."""
+    env = dict(os.environ, LC_ALL="C")
+    proc = subprocess.Popen(
+        [grep, "-n", "-a", "-E", f"-A{CONTEXT_AFTER}", "-e", PREFILTER],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    state: dict[str, object] = {"bytes": 0, "lines": 0, "last": b"\n", "error": None}
+
+    def feed() -> None:
+        nbytes = nlines = 0
+        last = b"\n"
+        try:
+            for chunk in chunks(src):
+                nbytes += len(chunk)
+                nlines += chunk.count(b"\n")
+                last = chunk[-1:]
+                proc.stdin.write(chunk)
+        except BrokenPipeError:
+            pass
+        except InputError as exc:
+            state["error"] = exc
+        finally:
+            state["bytes"], state["lines"], state["last"] = nbytes, nlines, last
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+
+    def gen() -> Iterator[tuple[int, bytes]]:
+        try:
+            yield from _grep_lines(proc.stdout)
+        finally:
+            t.join()
+            proc.stdout.close()
+            proc.wait()
+        if state["error"] is not None:
+            raise state["error"]  # type: ignore[misc]
+
+    def totals() -> tuple[int, int]:
+        lines = int(state["lines"])  # type: ignore[arg-type]
+        if state["bytes"] and state["last"] != b"\n":
+            lines += 1  # a last line without a newline still counts
+        return int(state["bytes"]), lines  # type: ignore[arg-type]
+
+    return Selection(gen(), totals)
+
+
+def _grep_lines(fh) -> Iterator[tuple[int, bytes]]:
+    """Parse `grep -n -A1` output: "N:text" for a match, "N-text" for context, "--" between groups."""
+    for raw in iter_lines(_pipe_chunks(fh)):
+        i = 0
+        n = len(raw)
+        while i < n and 48 <= raw[i] <= 57:
+            i += 1
+        if i == 0 or i >= n:
+            continue
+        yield int(raw[:i]), raw[i + 1:]
 
 
 def _pipe_chunks(fh) -> Iterator[bytes]:
