@@ -302,48 +302,52 @@ def _arch_runs(arch_list: list[str], cc: str) -> bool:
 
 
 # ------------------------------------------------------------------ running it
+def interpret_result(res: Any, py: str, where: str, timeout: float) -> tuple[dict[str, Any] | None, str | None, bool]:
+    """What one run of the probe script gave: (raw facts, error, whether to try the next interpreter)."""
+    from triage.probes.script import parse_output
+
+    raw = parse_output(res.stdout)
+    if raw is not None:
+        return raw, None, False
+    if res.timed_out:
+        return None, f"the probe timed out after {timeout:g}s on {where}", False
+    tail = (res.stderr or res.stdout).strip().splitlines()
+    err = f"{py}: " + (tail[-1] if tail else f"exit {res.returncode}")
+    missing = res.returncode in (-1, 126, 127) or "No such file" in res.stderr or "not found" in res.stderr
+    if missing:
+        return None, f"no usable Python on {where} ({err})", True
+    return None, f"the probe failed with {err}", False
+
+
 def run_probe_script(runner: Runner, pythons: list[str], *, sections: str, deep: bool,
                      timeout: float) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """Run the script with the first interpreter that exists: (raw, python used, error)."""
-    from triage.probes.script import parse_output, probe_script
+    from triage.probes.script import probe_script
 
-    last_err = None
+    err = None
     for py in pythons:
         argv = [py, "-", "--sections", sections] + (["--deep"] if deep else [])
         res = runner.run(argv, timeout=timeout, input=probe_script())
-        raw = parse_output(res.stdout)
+        raw, err, try_next = interpret_result(res, py, runner.where, timeout)
         if raw is not None:
             return raw, py, None
-        if res.timed_out:
-            return None, py, f"the probe timed out after {timeout:g}s on {runner.where}"
-        missing = res.returncode in (-1, 126, 127) or "No such file" in res.stderr or "not found" in res.stderr
-        tail = (res.stderr or res.stdout).strip().splitlines()
-        last_err = f"{py}: " + (tail[-1] if tail else f"exit {res.returncode}")
-        if not missing:
-            return None, py, f"the probe failed with {last_err}"
-    return None, None, f"no Python found on {runner.where} (tried {', '.join(pythons)})" + (
-        f"; last: {last_err}" if last_err else "")
+        if not try_next:
+            return None, py, err
+    return None, None, err or f"no Python found on {runner.where}"
 
 
 def gather(*, host: str | None = None, python: str | None = None, python_prefix: str | None = None,
            site_packages: str | None = None, deep: bool = False, timeout: float = 120.0,
            runner: Runner | None = None) -> HostProbe:
     """Probe one machine: this one (host None) or `host` over SSH. Never raises for machine trouble."""
-    if host is not None or runner is not None:
-        if runner is None:
-            from triage.remote import SSHRunner
+    if host is not None:
+        from triage.remote import probe_host_sync
 
-            runner = SSHRunner(host)  # type: ignore[arg-type]
+        return probe_host_sync(host, python=python, python_prefix=python_prefix, site_packages=site_packages,
+                               deep=deep, timeout=timeout)
+    if runner is not None:
         pythons = python_candidates(python, python_prefix, site_packages, remote=True)
-        try:
-            raw, used, err = run_probe_script(runner, pythons, sections="gpu,host,pyenv", deep=deep,
-                                              timeout=timeout)
-        except Exception as exc:  # connection failures arrive here as exceptions from the runner
-            return HostProbe(host=runner.where, ok=False, error=str(exc) or type(exc).__name__)
-        finally:
-            close = getattr(runner, "close", None)
-            if host is not None and close:
-                close()
+        raw, _used, err = run_probe_script(runner, pythons, sections="gpu,host,pyenv", deep=deep, timeout=timeout)
         if raw is None:
             return HostProbe(host=runner.where, ok=False, error=err)
         facts, findings = build_facts(raw)
