@@ -47,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error already printed (2)
+        return int(exc.code or 0)
     from triage.probes.fleet import read_inventory
 
     specs = list(args.host)
