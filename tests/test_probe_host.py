@@ -64,7 +64,9 @@ def test_cuda_toolkits(tmp_path, monkeypatch):
     assert [(t["path"].rsplit("/", 1)[1], t["version"]) for t in tk["toolkits"]] == [
         ("cuda", "12.8.1"), ("cuda-11.0", "11.0.228"), ("cuda-12.8", "12.8.1")]
     assert tk["toolkits"][0]["link_to"] == str(new)
-    assert tk["nvcc"] == {"path": str(nvcc), "version": "12.8.93"}
+    assert tk["nvcc"] == {"path": str(nvcc), "version": "12.8.1"}  # from version.json, nvcc not started
+    (new / "version.json").unlink()
+    assert cuda_toolkits([])["nvcc"]["version"] == "12.8.93"
 
 
 def test_no_toolkit_is_info(monkeypatch, tmp_path):

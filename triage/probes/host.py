@@ -73,10 +73,19 @@ def cuda_toolkits(roots: list[str] | None = None) -> dict[str, Any]:
         if d and os.access(cand, os.X_OK):
             nvcc_path = cand
             break
-    return {
-        "toolkits": toolkits,
-        "nvcc": {"path": nvcc_path, "version": _nvcc_version(nvcc_path)} if nvcc_path else None,
-    }
+    nvcc = None
+    if nvcc_path:
+        # The toolkit's version.json beside bin/nvcc answers without starting nvcc (slow on some hosts).
+        root = os.path.dirname(os.path.dirname(os.path.realpath(nvcc_path)))
+        text = _read(os.path.join(root, "version.json"))
+        version = None
+        if text:
+            try:
+                version = str(json.loads(text)["cuda"]["version"])
+            except (ValueError, KeyError, TypeError):
+                version = None
+        nvcc = {"path": nvcc_path, "version": version or _nvcc_version(nvcc_path)}
+    return {"toolkits": toolkits, "nvcc": nvcc}
 
 
 def shm(path: str = "/dev/shm") -> dict[str, Any] | None:
