@@ -1,0 +1,1 @@
+"""Subcommands: each module exposes main(argv) -> int; triage.cli dispatches to them."""

@@ -1,0 +1,1 @@
+"""Bundled demo data: a recorded probe snapshot for `triage --demo`."""

@@ -1,0 +1,200 @@
+"""Add what the probes know about the machine to diagnoses made from the log, without touching the rules.
+
+A rule reads the log; an enricher reads the rule's facts plus the probed environment and adds facts
+and explanation lines: "no sparse MLA backend exists for compute capability 12.0 in vLLM
+0.16.0rc2.dev313 (nightly wheel, pip), and 2 of its files were patched by hand".
+
+`env` uses the keys of `triage probe --json` facts (and of the report's `environment`):
+compute_capability, gpus, driver_version, cuda_driver_version, torch_cuda_version, torch_arch_list,
+vllm_version, vllm_install, packages, patched_files. Every key may be missing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from triage.model import Diagnosis
+
+# Backends that implement sparse (DSA) MLA in upstream vLLM and the compute capabilities they accept.
+SPARSE_MLA_BACKENDS = {
+    "FLASHMLA_SPARSE": "9.x / 10.x",
+    "FLASHINFER_MLA_SPARSE": "10.x",
+    "FLASH_ATTN_MLA_SPARSE": "9.x / 10.x",
+}
+
+
+def _cc(v: Any) -> tuple[int, int] | None:
+    m = re.match(r"^\s*(\d+)\.(\d+)", str(v)) if v is not None else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def gpu_family(cc: tuple[int, int]) -> str:
+    major, minor = cc
+    if major == 12:
+        return "SM12x"  # RTX 50xx / RTX PRO 6000 (12.0), DGX Spark GB10 (12.1)
+    if major == 10:
+        return "SM10x"  # B200 / GB200 (10.0), B300 (10.3)
+    if major == 9:
+        return "SM90"
+    if major == 8:
+        return "SM80" if minor == 0 else "SM8x"
+    return f"SM{major}{minor}"
+
+
+def _truthy(v: Any) -> bool:
+    return v is True or str(v).strip().lower() in ("true", "1", "yes")
+
+
+def _env_cc(env: dict[str, Any]) -> tuple[int, int] | None:
+    cc = _cc(env.get("compute_capability"))
+    if cc:
+        return cc
+    for g in env.get("gpus") or []:
+        cc = _cc(g.get("compute_capability")) if isinstance(g, dict) else None
+        if cc:
+            return cc
+    return None
+
+
+def _vllm_words(env: dict[str, Any]) -> str:
+    inst = env.get("vllm_install") or {}
+    version = env.get("vllm_version") or inst.get("version")
+    if not version:
+        return "the installed vLLM"
+    how = []
+    src = inst.get("source")
+    if src:
+        how.append({"nightly-index": "nightly wheel", "nightly-wheel": "nightly wheel",
+                    "per-commit-wheel": "per-commit wheel", "index": "PyPI release", "editable": "editable install",
+                    "git": "git install", "ngc": "NGC container", "local-build": "local build",
+                    "local-dir": "local source tree", "archive": "wheel by URL",
+                    "local-archive": "local wheel file"}.get(src, src))
+    if inst.get("installer"):
+        how.append(str(inst["installer"]))
+    return f"vLLM {version}" + (f" ({', '.join(how)})" if how else "")
+
+
+def _patched_line(env: dict[str, Any]) -> str | None:
+    patched = env.get("patched_files") or (env.get("vllm_install") or {}).get("patched_files") or []
+    if not patched:
+        return None
+    return (f"{len(patched)} vLLM file(s) were patched by hand ({', '.join(patched[:4])}"
+            f"{' ...' if len(patched) > 4 else ''}): an upgrade or reinstall overwrites them; "
+            "keep a copy first with `triage probe --save-patches DIR`")
+
+
+def _add_line(d: Diagnosis, line: str) -> None:
+    if line not in d.explanation:
+        d.explanation.append(line)
+
+
+# ------------------------------------------------------------------ enrichers
+def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
+    cc = _env_cc(env)
+    if cc:
+        d.facts.setdefault("compute_capability", f"{cc[0]}.{cc[1]}")
+        d.facts["gpu_family"] = gpu_family(cc)
+    vw = _vllm_words(env)
+    if env.get("vllm_version") or env.get("vllm_install"):
+        d.facts.setdefault("vllm_version", env.get("vllm_version") or (env.get("vllm_install") or {}).get("version"))
+    rejected = d.facts.get("rejected") if isinstance(d.facts.get("rejected"), dict) else {}
+    sparse = _truthy(d.facts.get("use_sparse"))
+    mla = _truthy(d.facts.get("use_mla"))
+    if cc and cc[0] == 12 and sparse:
+        sm120 = [b for b in rejected if "SM120" in b.upper()]
+        if sm120:
+            reasons = "; ".join(f"{b}: {', '.join(map(str, rejected[b]))}" for b in sm120)
+            _add_line(d, f"{vw} has an SM12x sparse MLA backend but rejected it on this machine ({reasons})")
+        else:
+            cc_s = f"{cc[0]}.{cc[1]}"
+            needs = ", ".join(f"{b} needs {c}" for b, c in SPARSE_MLA_BACKENDS.items())
+            _add_line(d, f"No sparse MLA attention backend exists for compute capability {cc_s} (SM12x) in {vw}: "
+                         f"{needs}. The model's DSA sparse attention cannot run here until a vLLM with an SM12x "
+                         "sparse MLA backend is installed, or a sparse MLA Triton backend is added as a plugin")
+        d.facts["missing_backend"] = "sparse MLA for SM12x"
+    elif cc and cc[0] == 12 and mla:
+        _add_line(d, f"On compute capability {cc[0]}.{cc[1]} only TRITON_MLA runs dense MLA in {vw}; "
+                     "the FlashInfer, CUTLASS and FlashMLA MLA backends need 9.x or 10.x")
+    line = _patched_line(env)
+    if line:
+        d.facts["patched_files"] = list(env.get("patched_files") or (env.get("vllm_install") or {}).get(
+            "patched_files") or [])
+        _add_line(d, line)
+
+
+def _cuda_driver(d: Diagnosis, env: dict[str, Any]) -> None:
+    for key in ("driver_version", "cuda_driver_version", "torch_cuda_version"):
+        if env.get(key) is not None:
+            d.facts.setdefault(key, env[key])
+    drv, tcu = _cc(env.get("cuda_driver_version")), _cc(env.get("torch_cuda_version"))
+    if drv and tcu:
+        too_old = tcu > drv
+        d.facts["driver_too_old_for_torch"] = too_old
+        if too_old:
+            _add_line(d, f"The NVIDIA driver {env.get('driver_version')} supports CUDA up to "
+                         f"{env['cuda_driver_version']}, but torch was built for CUDA {env['torch_cuda_version']}: "
+                         "CUDA initialisation fails (Error 803, 'system has unsupported display driver / cuda "
+                         "driver combination') until the driver is upgraded or torch matches it")
+        else:
+            _add_line(d, f"The driver's CUDA {env['cuda_driver_version']} is new enough for torch's CUDA "
+                         f"{env['torch_cuda_version']}: look for compat libraries (cuda-compat, LD_LIBRARY_PATH) "
+                         "shadowing the driver, or a container built for a newer CUDA")
+
+
+def _arch(d: Diagnosis, env: dict[str, Any]) -> None:
+    cc = _env_cc(env)
+    if cc:
+        d.facts.setdefault("compute_capability", f"{cc[0]}.{cc[1]}")
+        d.facts["gpu_family"] = gpu_family(cc)
+    if env.get("torch_arch_list"):
+        d.facts.setdefault("torch_arch_list", env["torch_arch_list"])
+        sm = f"sm_{cc[0]}{cc[1]}" if cc else None
+        if sm and sm not in env["torch_arch_list"]:
+            _add_line(d, f"torch {env.get('torch_version', '')} was compiled for {' '.join(env['torch_arch_list'])}, "
+                         f"not {sm}")
+
+
+def _memory(d: Diagnosis, env: dict[str, Any]) -> None:
+    held = []
+    for g in env.get("gpus") or []:
+        procs = g.get("processes") if isinstance(g, dict) else None
+        if isinstance(procs, list):
+            for p in procs:
+                held.append({"gpu": g.get("index"), "pid": p.get("pid"), "name": p.get("name"),
+                             "used_memory_mib": p.get("used_memory_mib")})
+    if held:
+        d.facts["gpu_processes"] = held
+        _add_line(d, "Other processes hold GPU memory right now: " + "; ".join(
+            f"GPU {h['gpu']}: pid {h['pid']} ({h['name']}) {h['used_memory_mib']} MiB" for h in held[:6])
+            + ". A leftover vLLM worker from an earlier run leaves less memory for the KV cache")
+
+
+def _install(d: Diagnosis, env: dict[str, Any]) -> None:
+    pk = env.get("packages") or {}
+    for name in ("vllm", "torch", "triton", "flashinfer-python", "flash-attn", "xformers", "deep-gemm",
+                 "transformers"):
+        if name in pk:
+            d.facts.setdefault("installed", {})[name] = pk[name]
+    line = _patched_line(env)
+    if line:
+        _add_line(d, line)
+
+
+ENRICHERS: list[tuple[Callable[[Diagnosis], bool], Callable[[Diagnosis, dict[str, Any]], None]]] = [
+    (lambda d: d.category == "attention_backend" or d.signature.startswith("attention."), _attention),
+    (lambda d: d.category == "cuda_driver" or d.signature.startswith("cuda_driver."), _cuda_driver),
+    (lambda d: d.category in ("unsupported_gpu", "dtype_unsupported", "quantization"), _arch),
+    (lambda d: d.category in ("kv_cache_memory", "gpu_oom"), _memory),
+    (lambda d: d.category in ("install_mismatch", "kernel_library", "model_support"), _install),
+]
+
+
+def enrich(diagnoses: list[Diagnosis], env: dict[str, Any]) -> None:
+    """Add probe facts and explanation lines to each diagnosis in place."""
+    if not env:
+        return
+    for d in diagnoses:
+        for applies, fn in ENRICHERS:
+            if applies(d):
+                fn(d, env)

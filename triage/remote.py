@@ -1,0 +1,295 @@
+"""Run commands and probes on other machines over SSH (asyncssh), one host or a whole fleet.
+
+- `--host [user@]host[:port]`; aliases, users, ports, keys, ProxyJump come from ~/.ssh/config
+  (asyncssh reads it), keys from the agent and ~/.ssh/id_*.
+- Host keys are always checked against known_hosts: known_hosts is passed explicitly (never None, so
+  not even `UserKnownHostsFile none` in a config turns checking off). An unknown or changed key is an
+  error that says which.
+- Commands are argv lists, joined with shlex.join for the remote shell: a value from a log stays one
+  inert argument there too. Environment variables go in as `env K=V ...` (servers refuse SSH env requests).
+- A fleet runs concurrently with a bound, each host under its own timeout; one dead host never blocks
+  the rest and comes back as a HostProbe with ok=False and the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import shlex
+import socket
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import asyncssh
+
+from triage.probes.collect import HostProbe, build_facts, interpret_result, python_candidates
+from triage.runner import Result
+
+
+class RemoteError(Exception):
+    """A host could not be reached or refused us; the message is for people."""
+
+
+@dataclass(frozen=True)
+class Target:
+    spec: str
+    host: str
+    user: str | None = None
+    port: int | None = None
+
+
+def parse_target(spec: str) -> Target:
+    """`[user@]host[:port]`, with `[v6addr]:port` for IPv6. ValueError for anything else."""
+    s = spec.strip()
+    user = None
+    rest = s
+    if "@" in rest:
+        user, rest = rest.rsplit("@", 1)
+        if not user or any(c.isspace() for c in user):
+            raise ValueError(f"bad host {spec!r}: empty or invalid user")
+    port: int | None = None
+    if rest.startswith("["):
+        host, sep, tail = rest[1:].partition("]")
+        if not sep or (tail and not tail.startswith(":")):
+            raise ValueError(f"bad host {spec!r}: use [address]:port for IPv6")
+        ptxt = tail[1:] if tail else None
+    elif rest.count(":") == 1:
+        host, ptxt = rest.split(":")
+    else:
+        host, ptxt = rest, None
+        if rest.count(":") > 1:
+            try:
+                ipaddress.IPv6Address(rest)
+            except ValueError:
+                raise ValueError(f"bad host {spec!r}") from None
+    if ptxt is not None:
+        if not ptxt.isdigit() or not 0 < int(ptxt) < 65536:
+            raise ValueError(f"bad host {spec!r}: port must be 1-65535")
+        port = int(ptxt)
+    if not host or host.startswith("-") or any(c.isspace() or c in "/\\'\"`$;" for c in host):
+        raise ValueError(f"bad host {spec!r}")
+    return Target(spec=s, host=host, user=user, port=port)
+
+
+def known_hosts_files() -> list[str]:
+    home = Path("~").expanduser()
+    cands = [home / ".ssh" / "known_hosts", home / ".ssh" / "known_hosts2",
+             Path("/etc/ssh/ssh_known_hosts"), Path("/etc/ssh/ssh_known_hosts2")]
+    return [str(p) for p in cands if p.is_file()]
+
+
+def _resolved(target: Target) -> tuple[str, int]:
+    """HostName and Port after ~/.ssh/config, for messages and the known_hosts lookup."""
+    try:
+        opts = asyncssh.SSHClientConnectionOptions(host=target.host, port=target.port or (),
+                                                   known_hosts=known_hosts_files() or b"")
+        return str(opts.host), int(opts.port)
+    except Exception:
+        return target.host, target.port or 22
+
+
+def _host_key_message(target: Target) -> str:
+    host, port = _resolved(target)
+    shown = host if port == 22 else f"[{host}]:{port}"
+    addrs: set[str] = set()
+    try:
+        addrs |= {str(ai[4][0]) for ai in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)}
+    except OSError:
+        pass
+    for path in known_hosts_files():
+        try:
+            kh = asyncssh.read_known_hosts(path)
+        except Exception:
+            continue
+        for addr in sorted(addrs) or [""]:
+            try:
+                trusted = kh.match(host, addr, port if port != 22 else None)[0]
+            except (ValueError, TypeError):
+                continue
+            if trusted:
+                return (f"host key of {target.spec} ({shown}) has CHANGED: it does not match {path}. "
+                        "Someone may be intercepting the connection, or the host was reinstalled; verify the "
+                        f"new key with its administrator, then remove the old one: ssh-keygen -R '{shown}'")
+    return (f"host key of {target.spec} ({shown}) is not known: it is not in known_hosts. Verify and accept it "
+            f"once with `ssh {target.spec}` (or add the verified key to ~/.ssh/known_hosts), then retry")
+
+
+def describe_error(exc: BaseException, target: Target, timeout: float | None = None) -> str:
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        return _host_key_message(target)
+    if isinstance(exc, asyncssh.PermissionDenied):
+        who = f"{target.user}@" if target.user else ""
+        return (f"authentication to {who}{target.host} failed: no key was accepted "
+                "(check ssh-agent, IdentityFile in ~/.ssh/config, or the User)")
+    if isinstance(exc, asyncssh.DisconnectError):
+        return f"SSH connection to {target.spec} failed: {exc.reason}"
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return f"no answer from {target.spec} within {timeout:g}s" if timeout else f"{target.spec} timed out"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"cannot connect to {target.spec}: connection refused (is sshd running on that port?)"
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve host {target.host}: {exc.strerror}"
+    if isinstance(exc, OSError):
+        return f"cannot connect to {target.spec}: {exc.strerror or exc}"
+    if isinstance(exc, (asyncssh.Error, ValueError)):
+        return f"SSH error with {target.spec}: {exc}"
+    return f"{target.spec}: {type(exc).__name__}: {exc}"
+
+
+# ------------------------------------------------------------------ a loop for the sync API
+_loop_lock = threading.Lock()
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def _background_loop() -> asyncio.AbstractEventLoop:
+    global _loop
+    with _loop_lock:
+        if _loop is None or _loop.is_closed():
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="triage-ssh", daemon=True).start()
+            _loop = loop
+        return _loop
+
+
+class SSHRunner:
+    """triage.runner.Runner over SSH. `run` is synchronous (a background loop); `arun` is the coroutine."""
+
+    def __init__(self, spec: str, *, connect_timeout: float = 15.0):
+        self.target = parse_target(spec)
+        self.where = self.target.spec
+        self.connect_timeout = connect_timeout
+        self._conn: Any = None
+        self._lock: asyncio.Lock | None = None
+
+    async def connect(self) -> Any:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._conn is None:
+                t = self.target
+                kwargs: dict[str, Any] = {"known_hosts": known_hosts_files() or b"",
+                                          "connect_timeout": self.connect_timeout}
+                if t.port:
+                    kwargs["port"] = t.port
+                if t.user:
+                    kwargs["username"] = t.user
+                try:
+                    self._conn = await asyncssh.connect(t.host, **kwargs)
+                except Exception as exc:
+                    raise RemoteError(describe_error(exc, t, self.connect_timeout)) from None
+            return self._conn
+
+    async def arun(self, argv: Sequence[str], *, timeout: float = 60.0, input: str | None = None,
+                   env: dict[str, str] | None = None) -> Result:
+        args = [str(a) for a in argv]
+        if env:
+            args = ["env"] + [f"{k}={v}" for k, v in env.items()] + args
+        conn = await self.connect()
+        command = shlex.join(args)
+        try:
+            # Without input, stdin is /dev/null (as LocalRunner does): a command reading it gets EOF.
+            stdin: dict[str, Any] = {"input": input} if input else {"stdin": asyncssh.DEVNULL}
+            proc = await conn.run(command, timeout=timeout, check=False, encoding="utf-8", errors="replace",
+                                  **stdin)
+        except asyncssh.TimeoutError as exc:
+            return Result(args, 124, str(exc.stdout or ""), str(exc.stderr or "") + f"\ntimed out after {timeout:g}s",
+                          timed_out=True)
+        except (asyncssh.Error, OSError) as exc:
+            raise RemoteError(describe_error(exc, self.target)) from None
+        code = proc.exit_status if proc.exit_status is not None else -1
+        return Result(args, code, str(proc.stdout or ""), str(proc.stderr or ""))
+
+    def run(self, argv: Sequence[str], *, timeout: float = 60.0, input: str | None = None,
+            env: dict[str, str] | None = None) -> Result:
+        fut = asyncio.run_coroutine_threadsafe(self.arun(argv, timeout=timeout, input=input, env=env),
+                                               _background_loop())
+        return fut.result(timeout + self.connect_timeout + 5)
+
+    async def aclose(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            try:
+                await self._conn.wait_closed()
+            except Exception:
+                pass
+            self._conn = None
+
+    def close(self) -> None:
+        if self._conn is not None:
+            asyncio.run_coroutine_threadsafe(self.aclose(), _background_loop()).result(10)
+
+
+# ------------------------------------------------------------------ probes
+async def probe_host(spec: str, *, python: str | None = None, python_prefix: str | None = None,
+                     site_packages: str | None = None, deep: bool = False, timeout: float = 60.0,
+                     connect_timeout: float = 15.0) -> HostProbe:
+    """Probe one host; every failure comes back as ok=False with a reason, never as an exception."""
+    try:
+        runner = SSHRunner(spec, connect_timeout=min(connect_timeout, timeout))
+    except ValueError as exc:
+        return HostProbe(host=spec, ok=False, error=str(exc))
+
+    async def go() -> HostProbe:
+        err = None
+        for py in python_candidates(python, python_prefix, site_packages, remote=True):
+            argv = [py, "-", "--sections", "gpu,host,pyenv"] + (["--deep"] if deep else [])
+            from triage.probes.script import probe_script
+
+            res = await runner.arun(argv, timeout=timeout, input=probe_script())
+            raw, err, try_next = interpret_result(res, py, runner.where, timeout)
+            if raw is not None:
+                facts, findings = build_facts(raw)
+                return HostProbe(host=spec, ok=True, facts=facts, findings=findings)
+            if not try_next:
+                break
+        return HostProbe(host=spec, ok=False, error=err or f"no Python found on {spec}")
+
+    try:
+        return await asyncio.wait_for(go(), timeout + 1.0)
+    except RemoteError as exc:
+        return HostProbe(host=spec, ok=False, error=str(exc))
+    except (asyncio.TimeoutError, TimeoutError):
+        return HostProbe(host=spec, ok=False, error=f"no answer from {spec} within {timeout:g}s")
+    except Exception as exc:
+        return HostProbe(host=spec, ok=False, error=describe_error(exc, runner.target, timeout))
+    finally:
+        try:
+            await asyncio.wait_for(runner.aclose(), 5)
+        except Exception:
+            pass
+
+
+async def probe_fleet(specs: Sequence[str], *, concurrency: int = 16, **kw: Any) -> list[HostProbe]:
+    """Probe hosts concurrently (at most `concurrency` at once); results in the order given."""
+    sem = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(spec: str) -> HostProbe:
+        async with sem:
+            return await probe_host(spec, **kw)
+
+    return list(await asyncio.gather(*(one(s) for s in specs)))
+
+
+def probe_hosts(specs: Sequence[str], **kw: Any) -> list[HostProbe]:
+    """Synchronous entry for the CLI (works inside or outside a running event loop)."""
+    return asyncio.run_coroutine_threadsafe(probe_fleet(specs, **kw), _background_loop()).result()
+
+
+def probe_host_sync(spec: str, **kw: Any) -> HostProbe:
+    return probe_hosts([spec], **kw)[0]
+
+
+def fetch_text(spec: str, path: str, *, timeout: float = 30.0) -> str | None:
+    """A remote file's text (used by --save-patches), or None."""
+    r = SSHRunner(spec)
+    try:
+        res = r.run(["cat", "--", path], timeout=timeout)
+    finally:
+        r.close()
+    return res.stdout if res.ok else None
+
+
+__all__ = ["SSHRunner", "RemoteError", "Target", "parse_target", "probe_host", "probe_fleet", "probe_hosts",
+           "describe_error", "known_hosts_files", "fetch_text", "probe_host_sync"]
