@@ -63,12 +63,16 @@ def test_selected_backend_not_valid():
 
 
 def test_sparse_on_sm120_names_the_gap_when_the_gpu_is_known():
+    from triage.enrich import enrich
     from triage.rules.attention import RULES
     log = scan_text(OLD_FORM)
-    d = RULES[0].run(log, {"compute_capability": "12.0"})
+    env = {"compute_capability": "12.0", "vllm_version": "0.13.0"}
+    d = RULES[0].run(log, env)
     assert d.facts["case"] == "sparse_mla_unsupported_gpu"
     assert "compute capability 12.0" in d.title
-    assert any("No sparse MLA backend in this vLLM accepts compute capability 12.0" in ln for ln in d.explanation)
+    enrich([d], env)
+    assert d.facts["gpu_family"] == "SM12x"
+    assert any("No sparse MLA attention backend exists for compute capability 12.0" in ln for ln in d.explanation)
 
 
 def test_wrapped_message_is_joined():

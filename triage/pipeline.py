@@ -85,7 +85,8 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
                 raise InputError(f"{snapshot}: not a usable probe snapshot ({exc})") from None
         elif probes is not None:
             try:
-                hp = probes.gather(host=host, python=python, python_prefix=env.get("python_prefix"))
+                hp = probes.gather(host=host, python=python, python_prefix=env.get("python_prefix"),
+                                   site_packages=env.get("site_packages"))
             except Exception as exc:  # a probe must never sink the diagnosis
                 warnings.append(f"probe failed: {type(exc).__name__}: {exc}")
         if hp is not None:

@@ -18,8 +18,10 @@ def _err(msg: str) -> int:
 
 
 def _remote_runner(host: str) -> Runner:
+    import importlib
+
     try:
-        from triage import remote  # type: ignore[attr-defined]
+        remote = importlib.import_module("triage.remote")
     except ImportError:
         raise LookupError("remote hosts need triage.remote") from None
     for name in ("runner_for", "connect", "SSHRunner"):

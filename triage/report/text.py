@@ -20,7 +20,7 @@ def _describe_install(env: dict[str, Any]) -> str:
     parts = [f"vLLM {v}"]
     desc = inst.get("description") if isinstance(inst, dict) else None
     if desc:
-        parts.append(f"({desc})")
+        parts.append(f"({desc.removeprefix(f'vLLM {v}: ')})")
     elif isinstance(inst, dict) and inst.get("kind"):
         parts.append(f"({inst['kind']})")
     return " ".join(parts)

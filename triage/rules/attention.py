@@ -245,17 +245,10 @@ def explain(fields: dict[str, Any], rejected: dict[str, list[str]], env: dict[st
         lines.append(f"{name}: " + "; ".join(dict.fromkeys(parts)))
         if needs:
             would[name] = "; ".join(dict.fromkeys(needs))
-    if sparse:
-        sparse_backends = [n for n in rejected if BACKENDS.get(n, {}).get("sparse")]
-        major = _cc_major(env)
-        if major is not None and major not in (9, 10):
-            lines.append(
-                f"No sparse MLA backend in this vLLM accepts compute capability {cc}: the FlashMLA/FlashInfer "
-                "sparse kernels are built for SM90/SM100 only. Options: a vLLM release with "
-                "FLASHINFER_MLA_SPARSE_SM120 (SM12x only), or triage's bundled Triton backend "
-                "(`triage apply sparse-mla`, then --attention-backend CUSTOM).")
-        elif not sparse_backends:
-            lines.append("None of the listed backends is a sparse MLA backend: this vLLM build has none that was tried.")
+    if sparse and not any(BACKENDS.get(n, {}).get("sparse") for n in rejected):
+        lines.append("None of the listed backends is a sparse MLA backend: this vLLM build has none that was tried.")
+    # What is missing for this GPU (compute capability, version, install) is added by triage.enrich,
+    # which knows the probed machine.
     return lines, would
 
 
