@@ -113,7 +113,7 @@ class Step:
     def targets(self) -> list[tuple[str, str]]:
         """(field, target) for every branch out of this step."""
         _req, _opt, branches = STEP_KINDS[self.kind]
-        out = [(b, self.data[b]) for b in sorted(branches) if isinstance(self.data.get(b), str)]
+        out = [(k, v) for k, v in self.data.items() if k in branches and isinstance(v, str)]
         for i, choice in enumerate(self.data.get("choices") or []):
             if isinstance(choice, dict) and isinstance(choice.get("goto"), str):
                 out.append((f"choices[{i}].goto", choice["goto"]))
