@@ -114,6 +114,8 @@ DIAGNOSES: dict[str, dict[str, Any]] = {
     "kv_cache_memory": {"category": "kv_cache_memory", "signature": "kv_cache.max_seq_len_exceeds",
                         "facts": {"max_model_len": 32768, "kv_capacity_tokens": 10000}},
     "gpu_oom": {"category": "gpu_oom", "signature": "oom.cuda_out_of_memory", "facts": {"phase": "loading weights"}},
+    "gpu_oom_warmup": {"category": "gpu_oom", "signature": "oom.sampler_warmup",
+                       "facts": {"phase": "profiling the sampler (warm-up)"}},
     "cudagraph_capture": {"category": "cudagraph_capture", "signature": "cudagraph.capture_failed", "facts": {}},
     "distributed": {"category": "distributed", "signature": "distributed.nccl_error", "facts": {}},
     "distributed_shm": {"category": "distributed", "signature": "distributed.shm_too_small", "facts": {}},
@@ -168,3 +170,37 @@ def upstream_fixes(version: str):
         return {"verdict": "fixes", "target_version": version, "evidence": "test capability table"}
 
     return lookup
+
+
+class FakeSparseMlaModule:
+    """Stands in for triage.actions.sparse_mla (issue 6) where that module is not merged yet: installs
+    a marker file into the target environment's site-packages through the runner, records it with the
+    transcript protocol (backup before, change with an undo argv after) as the real installer does."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def preview(self, *, runner, python):
+        return [f"install triage_sparse_mla into {python} on {runner.where}"]
+
+    def apply(self, *, runner, python, recorder, yes=True):
+        self.calls += 1
+        res = runner.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], timeout=60)
+        recorder.command([python, "-c", "..."], res, runner.where)
+        if not res.ok:
+            return {"ok": False, "message": res.stderr.strip()}
+        marker = res.stdout.strip() + "/triage_sparse_mla_fake.pth"
+        recorder.backup(marker, runner)
+        res = runner.run([python, "-c", "import sys; open(sys.argv[1], 'w').write('# fake plugin\\n')", marker], timeout=60)
+        recorder.command(["write", marker], res, runner.where)
+        recorder.change(f"installed triage_sparse_mla into {python}", [python, "-c", "import os, sys; os.remove(sys.argv[1])", marker])
+        return {"ok": True, "message": "installed triage_sparse_mla (fake)", "launch_flag": "--attention-backend CUSTOM"}
+
+
+def fake_actions(module=None):
+    from triage.playbooks.actions import SparseMla, default_actions
+
+    actions = default_actions()
+    mod = module or FakeSparseMlaModule()
+    actions["sparse-mla"] = SparseMla(module_loader=lambda: mod)
+    return actions

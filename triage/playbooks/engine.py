@@ -345,7 +345,7 @@ class Session:
             if step.kind == "verify":
                 return self._verify_log(step, text)
             fact = step.get("input")["fact"]
-            if not text and not step.get("input").get("optional"):
+            if not text and not step.get("input").get("optional") and not self.dry_run:
                 view.error = "an answer is needed"
                 return view
             self.facts[fact] = text or None
@@ -412,6 +412,10 @@ class Session:
     def _replace(self, step: Step, result: StepResult, target: str | None, **kw: Any) -> StepView:
         self._pending_target = target
         return self._show(self._view(step, result=result, **kw))
+
+    def _dry(self, step: Step, message: str, target: str | None, **kw: Any) -> StepView:
+        self._pending_target = target
+        return self._view(step, result=StepResult("not-run", message), **kw)
 
     # explain
     def _enter_explain(self, step: Step) -> StepView:
@@ -492,6 +496,9 @@ class Session:
         try:
             argv = render_argv(step.get("argv"), self.facts)
         except MissingFact as exc:
+            if self.dry_run:
+                return self._dry(step, f"dry run: not run ({exc} until an earlier step sets it)", step.get("on_success"),
+                                 argv=[str(a) for a in step.get("argv")])
             self._pending_target = step.get("on_failure")
             return self._view(step, result=StepResult("failure", f"cannot run: {exc}"))
         self._argv = argv
@@ -509,6 +516,10 @@ class Session:
         try:
             args = self._action_args(step)
         except MissingFact as exc:
+            if self.dry_run:
+                what = ", ".join(f"{k}={v}" for k, v in (step.get("with") or {}).items())
+                return self._dry(step, f"dry run: would apply {step.get('action')} ({what}); {exc} until an earlier step sets it",
+                                 step.get("on_success"))
             self._pending_target = step.get("on_failure")
             return self._view(step, result=StepResult("failure", f"cannot apply: {exc}"))
         preview = action.preview(args, self._ctx())

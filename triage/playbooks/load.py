@@ -508,14 +508,18 @@ class Library:
     def for_diagnosis(self, category: str, signature: str | None, facts: dict[str, Any]) -> Playbook | None:
         """The best playbook for a diagnosis: a signature match first, then the category, whose `when` holds."""
         candidates = [p for p in self.playbooks.values() if category in p.categories]
-        def applies(p: Playbook) -> bool:
-            return p.when is None or p.when.evaluate(facts, p.facts) is not False
 
-        by_sig = [p for p in candidates if signature and signature in p.signatures and applies(p)]
-        if by_sig:
-            return by_sig[0]
-        general = [p for p in candidates if applies(p) and p.when is None]
-        return general[0] if general else next((p for p in candidates if applies(p)), None)
+        def fit(p: Playbook) -> int:
+            """0: its `when` holds; 1: it has none; 2: unknown whether it holds; 3: it does not apply."""
+            if p.when is None:
+                return 1
+            return {True: 0, None: 2, False: 3}[p.when.evaluate(facts, p.facts)]
+
+        ranked = sorted(
+            (p for p in candidates if fit(p) < 3),
+            key=lambda p: (0 if signature and signature in p.signatures else 1, fit(p), p.id),
+        )
+        return ranked[0] if ranked else None
 
 
 def load_library(extra_dirs: list[Path] | None = None, *, include_user: bool = True) -> Library:
