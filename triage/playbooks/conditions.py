@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 # --- versions ---------------------------------------------------------------------------------
 
@@ -470,10 +470,7 @@ def _as_bool(v: Any) -> Any:
 
 def _compare(op: str, a: Any, b: Any, kind: str | None) -> bool | None:
     if a is None or b is None:
-        if op in ("==", "!=") and (a is None) != (b is None) and (a is None or b is None):
-            # `x == null` is a question about knowing x, answered by `is known`; stay unknown.
-            return None
-        return None
+        return None  # unknown; `is known` is how a playbook asks about knowing
     if op == "in":
         if isinstance(b, (list, tuple)):
             known = [x for x in b if x is not None]
@@ -533,13 +530,3 @@ def _eval(node: tuple, facts: dict[str, Any], types: dict[str, str]) -> bool | N
         v = _value(node, facts)
         return None if v is None else bool(v)
     raise ConditionError(f"bad condition node {kind}")
-
-
-def all_facts(conditions: Iterable[Condition]) -> list[str]:
-    out: list[str] = []
-    for c in conditions:
-        out.extend(c.facts())
-    return out
-
-
-Evaluator = Callable[[str], "bool | None"]

@@ -629,7 +629,6 @@ class Session:
 
     def _verify_log(self, step: Step, path: str) -> StepView | None:
         if not path:
-            self._pending_target = step.get("on_fail")
             return self._replace(step, StepResult("unknown", "no new log given; not verified"), step.get("on_fail"))
         try:
             with open(os.path.expanduser(path), encoding="utf-8", errors="replace") as fh:
