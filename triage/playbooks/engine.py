@@ -1,0 +1,800 @@
+"""The playbook engine: walks a playbook's steps against the facts of one diagnosis, independent of
+any user interface.
+
+A front end (the console one below, the TUI) drives a `Session`:
+
+    session = Session(playbook, facts, runner=LocalRunner())
+    view = session.start()
+    while view is not None:
+        show(view)
+        view = session.advance(answer_for(view))   # see StepView.needs
+    print(session.outcome)
+
+Each StepView says what it needs from the operator: nothing (`None`: show it, then advance()),
+"ack" (read it), "confirm" (a change: advance(True) runs it, advance(False) declines), "choice"
+(advance(key)) or "input" (advance(text)). Before a change runs, its view carries the exact argv,
+the commands of an action and the diff of a file edit. In dry-run nothing runs: commands are shown,
+checks on commands are assumed to pass, and the walk follows the success branches.
+
+Values from facts reach commands as argv elements (`{model}` inside one element stays inside it; a
+whole element `{*launch_argv}` expands a list fact), never as shell text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable, TextIO
+
+from triage.playbooks.actions import ActionContext, Preview, default_actions
+from triage.playbooks.conditions import Condition, lookup
+from triage.playbooks.load import PLACEHOLDER_RE, Playbook, Step, is_outcome
+from triage.runner import LocalRunner, Result, Runner
+
+MAX_STEPS = 200
+TIMEOUTS = {"check": 60.0, "run": 600.0, "verify": 900.0}
+DECLINED = "manual:declined"
+
+OUTCOME_HINTS = {
+    "manual:escalate": "Nobody seems to have reported this yet: `triage report --log {log_path}` writes an upstream bug report "
+    "(environment, command, the decisive log lines, what was tried), redacted, ready to file.",
+    "manual:declined": "Stopped: a change was declined. Nothing after it was run.",
+    "manual:loop-limit": "Stopped: the playbook went round too many times.",
+}
+
+
+class MissingFact(KeyError):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"the fact {self.name!r} is unknown"
+
+
+# --- facts ------------------------------------------------------------------------------------
+
+
+def _flags_argv(launch_args: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for flag, value in launch_args.items():
+        name = flag if str(flag).startswith("-") else f"--{str(flag).replace('_', '-')}"
+        if value is True or value is None or value == "":
+            out.append(name)
+        elif value is False:
+            continue
+        else:
+            out.extend([name, str(value)])
+    return out
+
+
+def derive_facts(
+    environment: dict[str, Any] | None,
+    diagnosis: Any = None,
+    *,
+    python: str | None = None,
+    log_path: str | None = None,
+    host: str | None = None,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """One flat fact dictionary for conditions and templates: the environment, the diagnosis' facts,
+    and values derived from them (cc_major, target_python, launch_argv, ...)."""
+    facts: dict[str, Any] = dict(environment or {})
+    if diagnosis is not None:
+        dfacts = diagnosis.get("facts", {}) if isinstance(diagnosis, dict) else getattr(diagnosis, "facts", {})
+        for k, v in (dfacts or {}).items():
+            facts.setdefault(k, v)
+        get = diagnosis.get if isinstance(diagnosis, dict) else lambda k: getattr(diagnosis, k, None)
+        facts["category"] = get("category")
+        facts["signature"] = get("signature")
+    if python:
+        facts["_python_override"] = python
+    if log_path:
+        facts["log_path"] = log_path
+    if host:
+        facts["host"] = host
+    facts["dry_run"] = dry_run
+    refresh_derived(facts)
+    return facts
+
+
+def refresh_derived(facts: dict[str, Any]) -> None:
+    gpus = facts.get("gpus") or []
+    first = gpus[0] if gpus and isinstance(gpus[0], dict) else {}
+    cc = facts.get("compute_capability") or first.get("compute_capability")
+    if cc is not None:
+        facts["compute_capability"] = str(cc)
+        try:
+            facts["cc_major"] = int(str(cc).split(".")[0])
+        except ValueError:
+            pass
+    if first.get("name"):
+        facts["gpu_name"] = first["name"]
+    if gpus:
+        facts["gpu_count"] = len(gpus)
+    if first.get("memory_total_mib") is not None:
+        facts["gpu_memory_mib"] = first["memory_total_mib"]
+    py = facts.get("_python_override") or lookup(facts, "python.executable")
+    if not py and facts.get("python_prefix"):
+        py = os.path.join(str(facts["python_prefix"]), "bin", "python")
+    facts["target_python"] = py or "python3"
+    kind = lookup(facts, "vllm_install.kind")
+    if kind:
+        facts["install_kind"] = kind
+    facts["patched_count"] = len(facts.get("patched_files") or [])
+    if facts.get("model"):
+        prefix = facts.get("python_prefix")
+        vllm = os.path.join(str(prefix), "bin", "vllm") if prefix else "vllm"
+        facts["launch_argv"] = [vllm, "serve", str(facts["model"]), *_flags_argv(dict(facts.get("launch_args") or {}))]
+
+
+def render_text(template: Any, facts: dict[str, Any]) -> str:
+    """Fill {fact} placeholders for people to read; an unknown fact reads `unknown`."""
+
+    def sub(m: re.Match) -> str:
+        v = lookup(facts, m.group(2))
+        if v is None or v == "":
+            return "unknown"
+        if isinstance(v, list):
+            if m.group(2).endswith("argv"):
+                return show_argv([str(x) for x in v])
+            return ", ".join(str(x) for x in v) if v else "none"
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        return str(v)
+
+    return PLACEHOLDER_RE.sub(sub, str(template)).rstrip()
+
+
+def render_argv(template: list[Any], facts: dict[str, Any]) -> list[str]:
+    """Each template element becomes one argument (or, for `{*list}`, several): never shell text."""
+    out: list[str] = []
+    for element in template:
+        element = str(element)
+        whole = PLACEHOLDER_RE.fullmatch(element)
+        if whole and whole.group(1) == "*":
+            v = lookup(facts, whole.group(2))
+            if v is None:
+                raise MissingFact(whole.group(2))
+            out.extend(str(x) for x in (v if isinstance(v, (list, tuple)) else [v]))
+            continue
+
+        def sub(m: re.Match) -> str:
+            v = lookup(facts, m.group(2))
+            if v is None or v == "":
+                raise MissingFact(m.group(2))
+            return str(v)
+
+        out.append(PLACEHOLDER_RE.sub(sub, element))
+    return out
+
+
+def show_argv(argv: list[str]) -> str:
+    """How a command is shown to people (quoted as a shell would need it); it is never run this way."""
+    return shlex.join(argv)
+
+
+# --- views ------------------------------------------------------------------------------------
+
+
+@dataclass
+class StepResult:
+    status: str  # pass | fail | unknown | success | failure | declined | not-run
+    message: str = ""
+    returncode: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+
+
+@dataclass
+class StepView:
+    step_id: str
+    kind: str
+    title: str
+    text: str = ""
+    needs: str | None = None  # None | "ack" | "confirm" | "choice" | "input"
+    argv: list[str] | None = None
+    lines: list[str] = field(default_factory=list)
+    commands: list[list[str]] = field(default_factory=list)
+    diff: str = ""
+    choices: list[tuple[str, str]] = field(default_factory=list)
+    default: str | None = None
+    result: StepResult | None = None
+    where: str = "this machine"
+    dry_run: bool = False
+    error: str = ""  # the previous answer was not accepted
+
+
+# --- probes -----------------------------------------------------------------------------------
+
+
+def default_upstream(facts: dict[str, Any], report: Any = None, offline: bool = False) -> dict[str, Any]:
+    """What upstream knows, as facts under `upstream`: verdict (fixes|does-not-fix|unknown),
+    target_version, hits. Uses the report's own upstream section when it has one, else
+    triage.upstream.lookup when that module exists, else says "unknown"."""
+    upgrade = getattr(report, "upgrade", None) if report is not None else None
+    hits = getattr(report, "upstream", None) if report is not None else None
+    source = "report"
+    if upgrade is None and not offline:
+        try:
+            from triage import upstream as up  # issue 4
+        except ImportError:
+            up = None
+        fn = getattr(up, "lookup", None) if up is not None else None
+        if callable(fn):
+            from triage.playbooks.actions import _call
+
+            try:
+                got = _call(fn, report=report, diagnosis=(report.diagnoses[0] if report is not None and report.diagnoses else None),
+                            environment=facts, facts=facts, offline=offline)
+            except Exception as exc:  # the network and GitHub fail in many ways; degrade to unknown
+                return {"verdict": "unknown", "why": f"upstream lookup failed: {exc}", "source": "triage.upstream"}
+            if isinstance(got, dict):
+                upgrade = got.get("upgrade", got if "verdict" in got else None)
+                hits = got.get("upstream", got.get("hits", hits))
+            else:
+                upgrade = getattr(got, "upgrade", None)
+                hits = getattr(got, "upstream", getattr(got, "hits", hits))
+            source = "triage.upstream"
+    if not upgrade:
+        why = "offline" if offline else "no upstream lookup available"
+        return {"verdict": "unknown", "why": why, "hits": len(hits or []), "source": source}
+    out = {
+        "verdict": upgrade.get("verdict", "unknown"),
+        "target_version": upgrade.get("target_version"),
+        "evidence": upgrade.get("evidence"),
+        "hits": len(hits or []),
+        "source": source,
+    }
+    if hits:
+        top = hits[0]
+        out["top"] = f"#{top.get('number')} {top.get('title')} ({top.get('url')})"
+    return out
+
+
+def sparse_mla_probe() -> dict[str, Any]:
+    from triage.playbooks.actions import SPARSE_MLA_MODULE, _load_sparse_mla
+
+    mod = _load_sparse_mla()
+    return {"available": mod is not None and callable(getattr(mod, "apply", None)), "module": SPARSE_MLA_MODULE}
+
+
+def default_diagnose(path: str) -> list[dict[str, Any]] | None:
+    """Diagnoses of a log file, or None when the diagnosis pipeline is not available."""
+    try:
+        from triage.pipeline import build_report
+    except ImportError:
+        return None
+    report = build_report(path, offline=True, probe=False)
+    return [d.to_json() if hasattr(d, "to_json") else d for d in report.diagnoses]
+
+
+# --- the session ------------------------------------------------------------------------------
+
+
+class Session:
+    def __init__(
+        self,
+        playbook: Playbook,
+        facts: dict[str, Any],
+        *,
+        runner: Runner | None = None,
+        dry_run: bool = False,
+        actions: dict[str, Any] | None = None,
+        recorder_factory: Callable[[str, str, str], Any] | None = None,
+        upstream: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        diagnose: Callable[[str], list[dict[str, Any]] | None] = default_diagnose,
+        sparse_probe: Callable[[], dict[str, Any]] = sparse_mla_probe,
+    ):
+        self.playbook = playbook
+        self.facts = dict(facts)
+        self.facts["dry_run"] = dry_run
+        self.runner: Runner = runner or LocalRunner()
+        self.dry_run = dry_run
+        self.actions = actions if actions is not None else default_actions()
+        self._recorder_factory = recorder_factory or _default_recorder
+        self._upstream = upstream or (lambda f: default_upstream(f))
+        self._diagnose = diagnose
+        self._sparse_probe = sparse_probe
+        self.recorder: Any = None
+        self.outcome: str | None = None
+        self.history: list[StepView] = []
+        self.current: StepView | None = None
+        self.visited: list[str] = []
+        self._step: Step | None = None
+        self._phase = ""
+        self._pending_target: str | None = None
+        self._preview: Preview | None = None
+        self._argv: list[str] | None = None
+
+    # --- public API ---
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome is not None
+
+    def start(self) -> StepView | None:
+        return self._enter(self.playbook.start)
+
+    def advance(self, answer: Any = None) -> StepView | None:
+        """Give the answer the current view needs; returns the next view, or None at the end."""
+        view, step = self.current, self._step
+        if view is None or step is None:
+            return None
+        if view.needs == "confirm":
+            if not answer:
+                self._note(f"declined: {step.id}")
+                return self._go(step.get("on_decline") or DECLINED)
+            return self._execute(step)
+        if view.needs == "choice":
+            keys = {k for k, _l in view.choices}
+            key = view.default if answer in (None, "") else str(answer)
+            if key not in keys:
+                view.error = f"choose one of: {', '.join(sorted(keys))}"
+                return view
+            goto = next(c["goto"] for c in step.get("choices") if str(c["key"]) == key)
+            self._note(f"{step.id}: chose {key}")
+            return self._go(goto)
+        if view.needs == "input":
+            text = "" if answer is None else str(answer).strip()
+            if step.kind == "verify":
+                return self._verify_log(step, text)
+            fact = step.get("input")["fact"]
+            if not text and not step.get("input").get("optional") and not self.dry_run:
+                view.error = "an answer is needed"
+                return view
+            self.facts[fact] = text or None
+            return self._go(step.get("next"))
+        # "ack" or an informational view: move on.
+        return self._go(self._pending_target or step.get("next"))
+
+    def finish(self) -> None:
+        if self.recorder is not None and hasattr(self.recorder, "finish"):
+            self.recorder.finish(self.outcome)
+
+    def outcome_hint(self) -> str:
+        if self.outcome is None:
+            return ""
+        hint = OUTCOME_HINTS.get(self.outcome)
+        return render_text(hint, self.facts) if hint else ""
+
+    # --- walking ---
+
+    def _go(self, target: str | None) -> StepView | None:
+        if target is None:
+            target = "manual:escalate"
+        if is_outcome(target):
+            self.outcome = target
+            self.current = None
+            self._step = None
+            self.finish()
+            return None
+        if len(self.visited) >= MAX_STEPS:
+            self.outcome = "manual:loop-limit"
+            self.current = None
+            self.finish()
+            return None
+        return self._enter(target)
+
+    def _enter(self, sid: str) -> StepView | None:
+        step = self.playbook.steps[sid]
+        self._step = step
+        self.visited.append(sid)
+        self._pending_target = None
+        self._preview = None
+        self._argv = None
+        handler = getattr(self, f"_enter_{step.kind}")
+        view = handler(step)
+        return self._show(view)
+
+    def _show(self, view: StepView) -> StepView:
+        self.current = view
+        self.history.append(view)
+        return view
+
+    def _view(self, step: Step, **kw: Any) -> StepView:
+        text = render_text(step.get("text") or step.get("question") or "", self.facts)
+        return StepView(
+            step_id=step.id,
+            kind=step.kind,
+            title=render_text(step.title, self.facts),
+            text=kw.pop("text", text),
+            where=self.runner.where,
+            dry_run=self.dry_run,
+            **kw,
+        )
+
+    def _replace(self, step: Step, result: StepResult, target: str | None, **kw: Any) -> StepView:
+        self._pending_target = target
+        return self._show(self._view(step, result=result, **kw))
+
+    def _dry(self, step: Step, message: str, target: str | None, **kw: Any) -> StepView:
+        self._pending_target = target
+        return self._view(step, result=StepResult("not-run", message), **kw)
+
+    # explain
+    def _enter_explain(self, step: Step) -> StepView:
+        self._pending_target = step.get("next")
+        return self._view(step, needs="ack")
+
+    # ask
+    def _enter_ask(self, step: Step) -> StepView:
+        if step.get("input") is not None:
+            return self._view(step, needs="input", default=step.get("input").get("default"))
+        choices = []
+        for ch in step.get("choices"):
+            if "when" in ch and Condition(ch["when"]).evaluate(self.facts, self.playbook.facts) is not True:
+                continue
+            choices.append((str(ch["key"]), render_text(ch["label"], self.facts)))
+        keys = [k for k, _l in choices]
+        default = str(step.get("default")) if step.get("default") is not None and str(step.get("default")) in keys else (keys[0] if keys else None)
+        return self._view(step, needs="choice", choices=choices, default=default)
+
+    # check
+    def _enter_check(self, step: Step) -> StepView:
+        argv = None
+        result_msg = ""
+        if step.get("probe"):
+            if step.get("probe") == "upstream":
+                got = self._upstream(self.facts)
+                self.facts["upstream"] = got
+                result_msg = f"upstream: {got.get('verdict')}" + (f" ({got.get('target_version')})" if got.get("target_version") else "")
+                if got.get("why"):
+                    result_msg += f" — {got['why']}"
+            elif step.get("probe") == "sparse-mla-bundled":
+                got = self._sparse_probe()
+                self.facts["sparse_mla"] = {**(self.facts.get("sparse_mla") or {}), **got}
+                result_msg = "the bundled sparse MLA backend installer is " + ("available" if got.get("available") else "missing")
+        if step.get("argv") is not None:
+            try:
+                argv = render_argv(step.get("argv"), self.facts)
+            except MissingFact as exc:
+                res = StepResult("unknown", f"cannot run this check: {exc}")
+                return self._checked(step, None, res)
+            if self.dry_run:
+                res = StepResult("not-run", "dry run: this read-only check is not run; assuming it passes")
+                self._pending_target = step.get("on_pass")
+                return self._view(step, argv=argv, result=res)
+            r = self._run(argv, timeout=float(step.get("timeout") or TIMEOUTS["check"]), env=self._env(step))
+            out = (r.stdout or "") + (r.stderr or "")
+            if step.get("capture"):
+                value = out.strip()
+                if step.get("pattern"):
+                    m = re.search(str(step.get("pattern")), out, re.MULTILINE)
+                    value = (m.group(1) if m and m.groups() else m.group(0)) if m else None
+                self.facts[step.get("capture")] = value
+                refresh_derived(self.facts)
+            if step.get("expect") is None:
+                status = "pass" if r.ok else "fail"
+                res = StepResult(status, "timed out" if r.timed_out else f"exit status {r.returncode}", r.returncode, r.stdout, r.stderr, r.timed_out)
+                return self._checked(step, argv, res)
+            base = StepResult("", "", r.returncode, r.stdout, r.stderr, r.timed_out)
+        else:
+            base = StepResult("", result_msg)
+        if step.get("expect") is not None:
+            value = Condition(step.get("expect")).evaluate(self.facts, self.playbook.facts)
+            base.status = {True: "pass", False: "fail", None: "unknown"}[value]
+            base.message = (result_msg + "; " if result_msg else "") + f"{step.get('expect')}: {base.status}"
+        else:
+            base.status = "pass"
+        return self._checked(step, argv, base)
+
+    def _checked(self, step: Step, argv: list[str] | None, res: StepResult) -> StepView:
+        target = {"pass": step.get("on_pass"), "fail": step.get("on_fail")}.get(res.status)
+        if res.status == "unknown":
+            target = step.get("on_unknown") or step.get("on_fail")
+        self._pending_target = target
+        return self._view(step, argv=argv, result=res)
+
+    # run
+    def _enter_run(self, step: Step) -> StepView:
+        try:
+            argv = render_argv(step.get("argv"), self.facts)
+        except MissingFact as exc:
+            if self.dry_run:
+                return self._dry(step, f"dry run: not run ({exc} until an earlier step sets it)", step.get("on_success"),
+                                 argv=[str(a) for a in step.get("argv")])
+            self._pending_target = step.get("on_failure")
+            return self._view(step, result=StepResult("failure", f"cannot run: {exc}"))
+        self._argv = argv
+        if self.dry_run:
+            self._pending_target = step.get("on_success")
+            return self._view(step, argv=argv, result=StepResult("not-run", "dry run: not run"))
+        return self._view(step, argv=argv, needs="confirm")
+
+    # apply
+    def _enter_apply(self, step: Step) -> StepView:
+        action = self.actions.get(step.get("action"))
+        if action is None:
+            self._pending_target = step.get("on_failure")
+            return self._view(step, result=StepResult("failure", f"action {step.get('action')!r} is not available"))
+        try:
+            args = self._action_args(step)
+        except MissingFact as exc:
+            if self.dry_run:
+                what = ", ".join(f"{k}={v}" for k, v in (step.get("with") or {}).items())
+                return self._dry(step, f"dry run: would apply {step.get('action')} ({what}); {exc} until an earlier step sets it",
+                                 step.get("on_success"))
+            self._pending_target = step.get("on_failure")
+            return self._view(step, result=StepResult("failure", f"cannot apply: {exc}"))
+        preview = action.preview(args, self._ctx())
+        self._preview = preview
+        kw = dict(lines=preview.lines, commands=preview.commands, diff=preview.diff)
+        if preview.problem:
+            self._pending_target = step.get("on_failure")
+            return self._view(step, result=StepResult("failure", preview.problem), **kw)
+        if self.dry_run:
+            self._pending_target = step.get("on_success")
+            return self._view(step, result=StepResult("not-run", "dry run: not applied"), **kw)
+        return self._view(step, needs="confirm", **kw)
+
+    # verify
+    def _enter_verify(self, step: Step) -> StepView:
+        if step.get("argv") is None:
+            if self.dry_run:
+                self._pending_target = step.get("on_pass")
+                return self._view(step, result=StepResult("not-run", "dry run: would ask for the new log and diagnose it"))
+            return self._view(step, needs="input")
+        try:
+            argv = render_argv(step.get("argv"), self.facts)
+        except MissingFact as exc:
+            self._pending_target = step.get("on_fail")
+            return self._view(step, result=StepResult("unknown", f"cannot verify: {exc}"))
+        self._argv = argv
+        if self.dry_run:
+            self._pending_target = step.get("on_pass")
+            return self._view(step, argv=argv, result=StepResult("not-run", "dry run: not run"))
+        return self._view(step, argv=argv, needs="confirm")
+
+    def _execute(self, step: Step) -> StepView | None:
+        if step.kind == "run":
+            argv = self._argv or []
+            r = self._run(argv, timeout=float(step.get("timeout") or TIMEOUTS["run"]), env=self._env(step))
+            undo = None
+            if step.get("undo"):
+                try:
+                    undo = render_argv(step.get("undo"), self.facts)
+                except MissingFact:
+                    undo = None
+            self._recorder().change(f"ran: {show_argv(argv)} (exit {r.returncode})", undo, where=self.runner.where)
+            status = "success" if r.ok else "failure"
+            msg = "timed out: " + f"{step.get('timeout') or TIMEOUTS['run']:g}s" if r.timed_out else f"exit status {r.returncode}"
+            res = StepResult(status, msg, r.returncode, r.stdout, r.stderr, r.timed_out)
+            return self._replace(step, res, step.get("on_success") if r.ok else step.get("on_failure"), argv=argv)
+        if step.kind == "apply":
+            action = self.actions[step.get("action")]
+            ctx = self._ctx(record=True)
+            try:
+                got = action.apply(self._action_args(step), ctx)
+            except MissingFact as exc:
+                got = None
+                res = StepResult("failure", f"cannot apply: {exc}")
+            if got is not None:
+                self.facts.update(got.facts)
+                refresh_derived(self.facts)
+                res = StepResult("success" if got.ok else "failure", got.message)
+            pv = self._preview or Preview()
+            return self._replace(
+                step, res, step.get("on_success") if res.status == "success" else step.get("on_failure"),
+                lines=pv.lines, commands=pv.commands, diff=pv.diff,
+            )
+        if step.kind == "verify":
+            argv = self._argv or []
+            timeout = float(step.get("timeout") or TIMEOUTS["verify"])
+            r = self._run(argv, timeout=timeout, env=self._env(step))
+            out = (r.stdout or "") + (r.stderr or "")
+            ready = step.get("ready")
+            if ready and re.search(str(ready), out, re.MULTILINE):
+                res = StepResult("pass", "it came up", r.returncode, r.stdout, r.stderr, r.timed_out)
+                self.facts["verify"] = {"ok": True}
+                return self._replace(step, res, step.get("on_pass"), argv=argv)
+            return self._judge(step, out, r, argv)
+        raise AssertionError(step.kind)
+
+    def _judge(self, step: Step, output: str, r: Result | None, argv: list[str] | None) -> StepView:
+        diags = None
+        if step.get("diagnose", True):
+            with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False, encoding="utf-8") as fh:
+                fh.write(output)
+                path = fh.name
+            try:
+                diags = self._diagnose(path)
+            finally:
+                os.unlink(path)
+        ran_ok = r is None or r.ok
+        if diags:
+            top = diags[0]
+            same = top.get("signature") == self.facts.get("signature")
+            self.facts["verify"] = {"ok": False, "signature": top.get("signature"), "category": top.get("category"),
+                                    "title": top.get("title"), "same": same}
+            msg = ("the same failure again: " if same else "a different failure now: ") + str(top.get("title"))
+            res = StepResult("fail", msg)
+        elif diags is None and step.get("diagnose", True) and r is None:
+            self.facts["verify"] = {"ok": None}
+            res = StepResult("unknown", "cannot diagnose the log here (triage.pipeline is not available)")
+        else:
+            ok = ran_ok or (r is not None and r.timed_out and step.get("ready") is None)
+            self.facts["verify"] = {"ok": ok}
+            res = StepResult("pass" if ok else "fail", "no failure found" if ok else (
+                "timed out" if r is not None and r.timed_out else f"exit status {r.returncode if r else '?'}"))
+        if r is not None:
+            res.returncode, res.stdout, res.stderr, res.timed_out = r.returncode, r.stdout, r.stderr, r.timed_out
+        target = step.get("on_pass") if res.status == "pass" else step.get("on_fail")
+        return self._replace(step, res, target, argv=argv)
+
+    def _verify_log(self, step: Step, path: str) -> StepView | None:
+        if not path:
+            return self._replace(step, StepResult("unknown", "no new log given; not verified"), step.get("on_fail"))
+        try:
+            with open(os.path.expanduser(path), encoding="utf-8", errors="replace") as fh:
+                output = fh.read()
+        except OSError as exc:
+            self.current.error = f"cannot read {path}: {exc.strerror or exc}"
+            return self.current
+        return self._judge(step, output, None, None)
+
+    # --- helpers ---
+
+    def _env(self, step: Step) -> dict[str, str] | None:
+        env = step.get("env")
+        if not env:
+            return None
+        return {str(k): render_text(v, self.facts) for k, v in env.items()}
+
+    def _action_args(self, step: Step) -> dict[str, Any]:
+        args: dict[str, Any] = {}
+        for k, v in (step.get("with") or {}).items():
+            if isinstance(v, list):
+                args[k] = render_argv(v, self.facts)
+            elif isinstance(v, str):
+                whole = PLACEHOLDER_RE.fullmatch(v)
+                if whole:  # keep the fact's own type (a list of patched files, a bool)
+                    val = lookup(self.facts, whole.group(2))
+                    if val is None:
+                        raise MissingFact(whole.group(2))
+                    args[k] = val
+                else:
+                    args[k] = render_argv([v], self.facts)[0]
+            else:
+                args[k] = v
+        return args
+
+    def _ctx(self, record: bool = False) -> ActionContext:
+        return ActionContext(
+            runner=self.runner,
+            recorder=self._recorder() if record else None,
+            facts=self.facts,
+            python=str(self.facts.get("target_python") or "python3"),
+        )
+
+    def _recorder(self) -> Any:
+        if self.recorder is None:
+            self.recorder = self._recorder_factory(self.playbook.title, self.runner.where, self.playbook.id)
+        return self.recorder
+
+    def _note(self, text: str) -> None:
+        if self.recorder is not None and hasattr(self.recorder, "note"):
+            self.recorder.note(text)
+
+    def _run(self, argv: list[str], *, timeout: float, env: dict[str, str] | None) -> Result:
+        r = self.runner.run(argv, timeout=timeout, env=env)
+        self._recorder().command(argv, r, self.runner.where)
+        return r
+
+
+def _default_recorder(title: str, where: str, pid: str) -> Any:
+    from triage.transcript import Transcript
+
+    return Transcript.start(title, where, id=pid)
+
+
+# --- a headless front end ---------------------------------------------------------------------
+
+
+class ConsoleFrontEnd:
+    """Plain text in a terminal or a pipe. With yes=True every change is confirmed and every question
+    takes its default; without a terminal (interactive=False) changes are refused."""
+
+    def __init__(self, out: TextIO = sys.stdout, inp: TextIO = sys.stdin, *, yes: bool = False, interactive: bool = True):
+        self.out = out
+        self.inp = inp
+        self.yes = yes
+        self.interactive = interactive
+        self.n = 0
+        self._awaiting: str | None = None
+
+    def say(self, text: str = "") -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _ask(self, prompt: str) -> str | None:
+        self.out.write(prompt)
+        self.out.flush()
+        line = self.inp.readline()
+        return None if line == "" else line.rstrip("\n")
+
+    def show(self, v: StepView) -> None:
+        # A result that follows its own confirm/input prompt continues that step's block.
+        continued = self._awaiting == v.step_id and v.result is not None
+        self._awaiting = v.step_id if v.needs in ("confirm", "input") else None
+        if not continued:
+            self.n += 1
+            self.say(f"\n[{self.n}] {v.kind}: {v.title}")
+            for line in v.text.splitlines():
+                self.say(f"    {line}")
+            if v.argv:
+                where = f"    (on {v.where})" if v.where != LocalRunner.where else ""
+                self.say(f"    $ {show_argv(v.argv)}{where}")
+            for line in v.lines:
+                self.say(f"    {line}")
+            for cmd in v.commands:
+                self.say(f"    $ {show_argv(cmd)}")
+            for line in v.diff.rstrip("\n").splitlines():
+                self.say(f"    | {line}")
+        if v.result is not None:
+            r = v.result
+            self.say(f"    -> {r.status}" + (f": {r.message}" if r.message else ""))
+            for line in ((r.stdout or "") + (r.stderr or "")).strip().splitlines()[-8:]:
+                self.say(f"       {line}")
+
+    def answer(self, v: StepView) -> Any:
+        if v.error:
+            self.say(f"    ! {v.error}")
+        if v.needs is None or v.needs == "ack":
+            return None
+        if v.needs == "confirm":
+            if self.yes:
+                self.say("    (confirmed by --yes)")
+                return True
+            if not self.interactive:
+                self.say("    refused: no terminal to confirm this change (use --yes to allow changes)")
+                return False
+            got = self._ask("    Do it? [y/N] ")
+            return bool(got and got.strip().lower() in ("y", "yes"))
+        if v.needs == "choice":
+            for i, (key, label) in enumerate(v.choices, 1):
+                mark = " (default)" if key == v.default else ""
+                self.say(f"    {i}) {label}{mark}")
+            if self.yes or not self.interactive:
+                self.say(f"    -> {v.default}")
+                return v.default
+            got = self._ask("    Choose: ")
+            if got is None:
+                return v.default
+            got = got.strip()
+            if got.isdigit() and 1 <= int(got) <= len(v.choices):
+                return v.choices[int(got) - 1][0]
+            return got
+        if v.needs == "input":
+            if self.yes or not self.interactive:
+                self.say(f"    -> {v.default or '(no answer)'}")
+                return v.default or ""
+            got = self._ask("    > ")
+            return got or v.default or ""
+        return None
+
+    def run(self, session: Session) -> str | None:
+        view = session.start()
+        guard = 0
+        while view is not None:
+            self.show(view)
+            answer = self.answer(view)
+            nxt = session.advance(answer)
+            guard = guard + 1 if nxt is view else 0
+            if guard > 3:  # the same question refused again and again (a closed stdin)
+                session.outcome = "manual:stopped"
+                session.finish()
+                break
+            view = nxt
+        self.say(f"\noutcome: {session.outcome}")
+        hint = session.outcome_hint()
+        if hint:
+            self.say(hint)
+        if session.recorder is not None and hasattr(session.recorder, "root"):
+            self.say(f"transcript: {session.recorder.root}  (`triage undo` reverts its changes)")
+        return session.outcome
