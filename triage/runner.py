@@ -58,20 +58,37 @@ class LocalRunner:
             full_env = dict(os.environ)
             full_env.update(env)
         try:
-            proc = subprocess.run(
-                argv,
-                input=input,
-                capture_output=True,
-                text=True,
-                errors="replace",
-                timeout=timeout,
-                env=full_env,
-                stdin=None if input is not None else subprocess.DEVNULL,
+            # A session of its own, so that a timeout can stop everything the command started
+            # (a `vllm serve` in a verify step leaves workers holding GPU memory otherwise).
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
+                env=full_env, start_new_session=True,
             )
-        except subprocess.TimeoutExpired as exc:
-            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-            err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-            return Result(argv, 124, out, err + f"\ntimed out after {timeout:g}s", timed_out=True)
         except OSError as exc:
             return Result(argv, -1, "", f"{argv[0]}: {exc.strerror or exc}")
-        return Result(argv, proc.returncode, proc.stdout, proc.stderr)
+        try:
+            out, err = proc.communicate(input=input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            out, err = proc.communicate()
+            return Result(argv, 124, out or "", (err or "") + f"\ntimed out after {timeout:g}s", timed_out=True)
+        except BaseException:
+            _kill_group(proc)
+            raise
+        return Result(argv, proc.returncode, out, err)
+
+
+def _kill_group(proc: "subprocess.Popen[str]") -> None:
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        try:
+            proc.wait(timeout=3)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -393,3 +393,37 @@ def _parse_verify(res: Result) -> dict[str, Any] | None:
             except ValueError:
                 return None
     return None
+
+
+# ---- the two calls the playbook engine makes (triage.playbooks.actions.SparseMla) --------------
+
+def checked(runner: Runner, python: str) -> Facts:
+    facts = check_target(runner, python)
+    why_not = refusal(facts)
+    if why_not:
+        raise ApplyError(why_not)
+    return facts
+
+
+def preview(*, runner: Runner, python: str) -> list[str]:
+    """The exact plan, in words and commands, without changing anything."""
+    facts = checked(runner, python)
+    with tempfile.TemporaryDirectory(prefix="triage-wheel-") as tmp:
+        return show_plan(make_plan(runner, python, facts, build_plugin_wheel(tmp)))
+
+
+def apply(*, runner: Runner, python: str, recorder: Recorder, dry_run: bool = False,
+          say: Callable[[str], None] = print) -> dict[str, Any]:
+    """Check, build, install, verify; the confirmation was asked by the caller."""
+    from triage_sparse_mla.support import LAUNCH_FLAG
+
+    try:
+        facts = checked(runner, python)
+    except ApplyError as exc:
+        return {"ok": False, "message": str(exc)}
+    with tempfile.TemporaryDirectory(prefix="triage-wheel-") as tmp:
+        plan = make_plan(runner, python, facts, build_plugin_wheel(tmp))
+        if dry_run:
+            return {"ok": True, "message": "\n".join(show_plan(plan)), "launch_flag": LAUNCH_FLAG}
+        outcome = execute(plan, runner, recorder, say)
+    return {"ok": outcome.ok, "message": "; ".join(outcome.lines), "launch_flag": LAUNCH_FLAG}

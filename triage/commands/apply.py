@@ -105,12 +105,9 @@ def main(
         except LookupError as exc:
             return _err(str(exc))
     try:
-        facts = action.check_target(runner, args.python)
+        facts = action.checked(runner, args.python)
     except action.ApplyError as exc:
-        return _err(str(exc))
-    why_not = action.refusal(facts)
-    if why_not:
-        return _err(f"refused: {why_not}")
+        return _err(f"refused: {exc}")
 
     with tempfile.TemporaryDirectory(prefix="triage-wheel-") as tmp:
         wheel = action.build_plugin_wheel(tmp)

@@ -21,25 +21,9 @@ TEMPLATE_URL = "https://github.com/vllm-project/vllm/issues/new?template=400-bug
 
 
 def _fmt_args(args: dict[str, Any]) -> str:
-    parts = ["vllm serve"]
-    model = args.get("model") or args.get("model_tag")
-    if model:
-        parts.append(str(model))
-    for k, v in args.items():
-        if k in ("model", "model_tag"):
-            continue
-        flag = "--" + str(k).replace("_", "-")
-        if v is True:
-            parts.append(flag)
-        elif v in (False, None):
-            continue
-        elif isinstance(v, (dict, list)):
-            import json
+    from triage.launch import serve_argv, shown
 
-            parts.append(f"{flag} '{json.dumps(v)}'")
-        else:
-            parts.append(f"{flag} {v}")
-    return " \\\n  ".join(parts)
+    return shown(serve_argv(args))
 
 
 def _env_lines(env: dict[str, Any]) -> list[str]:

@@ -41,7 +41,8 @@ def _report_from_json(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], 
 def _diagnose(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any], Any]:
     from triage.pipeline import build_report  # the lead's pipeline (issue 2)
 
-    report = build_report(args.log, offline=args.offline, probe=not args.no_probe, host=args.host, python=args.python)
+    report = build_report(args.log, offline=args.offline, probe=not args.no_probe, host=args.host, python=args.python,
+                          snapshot=args.snapshot)
     return [d.to_json() for d in report.diagnoses], dict(report.environment), report
 
 
@@ -67,6 +68,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--python", help="the Python that runs vLLM")
     parser.add_argument("--offline", action="store_true", help="no network (no upstream search)")
     parser.add_argument("--no-probe", action="store_true", help="do not probe the machine; use the log alone")
+    parser.add_argument("--snapshot", metavar="FILE",
+                        help="use a saved `triage probe --json` (e.g. from a ticket) instead of probing")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:

@@ -30,6 +30,7 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
+from triage.launch import serve_argv
 from triage.playbooks.actions import ActionContext, Preview, default_actions
 from triage.playbooks.conditions import Condition, lookup
 from triage.playbooks.load import PLACEHOLDER_RE, Playbook, Step, is_outcome
@@ -57,19 +58,6 @@ class MissingFact(KeyError):
 
 
 # --- facts ------------------------------------------------------------------------------------
-
-
-def _flags_argv(launch_args: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for flag, value in launch_args.items():
-        name = flag if str(flag).startswith("-") else f"--{str(flag).replace('_', '-')}"
-        if value is True or value is None or value == "":
-            out.append(name)
-        elif value is False:
-            continue
-        else:
-            out.extend([name, str(value)])
-    return out
 
 
 def derive_facts(
@@ -129,7 +117,7 @@ def refresh_derived(facts: dict[str, Any]) -> None:
     if facts.get("model"):
         prefix = facts.get("python_prefix")
         vllm = os.path.join(str(prefix), "bin", "vllm") if prefix else "vllm"
-        facts["launch_argv"] = [vllm, "serve", str(facts["model"]), *_flags_argv(dict(facts.get("launch_args") or {}))]
+        facts["launch_argv"] = serve_argv(dict(facts.get("launch_args") or {}), vllm=vllm, model=str(facts["model"]))
 
 
 def render_text(template: Any, facts: dict[str, Any]) -> str:
