@@ -113,7 +113,13 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
             pass
         else:
             try:
-                upstream.lookup(report, offline=offline, python=python)
+                runner = None
+                if host and not offline:
+                    from triage.remote import SSHRunner
+
+                    runner = SSHRunner(host)  # versions come from the remote installer
+                py = python or (env.get("python") or {}).get("executable")
+                upstream.lookup(report, offline=offline, python=py, runner=runner)
             except Exception as exc:
                 report.warnings.append(f"upstream search failed: {type(exc).__name__}: {exc}")
     report.elapsed_s = round(time.monotonic() - t0, 3)  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import ipaddress
 import shlex
 import socket
@@ -203,9 +204,18 @@ class SSHRunner:
 
     def run(self, argv: Sequence[str], *, timeout: float = 60.0, input: str | None = None,
             env: dict[str, str] | None = None) -> Result:
+        """The Runner protocol: never raises for the remote side; an unreachable host or a refused
+        host key is a Result with returncode -1 and the reason in stderr."""
         fut = asyncio.run_coroutine_threadsafe(self.arun(argv, timeout=timeout, input=input, env=env),
                                                _background_loop())
-        return fut.result(timeout + self.connect_timeout + 5)
+        try:
+            return fut.result(timeout + self.connect_timeout + 5)
+        except RemoteError as exc:
+            return Result([str(a) for a in argv], -1, "", str(exc))
+        except concurrent.futures.TimeoutError:  # not the builtin TimeoutError before Python 3.11
+            fut.cancel()
+            return Result([str(a) for a in argv], 124, "", f"{self.where}: no answer within {timeout:g}s",
+                          timed_out=True)
 
     async def aclose(self) -> None:
         if self._conn is not None:
