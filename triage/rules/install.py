@@ -25,7 +25,7 @@ RULES = [
          fix="The Python files and the compiled _C extension come from different vLLM versions (a partial "
              "upgrade or a source checkout over a wheel): reinstall one consistent vLLM.",
          patterns=[r"'_OpNamespace' '_C' object has no attribute '(?P<op>\w+)'",
-                   r"'_OpNamespace' '(?P<op>\w+)' object has no attribute",
+                   r"'_OpNamespace' '(?P<op>(?!_flashmla)\w+)' object has no attribute",
                    r"No such operator _C::(?P<op>\w+)"],
          playbook="install-mismatch", confidence=0.85),
     Rule(signature="install.torchvision_mismatch", category="install_mismatch",
@@ -40,7 +40,7 @@ RULES = [
          title="A CUDA library the build needs is missing ({lib})",
          fix="The CUDA runtime libraries the wheel expects are not installed: install the matching nvidia-* "
              "packages (pip) or CUDA toolkit, or use a wheel built for the CUDA version you have.",
-         patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink|cuda)\S*\.so[\w.]*): cannot open shared object file"],
+         patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file"],
          playbook="install-mismatch", confidence=0.9),
     Rule(signature="install.glibcxx", category="install_mismatch",
          title="The C++ runtime is older than a compiled extension needs ({what})",

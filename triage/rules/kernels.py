@@ -74,10 +74,13 @@ RULES = [
          playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.flashmla_unavailable", category="kernel_library",
          title="FlashMLA kernels are not in this vLLM build",
-         fix="vllm._flashmla_C was not compiled for this GPU (FlashMLA supports SM90/SM100): on other GPUs use "
-             "TRITON_MLA (dense) or a sparse backend for your GPU.",
-         patterns=[r"vllm\._flashmla_C is not available", r"vllm\._flashmla_extension_C is not available"],
-         playbook="kernel-library", confidence=0.6, secondary=True),
+         fix="vllm._flashmla_C was not compiled for this GPU (FlashMLA supports SM90/SM100 only): drop the FLASHMLA "
+             "override (--attention-backend / VLLM_ATTENTION_BACKEND) so vLLM picks TRITON_MLA or another MLA backend, "
+             "or install a vLLM wheel built with FlashMLA for this GPU. (The import warning alone is harmless.)",
+         # Only hard failures: the import warning is printed on every non-Hopper GPU and is harmless there.
+         patterns=[r"'_OpNamespace' '_flashmla(?:_extension)?_C' object has no attribute",
+                   r"AssertionError: vllm\._flashmla(?:_extension)?_C is not available"],
+         playbook="kernel-library", confidence=0.85),
     Rule(signature="triton.out_of_shared_memory", category="triton_compile",
          title="A Triton kernel needs more shared memory than this GPU has ({shared_memory_required} > {shared_memory_limit} bytes)",
          fix="The kernel's tile config (block sizes, num_stages) was tuned for a GPU with more shared memory "
@@ -107,6 +110,15 @@ RULES = [
          patterns=[r"triton\.compiler\.errors\.\w*CompilationError", r"triton\.runtime\.errors\.\w+Error",
                    r"CompilationError: at \d+:\d+:"],
          playbook="triton-compile", confidence=0.7),
+    Rule(signature="triton.inductor_failed", category="triton_compile",
+         title="torch.compile (Inductor) failed while compiling the model",
+         fix="vLLM compiles the model with torch.compile at start-up: confirm with --enforce-eager (or -O0), clear "
+             "~/.cache/vllm/torch_compile_cache, and check that torch/triton are the versions this vLLM pins; report "
+             "the failing op upstream.",
+         patterns=[r"torch\._inductor\.exc\.(?:InductorError|LoweringException|CppCompileError)",
+                   r"BackendCompilerFailed: backend='inductor' raised",
+                   r"torch\._dynamo\.exc\.(?:BackendCompilerFailed|TorchRuntimeError|InternalTorchDynamoError)"],
+         playbook="triton-compile", confidence=0.8),
     Rule(signature="kernels.illegal_memory_access", category="kernel_library",
          title="A GPU kernel crashed (illegal memory access / device-side assert)",
          fix="A kernel read or wrote out of bounds: rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel, try "
