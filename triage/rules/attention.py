@@ -356,7 +356,8 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
 RULES = [
     Rule(signature="attention.no_valid_backend", category="attention_backend",
          title="No valid attention backend", fix="", check=_diagnose, confidence=0.95,
-         playbook="attention-backend"),
+         playbook="attention-backend",
+         emits=("attention.selected_backend_invalid", "attention.invalid_backend_legacy")),
     Rule(signature="attention.env_backend_deprecated", category="attention_backend",
          title="VLLM_ATTENTION_BACKEND is deprecated (ignored by newer vLLM)",
          fix="Pass the backend with --attention-backend NAME (or -ac.backend NAME); the environment variable "

@@ -55,6 +55,7 @@ class Rule:
     harmless: bool = False  # recognised, but not a failure (reported as a note)
     secondary: bool = False  # usually the consequence of another failure (demoted in ranking)
     wrapper: bool = False  # a cascade wrapper: never a diagnosis on its own
+    emits: tuple[str, ...] = ()  # other signatures a custom check may return (besides `signature`)
     # cheap substring guards derived from the patterns (every literal run of >= 4 chars)
     _compiled: list[re.Pattern[str]] = field(init=False, repr=False, default_factory=list)
 
