@@ -256,3 +256,24 @@ def test_sparse_mla_fixture_routes_to_the_sparse_playbook():
     d = _top("attention.no_valid_backend--old-form-qk-nope-192.log")
     assert d.facts["use_sparse"] is False and d.fix.playbook == "attention-backend"
     assert "qk_nope_head_dim" in " ".join(d.facts["rejected"]["FLASHINFER_MLA"])
+
+
+# ---- the generic fallback's category guess ---------------------------------------------------
+
+@pytest.mark.parametrize("frame_file,exc,category", [
+    ("vllm/v1/core/kv_cache_utils.py", "ValueError: something new about blocks", "kv_cache_memory"),
+    ("vllm/lora/worker_manager.py", "ValueError: adapter broken", "engine_config"),
+    ("vllm/multimodal/processing.py", "KeyError: 'pixel_values'", "model_support"),
+    ("vllm/compilation/backends.py", "AssertionError: graph mismatch", "triton_compile"),
+    ("vllm/model_executor/layers/fused_moe/layer.py", "RuntimeError: unexpected expert layout", "kernel_library"),
+    ("vllm/model_executor/model_loader/gguf_loader.py", "KeyError: 'blk.0.attn_q'", "model_loading"),
+    ("vllm/entrypoints/openai/api_server.py", "huggingface_hub.errors.RepositoryNotFoundError: 404", "model_loading"),
+])
+def test_fallback_guesses_the_area_from_the_frames(frame_file, exc, category):
+    log = ("Traceback (most recent call last):\n"
+           f'  File "/usr/local/lib/python3.12/dist-packages/{frame_file}", line 10, in f\n'
+           "    raise X\n"
+           f"{exc}\n")
+    ds, _ = diagnose(scan_text(log))
+    assert ds and ds[0].signature == "generic.unrecognized_exception"
+    assert ds[0].category == category and ds[0].confidence < 0.5
