@@ -349,7 +349,8 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
 RULES = [
     Rule(signature="attention.no_valid_backend", category="attention_backend",
          title="No valid attention backend", fix="", check=_diagnose, confidence=0.95,
-         playbook="attention-backend"),
+         playbook="attention-backend",
+         emits=("attention.selected_backend_invalid", "attention.invalid_backend_legacy")),
     Rule(signature="attention.env_backend_deprecated", category="attention_backend",
          title="VLLM_ATTENTION_BACKEND is deprecated (ignored by newer vLLM)",
          fix="Pass the backend with --attention-backend NAME (or -ac.backend NAME); the environment variable "
@@ -363,6 +364,13 @@ RULES = [
          patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?",
                    r"Backend (?P<backend>CUSTOM) must be registered before use"],
          playbook="attention-backend", confidence=0.9),
+    Rule(signature="attention.fa_version_unsupported", category="attention_backend",
+         title="FlashAttention cannot run on this GPU (Unsupported FA version: {version})",
+         fix="This GPU (e.g. V100/T4, compute capability below 8.0) has no FlashAttention build, and this vLLM version "
+             "still picked it: choose another backend (--attention-backend TRITON_ATTN, older: "
+             "VLLM_ATTENTION_BACKEND=XFORMERS) or upgrade vLLM, whose selector skips FlashAttention there.",
+         patterns=[r"Unsupported FA version: (?P<version>\w+)"],
+         playbook="attention-backend", confidence=0.85),
     Rule(signature="attention.head_size_unsupported", category="attention_backend",
          title="Head size {head_size} is not supported by the attention backend",
          fix="This backend's kernels do not take this head size: let vLLM pick another backend (remove "

@@ -55,6 +55,7 @@ class Rule:
     harmless: bool = False  # recognised, but not a failure (reported as a note)
     secondary: bool = False  # usually the consequence of another failure (demoted in ranking)
     wrapper: bool = False  # a cascade wrapper: never a diagnosis on its own
+    emits: tuple[str, ...] = ()  # other signatures a custom check may return (besides `signature`)
     # Per pattern: a literal the text must contain for the regex to have a chance (derived from the
     # pattern), and the regex itself, compiled on first need. Compiling every rule's regexes up
     # front would dominate start-up; most never meet a line that contains their literal.

@@ -38,7 +38,7 @@ RULES = [
     Rule(signature="distributed.spawn_main_guard", category="distributed",
          title="spawned workers re-ran the script (missing `if __name__ == '__main__':` guard)",
          fix="Put the code that creates the LLM under `if __name__ == '__main__':` when using spawn.",
-         patterns=[r"An attempt has been made to start a new process before the\s*current process has finished its bootstrapping phase"],
+         patterns=[r"An attempt has been made to start a new process before the(?:\s*current process has finished its bootstrapping phase)?"],
          playbook="distributed", confidence=0.9),
     Rule(signature="distributed.collective_timeout", category="distributed",
          title="A collective operation timed out (a rank hung or died)",

@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+from triage.logread.normalize import Line
+from triage.logread.scan import Scan
 from triage.rules.base import Rule
+
+FOUND_GPU_RE = re.compile(r"Found GPU\d+ (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)")
+
+
+def _too_old_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    if m.groupdict().get("cc"):
+        return {}
+    for ln in scan.lines:
+        if ln.no in (line.no - 1, line.no - 2) and ln.proc == line.proc:
+            g = FOUND_GPU_RE.search(ln.text)
+            if g:
+                return {"name": g.group("name"), "cc": g.group("cc")}
+    return {}
 
 RULES = [
     Rule(signature="gpu.no_kernel_image", category="unsupported_gpu",
@@ -18,13 +36,16 @@ RULES = [
          fix="This torch wheel does not include sm_{sm}: install a torch (and matching vLLM) built for it, "
              "e.g. the CUDA 12.8+ wheels for Blackwell GPUs.",
          patterns=[r"(?P<name>NVIDIA [\w .-]+?) with CUDA capability sm_(?P<sm>\d+) is not compatible with the current PyTorch"],
-         playbook="unsupported-gpu", confidence=0.85),
+         playbook="unsupported-gpu", confidence=0.95),
     Rule(signature="gpu.too_old_for_torch", category="unsupported_gpu",
          title="GPU too old for this PyTorch ({name}, compute capability {cc})",
          fix="This torch no longer supports compute capability {cc}: use an older torch/vLLM pair that still "
              "supports it, or a newer GPU.",
-         patterns=[r"Found GPU\d+ (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)\.\s*PyTorch no longer supports this GPU because it is too old"],
-         playbook="unsupported-gpu", confidence=0.85),
+         patterns=[r"Found GPU\d+ (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)\.\s*PyTorch no longer supports this GPU because it is too old",
+                   # torch prints the warning over several lines: the GPU and capability on the line before
+                   r"PyTorch no longer supports this GPU because it is too old"],
+         facts=_too_old_facts,
+         playbook="unsupported-gpu", confidence=0.95),
     Rule(signature="gpu.compute_capability_too_low", category="unsupported_gpu",
          title="The GPU's compute capability is below what this vLLM path needs",
          fix="This feature needs a newer GPU; choose a model/config that does not need it, or run on a GPU "
@@ -77,7 +98,9 @@ RULES = [
          patterns=[r"(?P<kernel>NVFP4|nvfp4|FP4|MXFP4|CUTLASS|cutlass_scaled_mm|Machete|Marlin|FP8)[\w ]{0,40}(?:is )?not supported (?:on|for) (?:this|the current) (?:GPU|device|platform)",
                    r"(?P<kernel>cutlass_scaled_mm|cutlass_fp4_gemm|scaled_fp4_quant)\b.{0,60}(?:not (?:supported|implemented)|no kernel)",
                    r"No compiled (?P<kernel>cutlass[\w ]*) (?:kernel|for)",
-                   r"(?P<kernel>ModelOpt NVFP4|FlashInfer FP4|CUTLASS FP4)\b.{0,60}(?:requires|only) .{0,30}(?:capability|SM|sm)"],
+                   r"(?P<kernel>ModelOpt NVFP4|FlashInfer FP4|CUTLASS FP4)\b.{0,60}(?:requires|only) .{0,30}(?:capability|SM|sm)",
+                   # modelopt.py / compressed_tensors_moe.py on pre-Blackwell GPUs
+                   r"Current platform does not support (?P<kernel>NVFP4|MXFP4|FP8|fp8) quantization"],
          playbook="quantization", confidence=0.85),
     Rule(signature="quant.shape_unsupported", category="quantization",
          title="The quantized weights have a shape this kernel cannot take (often: tensor parallel size)",

@@ -11,7 +11,7 @@ RULES = [
              "environment so pip pulls the torch it was built for, or rebuild the extension against this torch.",
          patterns=[r"(?P<lib>[\w./-]*\.so(?:\.\d+)*): undefined symbol: (?P<symbol>\w+)",
                    r"undefined symbol: (?P<symbol>\w+)"],
-         playbook="install-mismatch", confidence=0.9),
+         playbook="install-mismatch", confidence=0.99),
     Rule(signature="install.vllm_c_missing", category="install_mismatch",
          title="vLLM's compiled extension vllm._C cannot be imported",
          fix="Either Python imports the vllm source folder instead of the installed package (do not run from a "
@@ -19,15 +19,15 @@ RULES = [
              "or build it (`pip install -e .` with CUDA).",
          patterns=[r"No module named 'vllm\._C'", r"Failed to import from vllm\._C with ModuleNotFoundError",
                    r"cannot import name '_C' from 'vllm'"],
-         playbook="install-mismatch", confidence=0.9),
+         playbook="install-mismatch", confidence=0.99),
     Rule(signature="install.vllm_ops_missing", category="install_mismatch",
          title="vLLM's compiled ops do not match its Python code (op {op} missing)",
          fix="The Python files and the compiled _C extension come from different vLLM versions (a partial "
              "upgrade or a source checkout over a wheel): reinstall one consistent vLLM.",
          patterns=[r"'_OpNamespace' '_C' object has no attribute '(?P<op>\w+)'",
-                   r"'_OpNamespace' '(?P<op>\w+)' object has no attribute",
+                   r"'_OpNamespace' '(?P<op>(?!_flashmla)\w+)' object has no attribute",
                    r"No such operator _C::(?P<op>\w+)"],
-         playbook="install-mismatch", confidence=0.85),
+         playbook="install-mismatch", confidence=0.8),
     Rule(signature="install.torchvision_mismatch", category="install_mismatch",
          title="torch and torchvision do not match",
          fix="Install the torchvision release built for the installed torch (same CUDA), e.g. "
@@ -40,7 +40,7 @@ RULES = [
          title="A CUDA library the build needs is missing ({lib})",
          fix="The CUDA runtime libraries the wheel expects are not installed: install the matching nvidia-* "
              "packages (pip) or CUDA toolkit, or use a wheel built for the CUDA version you have.",
-         patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink|cuda)\S*\.so[\w.]*): cannot open shared object file"],
+         patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file"],
          playbook="install-mismatch", confidence=0.9),
     Rule(signature="install.glibcxx", category="install_mismatch",
          title="The C++ runtime is older than a compiled extension needs ({what})",
@@ -52,7 +52,9 @@ RULES = [
          title="A module compiled for NumPy 1.x is running under NumPy 2",
          fix="Pin numpy<2 in this environment or upgrade the package that was compiled against NumPy 1.x.",
          patterns=[r"A module that was compiled using NumPy 1\.x cannot be run in\s*NumPy 2",
-                   r"numpy\.core\.multiarray failed to import"],
+                   r"numpy\.core\.multiarray failed to import",
+                   # the explanation above has no error word; the traceback it precedes ends with this
+                   r"AttributeError: _ARRAY_API not found"],
          playbook="install-mismatch", confidence=0.8),
     Rule(signature="install.torch_version_pin", category="install_mismatch",
          title="vLLM was built for another torch version ({want})",

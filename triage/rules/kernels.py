@@ -12,11 +12,12 @@ from triage.rules.base import Rule
 
 def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     gd = m.groupdict()
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"need": ""}
     if gd.get("required") and gd.get("limit"):
         req, lim = int(gd["required"]), int(gd["limit"])
         out["shared_memory_required"] = req
         out["shared_memory_limit"] = lim
+        out["need"] = f" ({req} > {lim} bytes)"
         # SM120/SM121 (RTX PRO 6000, RTX 50xx, GB10) have ~99 KB per block, far below Hopper's 227 KB:
         # configs tuned on H100 overflow there.
         if lim <= 101376:
@@ -53,7 +54,9 @@ RULES = [
              "PATH and a writable cache (~/.cache/flashinfer). Install the toolkit or a flashinfer-cubin/jit-cache "
              "package with prebuilt kernels for this GPU.",
          patterns=[r"flashinfer.{0,80}(?:ninja: build stopped|JIT compil\w+ fail|Failed to (?:compile|build))",
-                   r"FlashInfer.{0,60}nvcc.{0,30}not found", r"Could not find nvcc.{0,80}flashinfer"],
+                   r"FlashInfer.{0,60}nvcc.{0,30}not found", r"Could not find nvcc.{0,80}flashinfer",
+                   r"nvcc fatal\s*: Unsupported gpu architecture '(?P<arch>compute_\w+)'",
+                   r"RuntimeError: Ninja build failed"],
          playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.flash_attn_missing", category="kernel_library",
          title="vLLM's FlashAttention package is missing or broken",
@@ -74,17 +77,19 @@ RULES = [
          playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.flashmla_unavailable", category="kernel_library",
          title="FlashMLA kernels are not in this vLLM build",
-         fix="vllm._flashmla_C was not compiled for this GPU (FlashMLA supports SM90/SM100): on other GPUs use "
-             "TRITON_MLA (dense) or a sparse backend for your GPU.",
-         patterns=[r"vllm\._flashmla_C is not available", r"vllm\._flashmla_extension_C is not available"],
-         playbook="kernel-library", confidence=0.6, secondary=True),
+         fix="vllm._flashmla_C was not compiled for this GPU (FlashMLA supports SM90/SM100 only): drop the FLASHMLA "
+             "override (--attention-backend / VLLM_ATTENTION_BACKEND) so vLLM picks TRITON_MLA or another MLA backend, "
+             "or install a vLLM wheel built with FlashMLA for this GPU. (The import warning alone is harmless.)",
+         # Only hard failures: the import warning is printed on every non-Hopper GPU and is harmless there.
+         patterns=[r"'_OpNamespace' '_flashmla(?:_extension)?_C' object has no attribute",
+                   r"AssertionError: vllm\._flashmla(?:_extension)?_C is not available"],
+         playbook="kernel-library", confidence=0.85),
     Rule(signature="triton.out_of_shared_memory", category="triton_compile",
-         title="A Triton kernel needs more shared memory than this GPU has ({shared_memory_required} > {shared_memory_limit} bytes)",
+         title="A Triton kernel needs more shared memory than this GPU has{need}",
          fix="The kernel's tile config (block sizes, num_stages) was tuned for a GPU with more shared memory "
              "(Hopper: 227 KB; SM12x: ~99 KB): use a vLLM version with configs for this GPU, a tuned config file "
              "(e.g. VLLM_TUNED_CONFIG_FOLDER for fused MoE), or --enforce-eager / another backend for the failing op.",
          patterns=[r"out of resource: shared memory, Required: (?P<required>\d+), Hardware limit: (?P<limit>\d+)",
-                   r"OutOfResources\(self\.metadata\.shared, max_shared_mem, \"shared memory\"\)",
                    r"out of resource: shared memory"],
          facts=_smem_facts, playbook="triton-compile", confidence=0.9),
     Rule(signature="triton.ptxas_failed", category="triton_compile",
@@ -107,6 +112,15 @@ RULES = [
          patterns=[r"triton\.compiler\.errors\.\w*CompilationError", r"triton\.runtime\.errors\.\w+Error",
                    r"CompilationError: at \d+:\d+:"],
          playbook="triton-compile", confidence=0.7),
+    Rule(signature="triton.inductor_failed", category="triton_compile",
+         title="torch.compile (Inductor) failed while compiling the model",
+         fix="vLLM compiles the model with torch.compile at start-up: confirm with --enforce-eager (or -O0), clear "
+             "~/.cache/vllm/torch_compile_cache, and check that torch/triton are the versions this vLLM pins; report "
+             "the failing op upstream.",
+         patterns=[r"torch\._inductor\.exc\.(?:InductorError|LoweringException|CppCompileError)",
+                   r"BackendCompilerFailed: backend='inductor' raised",
+                   r"torch\._dynamo\.exc\.(?:BackendCompilerFailed|TorchRuntimeError|InternalTorchDynamoError)"],
+         playbook="triton-compile", confidence=0.8),
     Rule(signature="kernels.illegal_memory_access", category="kernel_library",
          title="A GPU kernel crashed (illegal memory access / device-side assert)",
          fix="A kernel read or wrote out of bounds: rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel, try "

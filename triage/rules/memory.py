@@ -55,7 +55,7 @@ RULES = [
          title="Not enough KV-cache memory for max_model_len {max_len}: {needed_gib} GiB needed, {available_gib} GiB available",
          fix="Lower --max-model-len to at most {suggested_max_model_len} (vLLM's own estimate), or raise "
              "--gpu-memory-utilization, use --kv-cache-dtype fp8, or add GPUs.",
-         patterns=[r"max seq len \((?P<max_len>\d+)\), \((?P<needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \((?P<available_gib>[\d.]+) GiB\)(?:.*?estimated maximum model length is (?P<estimated>\d+))?"],
+         patterns=[r"max seq len \((?P<max_len>\d+)\),\s*\(?(?P<needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \((?P<available_gib>-?[\d.]+) GiB\)(?:.*?estimated maximum model length is (?P<estimated>\d+))?"],
          facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="kv_cache.no_memory_for_blocks", category="kv_cache_memory",
          title="No GPU memory is left for the KV cache after loading the model",

@@ -55,10 +55,18 @@ RULES = [
          title="The model needs --trust-remote-code",
          fix="The model ships its own code: add --trust-remote-code after checking the repository's code.",
          patterns=[r"requires you to execute the (?:configuration|modeling|tokenizer) file in that repo on your local machine",
-                   r"Please pass the argument `trust_remote_code=True`", r"set the option `trust_remote_code=True`"],
+                   r"Please pass the argument `trust_remote_code=True`", r"set the option `trust_remote_code=True`",
+                   r"contains custom code which must be executed to correctly load the model"],
          playbook="model-support", confidence=0.9),
     Rule(signature="model_loading.gguf_speculators_override", category="model_loading",
-         title="GGUF config crash", fix="", check=_gguf_speculators, playbook="model-loading", confidence=0.9),
+         title="GGUF config crash", fix="", check=_gguf_speculators, playbook="model-loading", confidence=0.93),
+    Rule(signature="model_loading.config_no_model_type", category="model_loading",
+         title="The model folder's config.json is missing or has no model_type ({path})",
+         fix="The path does not hold a Hugging Face model folder (wrong directory, a GGUF file, or a Mistral-format "
+             "repo): point --model at the folder with config.json, use --tokenizer-mode mistral --config-format mistral "
+             "--load-format mistral for Mistral-format repos, or pass --hf-config-path.",
+         patterns=[r"Unrecognized model in (?P<path>\S+?)\.? Should have a `model_type` key in its config\.json"],
+         playbook="model-loading", confidence=0.9),
     Rule(signature="model_loading.gguf_unsupported", category="model_loading",
          title="GGUF loading failed ({detail})",
          fix="vLLM's GGUF support is per architecture: use the original HF checkpoint, or pass --tokenizer and "
@@ -116,6 +124,20 @@ RULES = [
          patterns=[r"jinja2\.exceptions\.(?P<detail>TemplateSyntaxError|UndefinedError|TemplateError)",
                    r"(?P<detail>Chat template .{0,60}(?:failed|invalid))"],
          playbook="tokenizer-chat-template", confidence=0.85),
+    Rule(signature="tokenizer.mm_placeholder_missing", category="tokenizer_chat_template",
+         title="The prompt has no placeholder for the {modality} input (multimodal prompt replacement failed)",
+         fix="The prompt or chat template does not contain the model's image/audio placeholder tokens: use the chat "
+             "endpoint with the model's own chat template (not a text-only --chat-template), or put the placeholder "
+             "in raw prompts exactly as the model card shows.",
+         patterns=[r"Failed to apply prompt replacement for mm_items\['(?P<modality>\w+)'\]",
+                   r"Expected there to be \d+ prompt (?:updates|replacements) corresponding to \d+ (?P<modality>\w+) items"],
+         playbook="tokenizer-chat-template", confidence=0.85),
+    Rule(signature="model_support.mm_processor_failed", category="model_support",
+         title="The model's multimodal processor failed ({processor})",
+         fix="The Hugging Face processor this model uses does not work with the installed transformers: install the "
+             "transformers version this vLLM pins (`pip show vllm`), and check the model's preprocessor_config.json.",
+         patterns=[r"Failed to apply (?P<processor>\w+Processor) on data="],
+         playbook="model-support", confidence=0.8),
     Rule(signature="tokenizer.load_failed", category="tokenizer_chat_template",
          title="The tokenizer could not be loaded ({detail})",
          fix="Install what the tokenizer needs (sentencepiece, tiktoken, mistral_common) or a newer tokenizers/"
@@ -133,13 +155,14 @@ RULES = [
          patterns=[r"(?P<detail>[Ss]peculative decoding (?:with [\w -]+ )?is not (?:yet )?supported[^.]*)",
                    r"(?P<detail>(?:EAGLE|Eagle|eagle3?|MTP|Medusa|ngram)[\w ]{0,40}(?:is )?not (?:yet )?supported[^.]*)",
                    r"(?P<detail>not supported with speculative decoding)",
+                   r"(?P<detail>\w+ with speculative decoding is not supported(?: yet)?)",
                    r"(?P<detail>num_speculative_tokens .{0,60})(?:must|should)"],
          playbook="speculative-decoding", confidence=0.85),
     Rule(signature="speculative.draft_mismatch", category="speculative_decoding",
          title="The draft model does not match the target model ({detail})",
          fix="The draft/EAGLE head must share the target's vocabulary and be built for it: use the draft model "
              "published for this target model.",
-         patterns=[r"(?P<detail>[Dd]raft (?:model )?vocab(?:ulary)? size.{0,80})",
+         patterns=[r"(?P<detail>[Dd]raft (?:model )?vocab(?:ulary)?[ _]size.{0,80})",
                    r"(?P<detail>EAGLE.{0,40}(?:hidden size|vocab).{0,60}(?:mismatch|does not match))"],
          playbook="speculative-decoding", confidence=0.85),
 ]

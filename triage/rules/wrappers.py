@@ -30,6 +30,12 @@ WRAPPER_PATTERNS = [
     r"EngineDeadError",
     r"Process EngineCore_\w+:",
     r"Waiting for \d+ worker\(s\) to terminate",
+    r"WorkerProc hit an exception",
+    r"EngineCore encountered a fatal error",
+    r"EngineCore hit an exception",
+    r"AsyncLLM output_handler failed",
+    r"Error in (?:preprocessing prompt inputs|chat completion stream generator|completion stream generator)",
+    r"MQLLMEngine is already dead",
 ]
 WRAPPER_RE = re.compile("|".join(f"(?:{p})" for p in WRAPPER_PATTERNS))
 
