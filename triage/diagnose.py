@@ -19,7 +19,7 @@ from triage.rules.base import Rule
 from triage.rules.wrappers import is_wrapper
 
 SECONDARY_FACTOR = 0.6
-EARLIEST_BONUS = 0.04
+EARLIEST_BONUS = 0.06
 
 _RULES: list[Rule] | None = None
 
@@ -77,7 +77,8 @@ def _dedupe_same_line(found: list[tuple[Rule, Diagnosis]]) -> list[tuple[Rule, D
 
 
 def rank(found: list[tuple[Rule, Diagnosis]]) -> list[Diagnosis]:
-    primaries = [d for r, d in found if not r.secondary]
+    # The fallback's guess is no evidence that a known secondary failure had another cause.
+    primaries = [d for r, d in found if not r.secondary and not d.signature.startswith("generic.")]
     earliest = min((d.first_line for d in primaries), default=None)
     scored: list[tuple[float, int, Diagnosis]] = []
     for r, d in found:
@@ -206,6 +207,7 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
             fix=Fix("triage has no rule for this failure yet; the exception above is the first real error. "
                     "Search upstream for its message, or file it with `triage report --log FILE`.", None),
             first_line=exc.line.no)
+    wrappers = [ln for ln in scan.lines if is_wrapper(ln.text)]
     for ln in scan.lines:
         if ln.level in ("ERROR", "CRITICAL") and not is_wrapper(ln.text) and ln.no not in harmless_lines \
                 and ln.no not in used_lines and not ln.text.startswith((" ", "Traceback")):
@@ -215,4 +217,14 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
                 fix=Fix("triage has no rule for this error yet; search upstream for it or file it with "
                         "`triage report --log FILE`.", None),
                 first_line=ln.no)
+    if wrappers:
+        # vLLM says it failed, but the worker's own error is not in this log.
+        return Diagnosis(
+            category="environment", signature="generic.root_cause_missing",
+            title="vLLM failed to start, but the root cause is not in this log",
+            confidence=0.2, evidence=[Evidence(ln.no, ln.shown) for ln in wrappers[:3]], facts={},
+            fix=Fix("Only the wrapper lines of the failure cascade are here: the failing worker printed its error "
+                    "elsewhere. Capture the whole start-up with stderr (`vllm serve ... 2>&1 | tee vllm.log`), or "
+                    "rerun with VLLM_LOGGING_LEVEL=DEBUG, and diagnose that log.", None),
+            first_line=wrappers[0].no)
     return None
