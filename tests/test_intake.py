@@ -170,3 +170,24 @@ def test_log_text_is_never_evaluated():
     # literal_eval only: a call inside the args dict is not executed, it just fails to parse.
     f = scan_text("INFO 01-01 00:00:00 [x.py:1] non-default args: {'model': __import__('os').system('touch /tmp/pwned')}\n").facts
     assert "launch_args" not in f
+
+
+def test_fifo_is_read_once_without_losing_its_head(tmp_path):
+    # /dev/stdin, <(cmd) and named pipes are not regular files: nothing may be peeked from them.
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    body = (OOM + "\n").encode() + b"INFO x\n" * 3
+
+    def writer():
+        with open(fifo, "wb") as f:
+            f.write(body)
+
+    t = threading.Thread(target=writer)
+    t.start()
+    s = scan_path(str(fifo))
+    t.join()
+    assert s.bytes == len(body) and s.lines_total == 4
+    assert s.exceptions[0].line.no == 1

@@ -214,11 +214,11 @@ def _top(name):
 
 def test_kv_cache_facts_and_suggestion():
     d = _top("kv_cache.insufficient_for_max_len.log")
-    assert (d.facts["max_len"], d.facts["needed_gib"], d.facts["available_gib"]) == (40960, 10.0, 1.25)
+    assert (d.facts["max_model_len"], d.facts["needed_gib"], d.facts["available_gib"]) == (40960, 10.0, 1.25)
     assert d.facts["suggested_max_model_len"] == 4864  # vLLM's estimate 5104, rounded down to 256
     assert "4864" in d.fix.summary
     old = _top("kv_cache.max_len_exceeds_capacity.log")
-    assert (old.facts["max_len"], old.facts["kv_tokens"]) == (32768, 16816)
+    assert (old.facts["max_model_len"], old.facts["kv_capacity_tokens"]) == (32768, 16816)
 
 
 def test_oom_phase_from_traceback():
@@ -229,20 +229,20 @@ def test_oom_phase_from_traceback():
 
 def test_shared_memory_facts_on_a_99kb_gpu():
     d = _top("triton.out_of_shared_memory.log")
-    assert d.facts["shared_memory_required"] == 147456 and d.facts["shared_memory_limit"] == 101376
+    assert d.facts["shared_required"] == 147456 and d.facts["shared_limit"] == 101376
     assert "99 KB" in d.facts["note"]
     assert d.facts["kernel_caller"].startswith("model_executor/layers/fused_moe/fused_moe.py")
 
 
 def test_tp_heads_facts():
     d = _top("config.tp_heads_not_divisible.log")
-    assert (d.facts["heads"], d.facts["tp"]) == (64, 3)
+    assert (d.facts["num_attention_heads"], d.facts["tensor_parallel_size"]) == (64, 3)
     assert d.title == "64 attention heads cannot be split over tensor parallel size 3"
 
 
 def test_max_model_len_facts():
     d = _top("config.max_model_len_too_large.log")
-    assert d.facts["want"] == 131072 and d.facts["derived"] == 32768.0
+    assert d.facts["max_model_len"] == 131072 and d.facts["max_position_embeddings"] == 32768.0
     assert "32768" in d.fix.summary
 
 

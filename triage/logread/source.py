@@ -54,15 +54,18 @@ def open_source(name: str, fd: int | None = None) -> LogSource:
     if os.path.isdir(name):
         raise InputError(f"{name}: is a directory, not a log file")
     try:
+        st = os.stat(name)
+        if not stat.S_ISREG(st.st_mode):
+            # A FIFO, /dev/stdin, <(process substitution): readable once. Open it now and stream
+            # from that descriptor; peeking for the gzip magic would swallow a buffer of it.
+            return LogSource(name, None, os.open(name, os.O_RDONLY))
         with open(name, "rb") as fh:
             head = fh.read(2)
     except PermissionError:
         raise InputError(f"{name}: permission denied") from None
     except OSError as exc:
         raise InputError(f"{name}: cannot read ({exc.strerror or exc})") from None
-    st = os.stat(name)
-    regular = stat.S_ISREG(st.st_mode)
-    return LogSource(name, name if regular else None, None, gzip=head == GZIP_MAGIC)
+    return LogSource(name, name, None, gzip=head == GZIP_MAGIC)
 
 
 def _raw_chunks(src: LogSource) -> Iterator[bytes]:

@@ -4,31 +4,42 @@ from __future__ import annotations
 
 from triage.rules.base import Rule
 
+
+def _suggested_tp(m, line, scan) -> dict:
+    """The largest tensor parallel size not above the requested one that divides the head count."""
+    gd = m.groupdict()
+    try:
+        heads, tp = int(gd["num_attention_heads"]), int(gd["tensor_parallel_size"])
+    except (KeyError, TypeError, ValueError):
+        return {}
+    fits = [d for d in range(1, max(tp, 1) + 1) if heads % d == 0]
+    return {"suggested_tp": fits[-1]} if fits else {}
+
 RULES = [
     Rule(signature="config.tp_heads_not_divisible", category="engine_config",
-         title="{heads} attention heads cannot be split over tensor parallel size {tp}",
-         fix="Use a --tensor-parallel-size that divides {heads} (e.g. 2, 4 or 8 where it divides), or combine "
+         title="{num_attention_heads} attention heads cannot be split over tensor parallel size {tensor_parallel_size}",
+         fix="Use a --tensor-parallel-size that divides {num_attention_heads} (e.g. 2, 4 or 8 where it divides), or combine "
              "a smaller TP with --pipeline-parallel-size.",
-         patterns=[r"Total number of attention heads \((?P<heads>\d+)\) must be divisible by tensor parallel size \((?P<tp>\d+)\)",
-                   r"Total number of (?:key-value|kv) heads \((?P<heads>\d+)\) must be divisible by tensor parallel size \((?P<tp>\d+)\)"],
-         playbook="engine-config", confidence=0.95),
+         patterns=[r"Total number of attention heads \((?P<num_attention_heads>\d+)\) must be divisible by tensor parallel size \((?P<tensor_parallel_size>\d+)\)",
+                   r"Total number of (?:key-value|kv) heads \((?P<num_attention_heads>\d+)\) must be divisible by tensor parallel size \((?P<tensor_parallel_size>\d+)\)"],
+         facts=_suggested_tp, playbook="engine-config", confidence=0.95),
     Rule(signature="config.pp_layers_not_divisible", category="engine_config",
          title="{layers} layers cannot be split over pipeline parallel size {pp}",
          fix="Choose a --pipeline-parallel-size that divides the layer count, or set VLLM_PP_LAYER_PARTITION.",
          patterns=[r"Total number of hidden layers \((?P<layers>\d+)\) must be divisible by pipeline parallel size \((?P<pp>\d+)\)"],
          playbook="engine-config", confidence=0.9),
     Rule(signature="config.unrecognized_argument", category="engine_config",
-         title="The launch command has an argument this vLLM does not know: {arg}",
-         fix="{arg} was removed or renamed in this vLLM version (or is misspelled): check `vllm serve --help` "
+         title="The launch command has an argument this vLLM does not know: {flag}",
+         fix="{flag} was removed or renamed in this vLLM version (or is misspelled): check `vllm serve --help` "
              "for the current name and drop or rename it.",
-         patterns=[r"error: unrecognized arguments: (?P<arg>.+)", r"error: argument (?P<arg>--[\w-]+): invalid choice: .+",
-                   r"error: ambiguous option: (?P<arg>--[\w-]+)"],
+         patterns=[r"error: unrecognized arguments: (?P<flag>.+)", r"error: argument (?P<flag>--[\w-]+): invalid choice: .+",
+                   r"error: ambiguous option: (?P<flag>--[\w-]+)"],
          playbook="engine-config", confidence=0.95),
     Rule(signature="config.max_model_len_too_large", category="engine_config",
-         title="--max-model-len {want} exceeds the model's maximum context ({derived})",
-         fix="Lower --max-model-len to at most {derived}, or (if the model really supports more, e.g. with RoPE "
+         title="--max-model-len {max_model_len} exceeds the model's maximum context ({max_position_embeddings})",
+         fix="Lower --max-model-len to at most {max_position_embeddings}, or (if the model really supports more, e.g. with RoPE "
              "scaling) set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 knowingly.",
-         patterns=[r"User-specified max_model_len \((?P<want>\d+)\) is greater than the derived max_model_len \((?:max_position_embeddings|[\w=]+)=(?P<derived>[\d.]+)"],
+         patterns=[r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len \((?:max_position_embeddings|[\w=]+)=(?P<max_position_embeddings>[\d.]+)"],
          playbook="engine-config", confidence=0.95),
     Rule(signature="config.validation_error", category="engine_config",
          title="vLLM rejected the configuration ({detail})",
@@ -51,14 +62,14 @@ RULES = [
          title="The parallel layout needs more GPUs than are available",
          fix="Reduce --tensor-parallel-size / --pipeline-parallel-size to the number of visible GPUs, or make the "
              "other GPUs visible (CUDA_VISIBLE_DEVICES, docker --gpus all).",
-         patterns=[r"please set tensor_parallel_size \((?P<tp>\d+)\) to less than max local gpu count \((?P<gpus>\d+)\)",
-                   r"tensor_parallel_size \((?P<tp>\d+)\) .{0,40}(?:larger|greater) than .{0,40}(?:available|visible) GPUs",
-                   r"world_size \((?P<tp>\d+)\) is (?:larger|greater) than the number of available GPUs"],
+         patterns=[r"please set tensor_parallel_size \((?P<tensor_parallel_size>\d+)\) to less than max local gpu count \((?P<gpus>\d+)\)",
+                   r"tensor_parallel_size \((?P<tensor_parallel_size>\d+)\) .{0,40}(?:larger|greater) than .{0,40}(?:available|visible) GPUs",
+                   r"world_size \((?P<tensor_parallel_size>\d+)\) is (?:larger|greater) than the number of available GPUs"],
          playbook="engine-config", confidence=0.9),
     Rule(signature="config.batched_tokens_lt_max_len", category="engine_config",
-         title="--max-num-batched-tokens {tokens} is smaller than max_model_len {max_len}",
+         title="--max-num-batched-tokens {tokens} is smaller than max_model_len {max_model_len}",
          fix="Raise --max-num-batched-tokens to at least max_model_len, or enable chunked prefill.",
-         patterns=[r"max_num_batched_tokens \((?P<tokens>\d+)\) is smaller than max_model_len \((?P<max_len>\d+)\)"],
+         patterns=[r"max_num_batched_tokens \((?P<tokens>\d+)\) is smaller than max_model_len \((?P<max_model_len>\d+)\)"],
          playbook="engine-config", confidence=0.9),
     Rule(signature="config.value_invalid", category="engine_config",
          title="A launch value is invalid: {detail}",

@@ -9,6 +9,16 @@ from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.rules.base import Rule
 
+
+def _capabilities(m, line, scan) -> dict:
+    """vLLM prints capabilities as 89 / 120; facts use the compute-capability form "8.9" / "12.0"."""
+    out = {}
+    for key in ("min_capability", "current_capability"):
+        v = m.groupdict().get(key)
+        if v and v.isdigit() and len(v) >= 2:
+            out[key] = f"{v[:-1]}.{v[-1]}"
+    return out
+
 FOUND_GPU_RE = re.compile(r"Found GPU\d+ (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)")
 
 
@@ -78,18 +88,18 @@ RULES = [
          playbook="dtype-unsupported", confidence=0.75),
     # -- quantization ---------------------------------------------------------------------
     Rule(signature="quant.min_capability", category="quantization",
-         title="Quantization method {method} needs compute capability {min_cap}; this GPU has {cur_cap}",
+         title="Quantization method {quantization} needs compute capability {min_capability}; this GPU has {current_capability}",
          fix="Use a checkpoint in a format this GPU runs (AWQ/GPTQ/bf16), or a newer vLLM: fp8 checkpoints run "
              "weight-only through FP8 Marlin on Ampere since vLLM 0.5.1.",
-         patterns=[r"The quantization method (?P<method>[\w-]+) is not supported for the current GPU\. Minimum capability: (?P<min_cap>\d+)\. Current capability: (?P<cur_cap>\d+)",
-                   r"Quantization scheme is not supported for (?:the current GPU|this GPU)\. Min capability: (?P<min_cap>\d+)\. Current capability: (?P<cur_cap>\d+)"],
-         playbook="quantization", confidence=0.95),
+         patterns=[r"The quantization method (?P<quantization>[\w-]+) is not supported for the current GPU\. Minimum capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)",
+                   r"Quantization scheme is not supported for (?:the current GPU|this GPU)\. Min capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)"],
+         facts=_capabilities, playbook="quantization", confidence=0.95),
     Rule(signature="quant.unknown_method", category="quantization",
-         title="Unknown quantization method {method}",
+         title="Unknown quantization method {quantization}",
          fix="This vLLM does not know the checkpoint's quantization method: upgrade vLLM, or pass a supported "
              "--quantization value.",
-         patterns=[r"Unknown quantization method: (?P<method>[\w-]+)", r"Unknown quantization method (?P<method>[\w-]+)",
-                   r"Quantization method specified in the model config \((?P<method>[\w-]+)\) does not match"],
+         patterns=[r"Unknown quantization method: (?P<quantization>[\w-]+)", r"Unknown quantization method (?P<quantization>[\w-]+)",
+                   r"Quantization method specified in the model config \((?P<quantization>[\w-]+)\) does not match"],
          playbook="quantization", confidence=0.9),
     Rule(signature="quant.kernel_unsupported_gpu", category="quantization",
          title="The quantized kernel ({kernel}) is not available on this GPU",

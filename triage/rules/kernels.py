@@ -15,8 +15,8 @@ def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     out: dict[str, Any] = {"need": ""}
     if gd.get("required") and gd.get("limit"):
         req, lim = int(gd["required"]), int(gd["limit"])
-        out["shared_memory_required"] = req
-        out["shared_memory_limit"] = lim
+        out["shared_required"] = req
+        out["shared_limit"] = lim
         out["need"] = f" ({req} > {lim} bytes)"
         # SM120/SM121 (RTX PRO 6000, RTX 50xx, GB10) have ~99 KB per block, far below Hopper's 227 KB:
         # configs tuned on H100 overflow there.

@@ -35,7 +35,7 @@ def _oom_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
 def _kv_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     gd = m.groupdict()
     out: dict[str, Any] = {}
-    fit = gd.get("kv_tokens") or gd.get("estimated")
+    fit = gd.get("kv_capacity_tokens") or gd.get("estimated")
     if fit:
         n = int(fit)
         # vLLM rounds to the block size; a multiple of 256 keeps the suggestion tidy.
@@ -45,17 +45,17 @@ def _kv_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
 
 RULES = [
     Rule(signature="kv_cache.max_len_exceeds_capacity", category="kv_cache_memory",
-         title="The KV cache cannot hold one request of max_model_len {max_len} tokens (room for {kv_tokens})",
+         title="The KV cache cannot hold one request of max_model_len {max_model_len} tokens (room for {kv_capacity_tokens})",
          fix="Lower --max-model-len to at most {suggested_max_model_len}, or free memory for the KV cache: raise "
              "--gpu-memory-utilization, use --kv-cache-dtype fp8, more GPUs (--tensor-parallel-size), or a "
              "quantized checkpoint.",
-         patterns=[r"The model's max seq len \((?P<max_len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((?P<kv_tokens>\d+)\)"],
+         patterns=[r"The model's max seq len \((?P<max_model_len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((?P<kv_capacity_tokens>\d+)\)"],
          facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="kv_cache.insufficient_for_max_len", category="kv_cache_memory",
-         title="Not enough KV-cache memory for max_model_len {max_len}: {needed_gib} GiB needed, {available_gib} GiB available",
+         title="Not enough KV-cache memory for max_model_len {max_model_len}: {needed_gib} GiB needed, {available_gib} GiB available",
          fix="Lower --max-model-len to at most {suggested_max_model_len} (vLLM's own estimate), or raise "
              "--gpu-memory-utilization, use --kv-cache-dtype fp8, or add GPUs.",
-         patterns=[r"max seq len \((?P<max_len>\d+)\),\s*\(?(?P<needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \((?P<available_gib>-?[\d.]+) GiB\)(?:.*?estimated maximum model length is (?P<estimated>\d+))?"],
+         patterns=[r"max seq len \((?P<max_model_len>\d+)\),\s*\(?(?P<needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \((?P<available_gib>-?[\d.]+) GiB\)(?:.*?estimated maximum model length is (?P<estimated>\d+))?"],
          facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="kv_cache.no_memory_for_blocks", category="kv_cache_memory",
          title="No GPU memory is left for the KV cache after loading the model",
