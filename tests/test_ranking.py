@@ -25,3 +25,16 @@ def test_wrapper_only_log_gives_a_low_confidence_guess_not_the_wrapper():
     diagnoses, _ = diagnose(scan_text(log))
     assert [d.signature for d in diagnoses] == ["generic.root_cause_missing"]
     assert diagnoses[0].confidence < 0.5 and diagnoses[0].evidence
+
+
+def test_wrapper_quoting_the_worker_error_is_shown():
+    log = ("RuntimeError: Worker failed with error 'Expected all tensors to be on the same device', please check the "
+           "stack trace above for the root cause\n")
+    d = diagnose(scan_text(log))[0][0]
+    assert d.signature == "generic.root_cause_missing"
+    assert d.facts["wrapped_error"] == "Expected all tensors to be on the same device"
+
+
+def test_unknown_nccl_exception_is_guessed_distributed():
+    d = diagnose(scan_text("RuntimeError: NCCL communicator init failed for a reason no rule knows\n"))[0][0]
+    assert d.category == "distributed"

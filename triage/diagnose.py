@@ -9,6 +9,7 @@ whose category is guessed from where in the code it was raised.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from triage.logread.scan import Scan
@@ -19,6 +20,7 @@ from triage.rules.base import Rule
 from triage.rules.wrappers import is_wrapper
 
 SECONDARY_FACTOR = 0.6
+WRAPPED_ERROR_RE = re.compile(r"failed with error '(.+?)'(?:,|$)")
 EARLIEST_BONUS = 0.06
 
 _RULES: list[Rule] | None = None
@@ -176,6 +178,8 @@ def guess_category(exc: ExceptionRecord) -> str:
             if frag in fr.file:
                 return cat
     msg = exc.message
+    if "NCCL" in msg or "Gloo" in msg or "gloo" in msg:
+        return "distributed"
     if "CUDA" in msg or "cuda" in msg:
         return "cuda_driver" if "driver" in msg else "kernel_library"
     return "engine_config" if exc.short_type in ("ValueError", "TypeError", "AssertionError", "KeyError") else "environment"
@@ -218,11 +222,14 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
                         "`triage report --log FILE`.", None),
                 first_line=ln.no)
     if wrappers:
-        # vLLM says it failed, but the worker's own error is not in this log.
+        # vLLM says it failed, but the worker's own error is not in this log (some wrappers quote it).
+        quoted = next((m.group(1) for ln in wrappers if (m := WRAPPED_ERROR_RE.search(ln.text))), None)
         return Diagnosis(
             category="environment", signature="generic.root_cause_missing",
-            title="vLLM failed to start, but the root cause is not in this log",
-            confidence=0.2, evidence=[Evidence(ln.no, ln.shown) for ln in wrappers[:3]], facts={},
+            title="vLLM failed to start, but the root cause is not in this log"
+                  + (f" (a worker reported: {quoted[:120]})" if quoted else ""),
+            confidence=0.2, evidence=[Evidence(ln.no, ln.shown) for ln in wrappers[:3]],
+            facts={"wrapped_error": quoted} if quoted else {},
             fix=Fix("Only the wrapper lines of the failure cascade are here: the failing worker printed its error "
                     "elsewhere. Capture the whole start-up with stderr (`vllm serve ... 2>&1 | tee vllm.log`), or "
                     "rerun with VLLM_LOGGING_LEVEL=DEBUG, and diagnose that log.", None),

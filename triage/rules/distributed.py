@@ -24,7 +24,7 @@ RULES = [
          fix="Run with NCCL_DEBUG=INFO to see the failing transport. Common causes: /dev/shm too small (docker "
              "--ipc=host), P2P/IB misconfiguration (try NCCL_P2P_DISABLE=1 or NCCL_IB_DISABLE=1 to confirm), "
              "mismatched NCCL versions between nodes, or a peer process that died first (look above).",
-         patterns=[r"NCCL error in: \S+, (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
+         patterns=[r"NCCL error(?: in: \S+,|:) (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
                    r"(?P<nccl_error>ncclSystemError|ncclUnhandledCudaError|ncclInternalError|ncclRemoteError|ncclInvalidUsage)",
                    r"NCCL WARN (?P<nccl_error>.+)", r"DistBackendError: NCCL error"],
          playbook="distributed", confidence=0.8, secondary=True),

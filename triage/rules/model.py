@@ -65,7 +65,7 @@ RULES = [
          fix="The path does not hold a Hugging Face model folder (wrong directory, a GGUF file, or a Mistral-format "
              "repo): point --model at the folder with config.json, use --tokenizer-mode mistral --config-format mistral "
              "--load-format mistral for Mistral-format repos, or pass --hf-config-path.",
-         patterns=[r"Unrecognized model in (?P<path>\S+?)\.? Should have a `model_type` key in its config\.json"],
+         patterns=[r"Unrecognized model in (?P<path>\S+?)\.? Should have a `?model_type`? key in its config\.json"],
          playbook="model-loading", confidence=0.9),
     Rule(signature="model_loading.gguf_unsupported", category="model_loading",
          title="GGUF loading failed ({detail})",
@@ -79,6 +79,7 @@ RULES = [
          fix="Check the model path or repo id (mounted into the container?), HF_HOME/HF_HUB_OFFLINE, and that the "
              "download completed.",
          patterns=[r"(?P<what>does not appear to have a file named [\w.-]+)",
+                   r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<what>/[^']+)'",
                    r"(?P<what>Cannot find any model weights with `[^`]+`)",
                    r"(?P<what>Repository Not Found for url)", r"(?P<what>Can't load the configuration of '[^']+')",
                    r"(?P<what>Invalid repository ID or local directory specified)",
