@@ -15,6 +15,10 @@ from triage.logread.source import InputError, open_source
 from triage.model import Report
 
 
+PYENV_KEYS = ("python", "packages", "vllm_install", "patched_files", "vllm_version", "torch_version",
+              "torch_cuda_version")
+
+
 def environment_from_log(scan: Scan) -> dict[str, Any]:
     env = dict(scan.facts)
     v = env.get("vllm_version")
@@ -91,7 +95,13 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
                 warnings.append(f"probe failed: {type(exc).__name__}: {exc}")
         if hp is not None:
             if hp.ok:
-                merge_probe(env, hp.facts, hp.host)
+                facts = dict(hp.facts)
+                if any(f.get("id") == "python.log_env_absent" for f in hp.findings):
+                    # The Python probed is not the one the log ran in: its packages say nothing
+                    # about that vLLM. Keep the machine's facts only.
+                    for key in PYENV_KEYS:
+                        facts.pop(key, None)
+                merge_probe(env, facts, hp.host)
             else:
                 warnings.append(f"probe of {hp.host} failed: {hp.error}")
             probe_findings = list(hp.findings)
