@@ -135,7 +135,17 @@ def render_text(template: Any, facts: dict[str, Any]) -> str:
             return "yes" if v else "no"
         return str(v)
 
-    return PLACEHOLDER_RE.sub(sub, str(template)).rstrip()
+    lines = []
+    for line in str(template).split("\n"):
+        whole = PLACEHOLDER_RE.fullmatch(line.strip())
+        v = lookup(facts, whole.group(2)) if whole else None
+        if whole and isinstance(v, list) and v and not whole.group(2).endswith("argv"):
+            # A list placeholder alone on its line reads as a bulleted list.
+            indent = line[: len(line) - len(line.lstrip())]
+            lines.extend(f"{indent}- {x}" for x in v)
+        else:
+            lines.append(PLACEHOLDER_RE.sub(sub, line))
+    return "\n".join(lines).rstrip()
 
 
 def render_argv(template: list[Any], facts: dict[str, Any]) -> list[str]:
