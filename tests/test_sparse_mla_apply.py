@@ -215,3 +215,17 @@ def test_apply_over_previous_version_and_undo_restores_it(venv, capsys, tmp_path
     rec.undo(LocalRunner())
     assert _env_state(py) == {"eps": ["triage_sparse_mla.plugin:register"], "version": "0.0.9"}
     subprocess.run([py, "-m", "pip", "uninstall", "-y", "-q", "triage-sparse-mla"], check=True, timeout=120)
+
+
+def test_apply_and_undo_through_the_real_transcript(venv, capsys):
+    """The command as a user runs it: recorded by triage.transcript, reverted by `triage apply --undo`."""
+    from triage.transcript import last_transcript
+
+    py = str(venv / "bin" / "python")
+    assert apply_cmd.main(["sparse-mla", "--python", py, "--yes", "--no-selftest"]) == 0
+    assert _env_state(py)["version"] == action.package_version()
+    t = last_transcript()
+    assert t is not None and any("installed triage-sparse-mla" in str(e) for e in t.entries())
+    capsys.readouterr()
+    assert apply_cmd.main(["--undo", "--yes"]) == 0
+    assert _env_state(py) == {"eps": [], "version": None}
