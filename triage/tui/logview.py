@@ -25,6 +25,7 @@ class LogView(ScrollView, can_focus=True):
         Binding("pagedown", "cursor(10)", "Page down", show=False),
         Binding("home,g", "first", "Top", show=False),
         Binding("end,G", "last", "Bottom", show=False),
+        Binding("w", "toggle_compact", "Whole lines", show=False),
     ]
     DEFAULT_CSS = """
     LogView { height: 1fr; }
@@ -47,6 +48,8 @@ class LogView(ScrollView, can_focus=True):
         self.query_text = ""
         self._index: dict[int, int] = {}
         self._width = 0
+        self.compact = True  # hide vLLM's per-line header (date, source file) to fit 80 columns
+        self._compact: dict[int, str] = {}
 
     # --- data ---
 
@@ -56,6 +59,7 @@ class LogView(ScrollView, can_focus=True):
         self._index = {no: i for i, (no, _t) in enumerate(lines)}
         self.evidence = sorted(no for no in (evidence or []) if no in self._index)
         gutter = len(str(lines[-1][0])) if lines else 1
+        self._compact = {}
         self._width = max((len(t) for _n, t in lines), default=0) + gutter + 2
         self.virtual_size = Size(self._width, len(lines))
         if keep is not None and keep in self._index:
@@ -85,6 +89,25 @@ class LogView(ScrollView, can_focus=True):
     def action_cursor(self, delta: int) -> None:
         if self.lines:
             self.cursor = min(max(0, self.cursor + delta), len(self.lines) - 1)
+
+    def action_toggle_compact(self) -> None:
+        self.compact = not self.compact
+        self.refresh()
+        self.post_message(self.CursorMoved())
+
+    def text_of(self, i: int) -> str:
+        no, text = self.lines[i]
+        if not self.compact:
+            return text
+        got = self._compact.get(i)
+        if got is None:
+            from triage.logread.normalize import parse
+
+            ln = parse(no, text)
+            proc = ln.proc.split(" pid=")[0]
+            got = (f"({proc}) " if proc else "") + (f"{ln.level} " if ln.level else "") + ln.text
+            self._compact[i] = got
+        return got
 
     def action_first(self) -> None:
         self.cursor = 0
@@ -125,7 +148,7 @@ class LogView(ScrollView, can_focus=True):
         start = self.cursor if from_cursor else self.cursor + step
         for k in range(n):
             i = (start + k * step) % n
-            if needle in self.lines[i][1].lower():
+            if needle in self.text_of(i).lower():
                 self.cursor = i
                 return self.lines[i][0]
         return None
@@ -138,7 +161,8 @@ class LogView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         if i >= len(self.lines):
             return Strip.blank(width, self.rich_style)
-        no, text = self.lines[i]
+        no = self.lines[i][0]
+        text = self.text_of(i)
         base = self.rich_style
         gutter_w = len(str(self.lines[-1][0]))
         is_ev = no in self._ev_set()

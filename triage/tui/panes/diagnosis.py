@@ -139,7 +139,8 @@ class DiagnosisPane(Vertical):
         pos = f" · evidence {ev.index(no) + 1}/{len(ev)}" if no in ev else (f" · {len(ev)} evidence" if ev else "")
         search = f" · search: {escape(lv.query_text)}" if lv.query_text else ""
         self.query_one("#log-title", Static).update(
-            f"[b]Log[/] line {no}{pos}{search}  [$text-muted]e/E evidence · / search · n/N match[/]")
+            f"[b]Log[/] line {no}{pos}{search}  [$text-muted]e/E evidence · / search · w "
+            + ("whole lines" if lv.compact else "short lines") + "[/]")
 
     def on_log_view_cursor_moved(self, _msg: LogView.CursorMoved) -> None:
         self._title()

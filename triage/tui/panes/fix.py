@@ -21,6 +21,18 @@ from textual.widgets.option_list import Option
 
 from triage.tui import fixflow
 
+class _Split:
+    """Writes a first line to the head and the rest to the intro area below it."""
+
+    def __init__(self, head: Static, body: Static) -> None:
+        self.head, self.body = head, body
+
+    def update(self, text: str) -> None:
+        first, _, rest = text.partition("\n")
+        self.head.update(first)
+        self.body.update(rest)
+
+
 RESULT_STYLE = {"pass": "$success", "success": "$success", "fail": "$error", "failure": "$error",
                 "unknown": "$warning", "declined": "$warning", "not-run": "$text-muted"}
 
@@ -83,7 +95,8 @@ class FixPane(Vertical, can_focus=True):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="fix-head")
-        yield VerticalScroll(id="fix-steps")
+        with VerticalScroll(id="fix-steps"):
+            yield Static("", id="fix-intro")
         yield OptionList(id="fix-choices")
         yield Input(id="fix-input")
         yield Log(id="fix-output", max_lines=2000)
@@ -102,7 +115,7 @@ class FixPane(Vertical, can_focus=True):
             self._intro()
 
     def _intro(self) -> None:
-        head = self.query_one("#fix-head", Static)
+        head = _Split(self.query_one("#fix-head", Static), self.query_one("#fix-intro", Static))
         r = self.report
         if not fixflow.engine_available():
             head.update("[b]Guided fix[/] [$warning]not available: the playbook engine (triage.playbooks) is not "
@@ -187,7 +200,7 @@ class FixPane(Vertical, can_focus=True):
         if changed:
             lines.append("Changes were made: press [b]u[/] to undo them (`triage undo` does the same).")
         box = self.query_one("#fix-steps", VerticalScroll)
-        box.mount(Static("\n".join(lines), id="fix-outcome"))
+        box.mount(Static("\n".join(lines), classes="fix-outcome"))
         box.scroll_end(animate=False)
         self._keys(("[b]u[/] undo · " if changed else "") + "[b]enter[/] start again · [b]p[/] other playbook")
         self.app.refresh_bindings()
@@ -200,7 +213,8 @@ class FixPane(Vertical, can_focus=True):
         self.dry_run = dry_run
         self.finished = False
         self.n = 0
-        self.query_one("#fix-steps", VerticalScroll).remove_children()
+        self.query_one("#fix-steps", VerticalScroll).remove_children(".fix-step, .fix-answer, .fix-outcome")
+        self.query_one("#fix-intro", Static).update("")
         out = self.query_one("#fix-output", Log)
         out.clear()
         out.display = False
@@ -249,12 +263,25 @@ class FixPane(Vertical, can_focus=True):
     def _unavailable(self, why: str) -> None:
         self.running = False
         self.plan = None
-        self.query_one("#fix-head", Static).update(f"[b]Guided fix[/] [$warning]{escape(why)}[/]")
+        self.query_one("#fix-head", Static).update("[b]Guided fix[/]")
+        self.query_one("#fix-intro", Static).update(f"[$warning]{escape(why)}[/]")
         self._keys("[b]p[/] pick a playbook")
 
     def _answer(self, answer: Any) -> None:
         if self.running or self.view is None:
             return
+        v = self.view
+        echo = None
+        if v.needs == "choice":
+            echo = next((label for key, label in v.choices if key == answer), str(answer))
+        elif v.needs == "confirm":
+            echo = "yes, run it" if answer else "skipped"
+        elif v.needs == "input":
+            echo = str(answer) if answer else "(no answer)"
+        if echo:
+            box = self.query_one("#fix-steps", VerticalScroll)
+            box.mount(Static(f"   [$accent]you: {escape(echo)}[/]", classes="fix-answer"))
+            box.scroll_end(animate=False)
         self.running = True
         self._keys("[$accent]working…[/]")
         self.query_one("#fix-choices", OptionList).display = False
