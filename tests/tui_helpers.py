@@ -64,10 +64,19 @@ async def settle(pilot: Any, app: Any, rounds: int = 400) -> None:
         fix = app.query_one("#fix")
         if (app.live is not None and app.live.ended and app.report is not None and not app.busy
                 and not app._quick_running and not fix.running
-                and (app.full is not None or not app.opts.needs_full_stage)):
+                and (app.full is not None or not app.opts.needs_full_stage) and _cursor_shown(app)):
             break
     await app.workers.wait_for_complete()
     await pilot.pause()
+
+
+def _cursor_shown(app: Any) -> bool:
+    """The log view has scrolled its cursor into sight (it does so after a refresh)."""
+    lv = app.query_one("#log")
+    if not lv.lines or not lv.size.height:
+        return True
+    top = lv.scroll_offset.y
+    return top <= lv.cursor < top + lv.scrollable_content_region.height
 
 
 @dataclass

@@ -79,12 +79,24 @@ class LogView(ScrollView, can_focus=True):
     def watch_cursor(self, value: int) -> None:
         if not self.lines:
             return
-        height = max(1, self.scrollable_content_region.height)
-        top = self.scroll_offset.y
-        if value < top or value >= top + height:
-            self.scroll_to(y=max(0, value - height // 3), animate=False)
+        # After the refresh: a new virtual size must be in place before scrolling into it.
+        self.call_after_refresh(self._ensure_visible)
         self.refresh()
         self.post_message(self.CursorMoved())
+
+    def _ensure_visible(self, tries: int = 0) -> None:
+        height = self.scrollable_content_region.height
+        if not self.lines or not height:
+            return
+        top = self.scroll_offset.y
+        if self.cursor < top or self.cursor >= top + height:
+            self.scroll_to(y=max(0, self.cursor - height // 3), animate=False, immediate=True)
+            if self.scroll_offset.y == top and tries < 20:
+                # The new virtual size is not laid out yet: try again shortly.
+                self.set_timer(0.02, lambda: self._ensure_visible(tries + 1))
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._ensure_visible)
 
     def action_cursor(self, delta: int) -> None:
         if self.lines:

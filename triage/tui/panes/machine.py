@@ -137,8 +137,8 @@ class MachinePane(VerticalScroll):
             lines.append(f"  [$error]{escape(h.host)}: {escape(str(h.error or 'unreachable'))}[/]")
         if len(names) < 2:
             table.display = False
-            title.update("\n".join(["[b]Fleet[/] (press [b]a[/] to add a host)"] + lines) if (hosts or lines) else
-                         "[$text-muted]One host. Press [b]a[/] to add another and compare them.[/]")
+            title.update("\n".join(["[$text-muted]One host. Press [b]a[/] to add another and compare them.[/]"]
+                                    + lines))
             return
         differ = sum(1 for _l, _v, d in rows if d)
         title.update("\n".join([f"[b]Fleet[/] {len(names)} hosts · [$warning b]{differ} difference(s)[/] "
