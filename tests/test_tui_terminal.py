@@ -103,3 +103,75 @@ def test_tmux_piped_log_diagnosis_keys_and_quit(tmp_path):
         assert status.read_text().strip() == "0"
     finally:
         subprocess.run(base + ["kill-server"], capture_output=True)
+
+
+def _run_in_pty(args: list[str], tmp_path, extra_env: dict[str, str] | None = None) -> tuple[bytes, int]:
+    """Run triage with a pseudo-terminal as its controlling terminal; quit with q once diagnosed."""
+    import pty
+    import select
+
+    env = _env(tmp_path)
+    env["TERM"] = "xterm-256color"  # as over SSH: 256 colours, no COLORTERM
+    env.pop("COLORTERM", None)
+    env.update(extra_env or {})
+    pid, master = pty.fork()
+    if pid == 0:  # the child: triage itself
+        os.chdir(str(ROOT))
+        os.execvpe(sys.executable, [sys.executable, "-m", "triage", *args], env)
+    out = b""
+    sent = False
+    deadline = time.monotonic() + 30
+    status = None
+    try:
+        while time.monotonic() < deadline:
+            r, _w, _x = select.select([master], [], [], 0.1)
+            if r:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    chunk = b""
+                out += chunk
+            if not sent and b"ROOT CAUSE" in out:
+                os.write(master, b"q")
+                sent = True
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = os.waitstatus_to_exitcode(st)
+                break
+    finally:
+        if status is None:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(master)
+    return out, status
+
+
+def test_mouse_is_off_unless_asked_and_no_color_is_respected(tmp_path):
+    out, status = _run_in_pty(["--log", DEMO_LOG_REL, "--offline", "--no-probe"], tmp_path)
+    assert status == 0 and b"ROOT CAUSE" in out
+    assert b"\x1b[?1000h" not in out and b"\x1b[?1006h" not in out  # no mouse reporting: the terminal's copy works
+    assert b"\x1b[38;5;" in out and b"\x1b[38;2;" not in out  # 256 colours; truecolour not assumed
+    assert not _only_greys(out)
+    out, status = _run_in_pty(["--log", DEMO_LOG_REL, "--offline", "--no-probe", "--mouse"], tmp_path)
+    assert status == 0 and b"\x1b[?1000h" in out
+    out, status = _run_in_pty(["--log", DEMO_LOG_REL, "--offline", "--no-probe"], tmp_path, {"NO_COLOR": "1"})
+    assert status == 0 and b"ROOT CAUSE" in out
+    assert _only_greys(out)  # NO_COLOR: Textual's monochrome filter, greys only
+
+
+def _only_greys(out: bytes) -> bool:
+    import re
+
+    greys = {0, 7, 8, 15, 16, 231, *range(232, 256)}
+    for n in re.findall(rb"\x1b\[(?:[0-9;]*;)?[34]8;5;(\d+)", out):
+        if int(n) not in greys:
+            return False
+    for r, g, b in re.findall(rb"[34]8;2;(\d+);(\d+);(\d+)", out):
+        if not (r == g == b):
+            return False
+    return True
+
+
+def test_log_dash_from_a_terminal_is_a_one_line_error(tmp_path):
+    out, status = _run_in_pty(["--log", "-", "--offline", "--no-probe"], tmp_path)
+    assert status == 2 and b"standard input is a terminal" in out and b"Traceback" not in out
