@@ -395,6 +395,12 @@ class FixPane(Vertical, can_focus=True):
 
         self.app.call_from_thread(show)
 
+    def on_unmount(self) -> None:
+        # Quitting mid-command: stop it, so that leaving the app never waits for a long install.
+        proc = self.plan.runner.proc if self.plan is not None else None
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+
     # --- widgets' own events ---
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
