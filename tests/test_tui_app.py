@@ -1,0 +1,374 @@
+"""Pilot tests of every view and flow of the TUI, fed with the bundled log and recorded data."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from tui_helpers import (DEMO_LOG_REL, FIXTURES, ROOT, make_app, recorded_report, scripted_plan, settle)
+
+
+@pytest.fixture(autouse=True)
+def _in_root(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
+
+
+def _text(app, selector: str) -> str:
+    from textual.widgets import Static
+
+    return str(app.query_one(selector, Static).render())
+
+
+async def test_diagnosis_view_shows_root_cause_evidence_and_search():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        body = _text(app, "#diag-text")
+        assert "ROOT CAUSE" in body and "No sparse MLA attention backend" in body
+        assert "confidence 95%" in body and "attention-sparse-mla" in body
+        lv = app.query_one("#log")
+        assert lv.evidence == [41] and lv.cursor_line_no == 41  # the log opens on the evidence
+        assert len(lv.lines) == 98  # a small file: every line, with its number
+        await pilot.press("g")
+        assert lv.cursor_line_no == 1
+        await pilot.press("e")
+        assert lv.cursor_line_no == 41
+        assert "evidence 1/1" in _text(app, "#log-title")
+        # search: "/" opens a prompt; n / N move between matches
+        await pilot.press("slash")
+        await pilot.pause()
+        for ch in "WorkerProc failed":
+            await pilot.press("space" if ch == " " else ch)
+        await pilot.press("enter")
+        await pilot.pause()
+        first = lv.cursor_line_no
+        assert "WorkerProc failed" in lv.lines[lv.cursor][1]
+        await pilot.press("n")
+        assert lv.cursor_line_no != first and "WorkerProc failed" in lv.lines[lv.cursor][1]
+        await pilot.press("N")
+        assert lv.cursor_line_no == first
+        assert "search: WorkerProc failed" in _text(app, "#log-title")
+        # w shows whole lines (with vLLM's header) instead of the short form
+        short = lv.text_of(lv.cursor)
+        await pilot.press("w")
+        assert len(lv.text_of(lv.cursor)) > len(short) and "multiproc_executor.py" in lv.text_of(lv.cursor)
+
+
+async def test_other_findings_are_listed_and_shown():
+    from triage.model import Diagnosis, Evidence, Fix
+
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        rep = recorded_report()
+        rep.diagnoses.append(Diagnosis("distributed", "nccl.peer_died", "NCCL error after a peer died", 0.3,
+                                       [Evidence(45, "x")], {}, Fix("look at the first failure")))
+        app._show(rep)
+        await pilot.pause()
+        assert "Other findings" in _text(app, "#diag-text") and "NCCL error after a peer died" in _text(app, "#diag-text")
+        await pilot.press("right_square_bracket")
+        assert "ALSO FOUND (2 of 2)" in _text(app, "#diag-text")
+        assert app.query_one("#log").evidence == [45] and app.query_one("#log").cursor_line_no == 45
+        await pilot.press("left_square_bracket")
+        assert "ROOT CAUSE" in _text(app, "#diag-text")
+
+
+async def test_quick_stage_first_then_probes_and_upstream():
+    """The log's diagnosis is on screen before the slow stage; the full stage fills Machine and Upstream."""
+    import threading
+
+    from triage.tui.app import TriageApp
+    from triage.tui.intake import Options
+    from tui_helpers import log_only
+
+    gate = threading.Event()
+
+    def full(_o, _s):
+        gate.wait(10)
+        return recorded_report()
+
+    rec = recorded_report()
+    app = TriageApp(Options(DEMO_LOG_REL, offline=False, probe=True), quick=lambda o, s: log_only(rec), full=full,
+                    hosts=[])
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if app.report is not None and "full" in app.busy:
+                break
+        assert "ROOT CAUSE" in _text(app, "#diag-text")
+        assert "probing this machine and searching upstream" in _text(app, "#status")
+        await pilot.press("2")
+        assert "from the log only" in _text(app, "#machine-text")
+        gate.set()
+        await settle(pilot, app)
+        assert "probed: gpu-a" in _text(app, "#machine-text")
+        assert "⟳" not in _text(app, "#status")
+
+
+async def test_machine_view_gpus_patched_files_and_findings():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        assert app.query_one("#views").current == "machine"
+        text = _text(app, "#machine-text")
+        assert "probed: gpu-a" in text
+        assert "Patched by hand (2)" in text and "vllm/platforms/cuda.py" in text
+        assert "driver 580.95.05" in text and "nightly" in text
+        table = app.query_one("#gpus")
+        assert table.row_count == 8 and table.display
+        assert "12.0" in str(table.get_row_at(0))
+
+
+async def test_machine_view_fleet_table_marks_differences():
+    pytest.importorskip("triage.probes.fleet")
+    from triage.tui.intake import load_hosts
+
+    hosts = load_hosts(str(FIXTURES / "fleet.json"))
+    app = make_app(hosts=hosts)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2")
+        table = app.query_one("#fleet")
+        assert table.display and [str(c.label) for c in table.columns.values()][1:] == ["gpu-a", "gpu-b"]
+        rows = {str(table.get_row_at(i)[0]).strip(): [str(c) for c in table.get_row_at(i)[1:]]
+                for i in range(table.row_count)}
+        assert rows["≠ driver"] == ["580.95.05", "575.57.08"]
+        assert "≠ vLLM" in rows and "  GPU" in [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
+        title = _text(app, "#fleet-title")
+        assert "2 hosts" in title and "gpu-c: host key of gpu-c is not known" in title
+
+
+async def test_machine_add_host_probes_it_in_the_background():
+    pytest.importorskip("triage.probes")
+    from triage.probes import HostProbe
+    from triage.tui.intake import load_hosts
+
+    calls = []
+
+    def probe_host(host):
+        calls.append(host)
+        other = load_hosts(str(FIXTURES / "fleet.json"))[1]
+        return HostProbe(host=host, ok=True, facts=other.facts)
+
+    app = make_app(hosts=load_hosts(str(FIXTURES / "fleet.json"))[:1], probe_host=probe_host)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("2", "a")
+        await pilot.pause()
+        for ch in "gpu-z":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if len(app.hosts) == 2:
+                break
+        await pilot.pause()
+        assert calls == ["gpu-z"]
+        assert [h.host for h in app.hosts] == ["gpu-a", "gpu-z"]
+        assert app.query_one("#fleet").display
+
+
+async def test_upstream_view_ranks_hits_and_copies_a_url():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("3")
+        text = _text(app, "#upgrade-text")
+        assert "upgrading fixes this" in text and "0.26.0" in text
+        assert "would overwrite: vllm/platforms/cuda.py" in text
+        table = app.query_one("#hits")
+        assert table.row_count == 8
+        assert "same error, backend, GPU and model family" in _text(app, "#hit-detail")
+        # the NVFP4 MoE issue (same GPU, other subsystem) is last
+        last = app.query_one("#upstream").hits[-1]
+        assert "other subsystem" in last["why"]
+        for _ in range(4):
+            await pilot.press("down")
+        detail = _text(app, "#hit-detail")
+        assert "#43477" in detail and "fixed by" in detail and "0.26.0" in detail
+        await pilot.press("c")
+        assert app.clipboard == "https://github.com/vllm-project/vllm/pull/43477"
+
+
+async def test_fix_walk_confirm_stream_choice_input_outcome_and_undo(monkeypatch):
+    from triage.tui import fixflow
+
+    cmd = [sys.executable, "-c", "import sys; print('building wheel'); print('installed', file=sys.stderr)"]
+    made = scripted_plan(monkeypatch, cmd)
+    monkeypatch.setattr(fixflow, "undo_last", lambda: (True, ["removed the plugin"]))
+    app = make_app()
+    async with app.run_test(size=(100, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        assert "attention-sparse-mla" in _text(app, "#fix-head")
+        fix = app.query_one("#fix")
+        await pilot.press("enter")  # start
+        await settle(pilot, app)
+        assert fix.view.step_id == "what" and "enter" in _text(app, "#fix-keys")
+        await pilot.press("enter")  # ack
+        await settle(pilot, app)
+        assert fix.view.needs == "choice" and app.query_one("#fix-choices").display
+        await pilot.press("up", "enter")  # the first choice
+        await settle(pilot, app)
+        assert made["session"].answers[-1] == "upgrade"
+        # the command is shown in full before it runs
+        assert fix.view.needs == "confirm"
+        steps = " ".join(str(w.render()) for w in app.query(".fix-step"))
+        assert "$ " + fixflow.show_argv(cmd) in steps
+        await pilot.press("y")
+        await settle(pilot, app)
+        out = app.query_one("#fix-output")
+        assert out.display and "building wheel" in out.lines and "installed" in out.lines
+        assert fix.view.needs == "input" and app.query_one("#fix-input").display
+        for ch in "new.log":
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert fix.finished and made["session"].answers[-1] == "new.log"
+        outcome = " ".join(str(w.render()) for w in app.query(".fix-outcome"))
+        assert "apply:sparse-mla" in outcome and "--attention-backend CUSTOM" in outcome and "undo" in outcome
+        answers = " ".join(str(w.render()) for w in app.query(".fix-answer"))
+        assert "you: Upgrade vLLM to 0.26.0" in answers and "you: yes, run it" in answers
+        await pilot.press("u")
+        await settle(pilot, app)
+        assert "removed the plugin" in " ".join(str(w.render()) for w in app.query(".fix-step"))
+
+
+async def test_fix_skip_declines_the_command(monkeypatch):
+    made = scripted_plan(monkeypatch, [sys.executable, "-c", "raise SystemExit('must not run')"])
+    app = make_app()
+    async with app.run_test(size=(100, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4", "enter")
+        await settle(pilot, app)
+        await pilot.press("enter")
+        await settle(pilot, app)
+        await pilot.press("enter")  # default choice
+        await settle(pilot, app)
+        assert made["session"].answers[-1] == "bundled"  # enter takes the highlighted default
+        await pilot.press("s")
+        await settle(pilot, app)
+        assert "declined" in " ".join(str(w.render()) for w in app.query(".fix-step"))
+        assert not app.query_one("#fix-output").display  # nothing ran
+
+
+async def test_fix_with_the_real_engine_dry_run_reaches_an_outcome(tmp_path):
+    pytest.importorskip("triage.playbooks.engine")
+    app = make_app()
+    async with app.run_test(size=(100, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4", "D")
+        await settle(pilot, app)
+        fix = app.query_one("#fix")
+        for _ in range(30):
+            if fix.finished:
+                break
+            await pilot.press("enter")
+            await settle(pilot, app)
+        assert fix.finished
+        assert fix.plan.session.outcome
+        assert "dry run" in _text(app, "#fix-head")
+
+
+async def test_fix_without_the_engine_says_so(monkeypatch):
+    from triage.tui import fixflow
+
+    monkeypatch.setattr(fixflow, "engine_available", lambda: False)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4")
+        assert "not available" in _text(app, "#fix-head") + _text(app, "#fix-intro")
+
+
+async def test_help_palette_and_quit():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        from triage.tui.dialogs import HelpScreen
+
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        for ch in "View: Upstream":
+            await pilot.press("space" if ch == " " else ch)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.query_one("#views").current == "upstream"
+        await pilot.press("ctrl+c")  # never quits, never signals: Textual only says how to quit
+        await pilot.pause()
+        assert app.is_running
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_every_view_by_key_at_80x24():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        for key, view in (("2", "machine"), ("3", "upstream"), ("4", "fix"), ("1", "diagnosis")):
+            await pilot.press(key)
+            assert app.query_one("#views").current == view
+            assert f"{key} " in _text(app, "#nav")
+
+
+async def test_bare_triage_offers_found_logs(tmp_path):
+    from triage.tui.app import TriageApp
+    from triage.tui.findlogs import Candidate
+    from triage.tui.intake import Options
+    from tui_helpers import log_only
+
+    log = tmp_path / "vllm.log"
+    log.write_bytes((ROOT / DEMO_LOG_REL).read_bytes())
+    found = [Candidate("container vllm-glm5", "vllm/vllm-openai:nightly · Exited (1)", 0, lambda: str(log))]
+    rec = recorded_report()
+    app = TriageApp(Options(None, offline=True, probe=False), quick=lambda o, s: log_only(rec),
+                    finder=lambda: found, hosts=[])
+    async with app.run_test(size=(80, 24)) as pilot:
+        from triage.tui.dialogs import OpenLogScreen
+
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, OpenLogScreen)
+        await pilot.press("tab", "enter")
+        await settle(pilot, app)
+        assert app.opts.source == str(log)
+        assert "ROOT CAUSE" in _text(app, "#diag-text")
+
+
+async def test_live_pipe_updates_and_shows_when_the_input_ends():
+    """A real pipe: findings appear while the writer is still writing; the end is shown."""
+    from triage.tui.app import TriageApp
+    from triage.tui.intake import Options
+
+    data = (ROOT / DEMO_LOG_REL).read_bytes()
+    lines = data.splitlines(keepends=True)
+    r, w = os.pipe()
+    app = TriageApp(Options("-", offline=True, probe=False), pipe_fd=r, hosts=[])
+    async with app.run_test(size=(80, 24)) as pilot:
+        os.write(w, b"".join(lines[:20]))
+        await pilot.pause(0.3)
+        assert "vLLM still writing" in _text(app, "#status")
+        os.write(w, b"".join(lines[20:60]))  # the error is on line 41
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if app.report is not None and app.report.diagnoses:
+                break
+        assert app.report.diagnoses and not app.report.input_complete
+        assert "ROOT CAUSE" in _text(app, "#diag-text") and "vLLM still writing" in _text(app, "#status")
+        os.write(w, b"".join(lines[60:]))
+        os.close(w)
+        await settle(pilot, app)
+        assert "input ended" in _text(app, "#status") and "98 lines" in _text(app, "#status")
+        assert app.report.input_complete
+        assert app.query_one("#log").evidence == [41]

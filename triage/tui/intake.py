@@ -1,0 +1,162 @@
+"""Reading the log for the TUI, and building reports in two stages. No Textual here.
+
+A regular file is scanned in one go (grep, like the headless report). A pipe is read line by line
+into an incremental Scanner so that findings can be shown while vLLM is still writing: a snapshot of
+what was fed so far can be diagnosed at any time from another thread.
+
+Reports are built by the one pipeline (triage.pipeline.build_report), in two stages so that the
+diagnosis is on screen at once: `quick` (the log, plus a saved snapshot when given; no probing, no
+network) and then `full` (probes and upstream, which can take seconds).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from triage.logread import Scan, Scanner, scan_source
+from triage.logread.source import InputError, LogSource, open_source
+from triage.model import Report
+
+# Above this size a file's log view shows only the selected (error-like) lines, not every line.
+FULL_VIEW_LIMIT = 16 << 20
+
+
+@dataclass
+class Options:
+    """What the user asked for on the command line."""
+
+    source: str | None
+    snapshot: str | None = None
+    offline: bool = False
+    probe: bool = True
+    host: str | None = None
+    python: str | None = None
+
+    @property
+    def needs_full_stage(self) -> bool:
+        return self.probe or not self.offline
+
+
+class LiveLog:
+    """The log as it arrives. `run()` blocks (call it in a thread); `snapshot()` may be called
+    from any other thread while it runs; `scan` is the finished Scan once `ended` is set."""
+
+    def __init__(self, source: str, fd: int | None = None):
+        self.src: LogSource = open_source(source, fd)
+        self.scanner = Scanner(self.src.name)
+        self.lock = threading.Lock()
+        self.ended = False
+        self.error: str | None = None
+        self.fed = 0  # selected lines fed so far (changes mean: worth diagnosing again)
+        self.scan: Scan | None = None
+        self._totals: Callable[[], tuple[int, int]] = lambda: (0, 0)
+
+    @property
+    def is_pipe(self) -> bool:
+        return self.src.fd is not None
+
+    def totals(self) -> tuple[int, int]:
+        """(bytes, lines) read so far."""
+        try:
+            return self._totals()
+        except Exception:  # the selection's counters are plain ints; never let a display read fail
+            return (0, 0)
+
+    def run(self) -> Scan:
+        try:
+            if not self.is_pipe:
+                scan = scan_source(self.src)
+            else:
+                from triage.logread.select import select
+
+                sel = select(self.src)
+                self._totals = sel.totals
+                for no, raw in sel.lines:
+                    with self.lock:
+                        self.scanner.feed(no, raw)
+                        self.fed += 1
+                with self.lock:
+                    scan = self.scanner.finish(*sel.totals())
+                    scan.warnings.extend(sel.warnings)
+        except InputError as exc:
+            self.error = str(exc)
+            with self.lock:
+                scan = self.scanner.finish(*self.totals())
+            scan.warnings.append(f"reading the log stopped: {exc}")
+        self.scan = scan
+        self._totals = lambda: (scan.bytes, scan.lines_total)
+        self.ended = True
+        return scan
+
+    def snapshot(self) -> Scan:
+        """What was read so far, finished (complete=False while the input has not ended)."""
+        if self.scan is not None:
+            return self.scan
+        nbytes, nlines = self.totals()
+        with self.lock:
+            return self.scanner.snapshot(nbytes, nlines)
+
+
+def quick_report(opts: Options, scan: Scan) -> Report:
+    """The diagnosis from the log alone (and a saved probe snapshot): no probing, no network."""
+    from triage.pipeline import build_report
+
+    try:
+        return build_report(scan.source, offline=True, probe=False, snapshot=opts.snapshot, scan=scan)
+    except InputError as exc:  # an unusable snapshot must not hide the diagnosis
+        report = build_report(scan.source, offline=True, probe=False, snapshot=None, scan=scan)
+        report.warnings.append(str(exc))
+        return report
+
+
+def full_report(opts: Options, scan: Scan) -> Report:
+    """Everything the command line allows: probes of this machine or --host, upstream search."""
+    from triage.pipeline import build_report
+
+    try:
+        return build_report(scan.source, offline=opts.offline, probe=opts.probe, host=opts.host,
+                            python=opts.python, snapshot=opts.snapshot, scan=scan)
+    except InputError as exc:
+        report = build_report(scan.source, offline=opts.offline, probe=opts.probe and not opts.snapshot,
+                              host=opts.host, python=opts.python, snapshot=None, scan=scan)
+        report.warnings.append(str(exc))
+        return report
+
+
+def view_lines(scan: Scan, path: str | None) -> list[tuple[int, str]]:
+    """The lines the log view shows: every line of a file that is not too big, else the selected
+    (error-like) lines with their original numbers."""
+    if path and os.path.isfile(path) and os.path.getsize(path) <= FULL_VIEW_LIMIT:
+        try:
+            src = open_source(path)
+            from triage.logread.normalize import clean
+            from triage.logread.select import read_all_lines
+
+            return [(no, clean(raw)) for no, raw in read_all_lines(src)]
+        except (InputError, OSError):
+            pass
+    return [(ln.no, ln.shown) for ln in scan.lines]
+
+
+def load_hosts(snapshot: str | None) -> list[Any]:
+    """Every host of a saved `triage probe --json` (the fleet view); [] without triage.probes."""
+    if not snapshot:
+        return []
+    try:
+        import json
+
+        from triage.probes import HostProbe
+    except ImportError:
+        return []
+    try:
+        with open(snapshot, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return []
+    hosts = data.get("hosts") if isinstance(data, dict) else None
+    if not isinstance(hosts, list):
+        hosts = [data] if isinstance(data, dict) and "facts" in data else []
+    return [HostProbe.from_json(h) for h in hosts if isinstance(h, dict)]

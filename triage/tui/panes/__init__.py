@@ -1,0 +1,1 @@
+"""The four views of the main screen: Diagnosis, Machine, Upstream, Fix."""

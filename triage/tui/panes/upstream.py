@@ -1,0 +1,130 @@
+"""Upstream: what GitHub already knows, ranked by subsystem (with each hit's `why`, state and fixing PR),
+and whether upgrading vLLM would fix it. `c` copies a hit's URL with OSC 52 (reaches the local
+clipboard over SSH)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.markup import escape
+from textual.widgets import DataTable, Static
+
+from triage.model import Report
+
+VERDICTS = {
+    "fixes": ("$success", "upgrading fixes this"),
+    "does-not-fix": ("$error", "upgrading does not fix this"),
+    "unknown": ("$warning", "unknown whether upgrading fixes this"),
+}
+STATE_STYLE = {"open": "green", "merged": "magenta", "closed": "red"}
+
+
+def upgrade_markup(report: Report | None, *, busy: str = "") -> str:
+    out = []
+    if busy:
+        out.append(f"[$accent]{escape(busy)}[/]")
+    u = report.upgrade if report is not None else None
+    if not u:
+        out.append("[b]Upgrade[/] [$text-muted]not assessed yet[/]" if busy else
+                   "[b]Upgrade[/] [$text-muted]not assessed (no failure, or upstream lookup not available)[/]")
+        return "\n".join(out)
+    style, words = VERDICTS.get(str(u.get("verdict")), ("$warning", str(u.get("verdict"))))
+    target = f" (to {escape(str(u['target_version']))})" if u.get("target_version") else ""
+    out.append(f"[b]Upgrade[/] [{style} b]{escape(words)}[/]{target}")
+    ev = u.get("evidence")
+    for e in (ev if isinstance(ev, list) else [ev] if ev else [])[:6]:
+        out.append(f"  [$text-muted]{escape(str(e))}[/]")
+    if u.get("overwrites"):
+        out.append(f"  [$warning]would overwrite: {escape(', '.join(map(str, u['overwrites'])))}[/]")
+    return "\n".join(out)
+
+
+def hit_markup(h: dict[str, Any] | None) -> str:
+    if h is None:
+        return ""
+    kind = "PR" if h.get("kind") == "pr" else "issue"
+    out = [f"[b]#{h.get('number')}[/] {escape(str(h.get('title', '')))}",
+           f"  {kind} · {escape(str(h.get('state', '')))} · score {h.get('score', '')}"
+           + (f" · cached {escape(str(h['age']))} ago" if h.get("age") else ""),
+           f"  [b]why[/] {escape(str(h.get('why', '')))}"]
+    if h.get("fixed_by"):
+        repo = f"{h['fixed_by_repo']}" if h.get("fixed_by_repo") else ""
+        fixed_in = f", in vLLM {escape(str(h['fixed_in']))}" if h.get("fixed_in") else ", not in a release yet"
+        out.append(f"  [$success b]fixed by[/] {escape(repo)}#{h['fixed_by']}{fixed_in}")
+    out.append(f"  {escape(str(h.get('url', '')))}  [$text-muted](c copies it)[/]")
+    return "\n".join(out)
+
+
+class UpstreamPane(Vertical):
+    BINDINGS = [
+        Binding("c", "copy_url", "Copy URL"),
+        Binding("s", "research", "Search again", show=False),
+    ]
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.hits: list[dict[str, Any]] = []
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="upgrade-box"):
+            yield Static("", id="upgrade-text")
+        yield Static("", id="hits-title")
+        yield DataTable(id="hits", cursor_type="row")
+        yield Static("", id="hit-detail")
+
+    def show(self, report: Report | None, *, busy: str = "", offline: bool = False) -> None:
+        self.query_one("#upgrade-text", Static).update(upgrade_markup(report, busy=busy))
+        hits = list((report.upstream or []) if report is not None else [])
+        queries = getattr(report, "upstream_queries", None) or []
+        title = self.query_one("#hits-title", Static)
+        if hits:
+            title.update(f"[b]Upstream[/] {len(hits)} hit(s), best first"
+                         + (f" [$text-muted]· {len(queries)} searches[/]" if queries else ""))
+        elif report is not None and report.upstream is not None:
+            title.update("[b]Upstream[/] no matching issues or pull requests"
+                         + (" [$text-muted](offline: only the cache was read)[/]" if offline else ""))
+        else:
+            title.update("[b]Upstream[/] [$text-muted]" + ("searching…" if busy else "not searched") + "[/]")
+        if hits == self.hits and self.query_one("#hits", DataTable).row_count:
+            return
+        self.hits = hits
+        table = self.query_one("#hits", DataTable)
+        table.clear(columns=True)
+        table.add_columns("#", "kind", "state", "score", "title")
+        for h in hits:
+            state = str(h.get("state", ""))
+            table.add_row(str(h.get("number", "")), "PR" if h.get("kind") == "pr" else "issue",
+                          Text(state, style=STATE_STYLE.get(state, "")), f"{h.get('score', '')}",
+                          str(h.get("title", "")))
+        table.display = bool(hits)
+        self._detail(0 if hits else None)
+
+    def _detail(self, row: int | None) -> None:
+        h = self.hits[row] if row is not None and 0 <= row < len(self.hits) else None
+        self.query_one("#hit-detail", Static).update(hit_markup(h))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "hits":
+            self._detail(event.cursor_row)
+
+    @property
+    def selected(self) -> dict[str, Any] | None:
+        table = self.query_one("#hits", DataTable)
+        if not self.hits:
+            return None
+        return self.hits[min(max(table.cursor_row, 0), len(self.hits) - 1)]
+
+    def action_copy_url(self) -> None:
+        h = self.selected
+        if h is None or not h.get("url"):
+            self.app.notify("no hit selected", severity="warning")
+            return
+        self.app.copy_to_clipboard(str(h["url"]))
+        self.app.notify(f"copied {h['url']}", title="Clipboard (OSC 52)")
+
+    def action_research(self) -> None:
+        self.app.action_reprobe()  # type: ignore[attr-defined]
