@@ -42,8 +42,8 @@ def log_only(report: Report) -> Report:
     """What the quick stage shows before the probes and upstream came back."""
     env = {k: v for k, v in report.environment.items()
            if k in ("vllm_version", "model", "architecture", "python_prefix", "python_version", "launch_args")}
-    return Report(report.source, report.bytes, report.lines, report.diagnoses, env, report.notes, None, None,
-                  [], True)
+    return Report(source=report.source, bytes=report.bytes, lines=report.lines, diagnoses=report.diagnoses,
+                  environment=env, notes=report.notes, warnings=[], input_complete=True)
 
 
 def make_app(*, full: bool = True, hosts: list[Any] | None = None, source: str = DEMO_LOG_REL, **kw: Any):

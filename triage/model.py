@@ -111,10 +111,10 @@ class Report:
     # Filled by later stages (issue 4); absent from the JSON while None.
     upstream: list[dict[str, Any]] | None = None
     upgrade: dict[str, Any] | None = None
-    upstream_queries: list[str] | None = None  # exactly what was sent (after redaction)
     # Messages for the user about the run itself (truncated input, probe skipped, ...).
     warnings: list[str] = field(default_factory=list)
     input_complete: bool = True
+    upstream_queries: list[str] | None = None  # exactly what was sent (after redaction)
 
     @property
     def exit_code(self) -> int:

@@ -102,8 +102,10 @@ def _select_grep_stream(src: LogSource, grep: str) -> Selection:
     """A pipe or a gzip file: we read (and decompress) it, count it, and feed grep from a thread."""
     env = dict(os.environ, LC_ALL="C")
     proc = subprocess.Popen(
-        [grep, "-n", "-a", "-E", f"-A{CONTEXT_AFTER}", "-e", PREFILTER],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+        # --line-buffered and an unbuffered stdin: a live pipe (vLLM still writing) must reach the
+        # reader line by line, not when a 4 KB buffer fills.
+        [grep, "--line-buffered", "-n", "-a", "-E", f"-A{CONTEXT_AFTER}", "-e", PREFILTER],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0,
     )
     assert proc.stdin is not None and proc.stdout is not None
     state: dict[str, object] = {"bytes": 0, "lines": 0, "last": b"\n", "error": None}
