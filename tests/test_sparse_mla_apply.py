@@ -229,3 +229,40 @@ def test_apply_and_undo_through_the_real_transcript(venv, capsys):
     capsys.readouterr()
     assert apply_cmd.main(["--undo", "--yes"]) == 0
     assert _env_state(py) == {"eps": [], "version": None}
+
+
+def test_flagship_playbook_installs_the_real_backend_and_undo_removes_it(venv, tmp_path, capsys):
+    """Issue 5's flagship, bundled branch, with the real installer (no stand-in): the playbook
+    installs triage_sparse_mla into the venv that runs (a stand-in) vLLM, edits the launch script,
+    and `triage undo` reverts both."""
+    from tests.playbook_support import diagnosis, snapshot, upstream_unknown
+    from triage.commands import undo as undo_cmd
+    from triage.playbooks.actions import default_actions
+    from triage.playbooks.engine import ConsoleFrontEnd, Session, derive_facts
+    from triage.playbooks.load import load_library
+
+    py = str(venv / "bin" / "python")
+    script = tmp_path / "serve.sh"
+    original = f"#!/bin/bash\n{venv}/bin/vllm serve /models/GLM-5 \\\n  --tensor-parallel-size 8\n"
+    script.write_text(original)
+    new_log = tmp_path / "new.log"
+    new_log.write_text("INFO 01-01 00:00:00 [launcher.py:1] Application startup complete.\n")
+    facts = snapshot("sm120-nightly")
+    facts.update({"python_prefix": str(venv), "python": {"executable": py, "version": "3"},
+                  "vllm_version": "0.20.1", "patched_files": []})
+    pb = load_library(include_user=False).get("attention-sparse-mla")
+    s = Session(pb, derive_facts(facts, diagnosis("attention_backend"), log_path="vllm.log"),
+                runner=LocalRunner(), upstream=upstream_unknown, actions=default_actions(),
+                diagnose=lambda _p: [])
+    out = io.StringIO()
+    answers = ["y", "file", str(script), "y", "log", str(new_log)]
+    front = ConsoleFrontEnd(out, io.StringIO("".join(a + "\n" for a in answers)), interactive=True)
+    outcome = front.run(s)
+    assert outcome == "apply:sparse-mla", out.getvalue()
+    assert _env_state(py)["eps"] == ["triage_sparse_mla.plugin:register"]
+    assert "--attention-backend CUSTOM" in script.read_text()
+
+    capsys.readouterr()
+    assert undo_cmd.main(["--yes"]) == 0
+    assert _env_state(py) == {"eps": [], "version": None}
+    assert script.read_text() == original
