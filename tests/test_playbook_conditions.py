@@ -102,3 +102,10 @@ def test_release_order_matches_tuples(a, b):
         return tuple(t)
 
     assert (va < vb) == (trim(a) < trim(b))
+
+
+def test_placeholder_default_text_for_unknown_facts():
+    from triage.playbooks.engine import render_text
+
+    assert render_text("on {gpu_name|this GPU} ({compute_capability})", {}) == "on this GPU (unknown)"
+    assert render_text("on {gpu_name|this GPU}", {"gpu_name": "RTX PRO 6000"}) == "on RTX PRO 6000"

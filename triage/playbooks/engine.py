@@ -126,7 +126,7 @@ def render_text(template: Any, facts: dict[str, Any]) -> str:
     def sub(m: re.Match) -> str:
         v = lookup(facts, m.group(2))
         if v is None or v == "":
-            return "unknown"
+            return m.group(3) if m.group(3) is not None else "unknown"
         if isinstance(v, list):
             if m.group(2).endswith("argv"):
                 return show_argv([str(x) for x in v])

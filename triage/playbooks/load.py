@@ -36,7 +36,8 @@ from triage.playbooks.conditions import Condition, ConditionError, fact_type
 OUTCOME_RE = re.compile(r"^[a-z][a-z0-9_-]*:\S+$")
 STEP_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 PLAYBOOK_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-PLACEHOLDER_RE = re.compile(r"\{(\*?)([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*)\}")
+# {fact}, {*list_fact} (argv expansion), {fact|words shown when the fact is unknown}
+PLACEHOLDER_RE = re.compile(r"\{(\*?)([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*)(?:\|([^{}]*))?\}")
 FACT_TYPES = {"version", "capability", "number", "bool", "text", "list", "map"}
 
 # Built-in read-only probes a check step may name (implemented in triage.playbooks.engine).
