@@ -43,7 +43,7 @@ def demo_app(hosts=None):
             report.upstream = recorded.get("upstream")
         return report
 
-    opts = Options(source=log, snapshot=snap, offline=True, probe=False)
+    opts = Options(source=log, snapshot=snap, offline=True, probe=False, demo=True)
     return TriageApp(opts, quick=quick_report, full=full, hosts=hosts)
 
 

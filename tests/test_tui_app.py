@@ -274,6 +274,20 @@ async def test_fix_with_the_real_engine_dry_run_reaches_an_outcome(tmp_path):
         assert "dry run" in _text(app, "#fix-head")
 
 
+async def test_demo_fix_is_always_a_dry_run():
+    """The demo's machine is a recording: enter (not D) must still run nothing here."""
+    from triage.tui.app import TriageApp
+    from triage.tui.intake import Options
+
+    app = TriageApp(Options(DEMO_LOG_REL, offline=True, probe=False, demo=True), hosts=[])
+    async with app.run_test(size=(100, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("4", "enter")
+        await settle(pilot, app)
+        fix = app.query_one("#fix")
+        assert fix.dry_run and "dry run" in _text(app, "#fix-head")
+
+
 async def test_fix_without_the_engine_says_so(monkeypatch):
     from triage.tui import fixflow
 

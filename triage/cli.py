@@ -135,7 +135,7 @@ def _diagnose(argv: list[str]) -> int:
     else:
         from triage.report.text import render
 
-        render(report, log_name=args.log or source)
+        render(report, log_name=args.log or source, fix_hint="triage fix --demo --dry-run" if args.demo else None)
     sys.stdout.flush()
     return report.exit_code
 

@@ -61,6 +61,8 @@ def main(argv: list[str]) -> int:
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--log", help="the failed vLLM log (a path, or - for stdin)")
     src.add_argument("--from-report", metavar="FILE", help="a saved `triage --log ... --json` report")
+    src.add_argument("--demo", action="store_true",
+                     help="the bundled example (GLM-5 on 8x RTX PRO 6000, recorded machine); use with --dry-run")
     parser.add_argument("--playbook", metavar="ID", help="walk this playbook instead of the one the diagnosis names")
     parser.add_argument("--dry-run", action="store_true", help="show every step and command; run nothing")
     parser.add_argument("--yes", action="store_true", help="confirm every change and take every default answer")
@@ -74,6 +76,13 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code == 0 else USAGE_ERROR
+    if args.demo:
+        # The demo machine is recorded, not this one: never probe or change here.
+        from triage.cli import DEMO_LOG, DEMO_SNAPSHOT
+
+        if not args.dry_run:
+            return _fail("the demo's machine is a recording: walk it with --dry-run")
+        args.log, args.snapshot, args.offline, args.no_probe = str(DEMO_LOG), str(DEMO_SNAPSHOT), True, True
 
     interactive = sys.stdin.isatty() and sys.stdout.isatty()
     answers = sys.stdin

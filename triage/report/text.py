@@ -71,7 +71,8 @@ def machine_lines(env: dict[str, Any]) -> list[str]:
     return out
 
 
-def render(report: Report, out: TextIO | None = None, *, log_name: str | None = None) -> None:
+def render(report: Report, out: TextIO | None = None, *, log_name: str | None = None,
+           fix_hint: str | None = None) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.text import Text
@@ -87,7 +88,7 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
         con.print("\n[green]No failure found in this log.[/] "
                   + ("Recognised, harmless: " + "; ".join(n.title for n in report.notes) if report.notes else ""))
     for i, d in enumerate(report.diagnoses):
-        _diagnosis(con, d, i, log_name or report.source, escape)
+        _diagnosis(con, d, i, log_name or report.source, escape, fix_hint)
     env = report.environment
     lines = machine_lines(env)
     if lines:
@@ -121,7 +122,7 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
         con.print(f"[dim]note: {escape(w)}[/]")
 
 
-def _diagnosis(con, d: Diagnosis, i: int, log_name: str, escape) -> None:
+def _diagnosis(con, d: Diagnosis, i: int, log_name: str, escape, fix_hint: str | None = None) -> None:
     head = "ROOT CAUSE" if i == 0 else f"ALSO ({i + 1})"
     style = "bold red" if i == 0 else "bold yellow"
     con.print(f"\n[{style}]{head}[/] [dim]{d.category} . {d.signature} . confidence {d.confidence:.0%}[/]")
@@ -139,5 +140,5 @@ def _diagnosis(con, d: Diagnosis, i: int, log_name: str, escape) -> None:
         con.print(f"  [green]Fix:[/] {escape(d.fix.summary)}")
     if d.fix.playbook and i == 0:
         src = "-" if log_name == "-" else log_name
-        hint = f"triage fix --log {src}" if src != "-" else "triage fix --log vllm.log"
+        hint = fix_hint or (f"triage fix --log {src}" if src != "-" else "triage fix --log vllm.log")
         con.print(f"  [green]Guided fix:[/] {escape(hint)}   [dim](playbook {d.fix.playbook})[/]")

@@ -34,6 +34,7 @@ class Options:
     probe: bool = True
     host: str | None = None
     python: str | None = None
+    demo: bool = False  # the bundled example: its machine is a recording, so fixes are dry runs only
 
     @property
     def needs_full_stage(self) -> bool:

@@ -70,7 +70,8 @@ def run(args: Any, *, source: str | None, snapshot: str | None, offline: bool, p
     from triage.tui.intake import Options
 
     opts = Options(source=source, snapshot=snapshot, offline=offline, probe=probe,
-                   host=getattr(args, "host", None), python=getattr(args, "python", None))
+                   host=getattr(args, "host", None), python=getattr(args, "python", None),
+                   demo=bool(getattr(args, "demo", False)))
     app = TriageApp(opts, pipe_fd=pipe_fd)
     code = app.run(mouse=bool(getattr(args, "mouse", False)))
     if pipe_fd is not None and not (app.live is not None and app.live.ended):

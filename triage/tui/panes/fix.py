@@ -210,7 +210,8 @@ class FixPane(Vertical, can_focus=True):
     def _start(self, *, dry_run: bool) -> None:
         if self.running:
             return
-        self.dry_run = dry_run
+        # The demo's machine is a recording: walking its fix for real would change this machine.
+        self.dry_run = dry_run or getattr(self.app.opts, "demo", False)
         self.finished = False
         self.n = 0
         self.query_one("#fix-steps", VerticalScroll).remove_children(".fix-step, .fix-answer, .fix-outcome")
