@@ -191,3 +191,17 @@ def test_fifo_is_read_once_without_losing_its_head(tmp_path):
     t.join()
     assert s.bytes == len(body) and s.lines_total == 4
     assert s.exceptions[0].line.no == 1
+
+
+def test_collect_env_block_from_a_pipe(tmp_path):
+    """A stream is read once: the collect-env block is kept aside as it goes by."""
+    import gzip as gz
+
+    env = "\n".join(["Collecting environment information...", "PyTorch version              : 2.9.0+cu129",
+                     "CUDA used to build PyTorch   : 12.9", "GPU 0: NVIDIA GB10",
+                     "[pip3] flashinfer-python==0.5.2"]) + "\n"
+    p = tmp_path / "env.log.gz"  # gzip goes through the stream path, like stdin
+    p.write_bytes(gz.compress(("INFO x\n" * 20 + env).encode()))
+    f = scan_path(str(p)).facts
+    assert f["cuda_version"] == "12.9" and f["packages"]["flashinfer-python"] == "0.5.2"
+    assert f["gpus"][0]["name"] == "NVIDIA GB10"

@@ -118,6 +118,10 @@ def scan_source(src: LogSource, *, use_grep: bool | None = None,
     scan.warnings.extend(sel.warnings)
     if sc.collect_env_lines and src.path is not None:
         _read_collect_env(src, sc.collect_env_lines[0], scan)
+    for first, data in sel.blocks:  # the same block, kept aside while a stream went by
+        for i, raw in enumerate(iter_lines([data]), first):
+            extract.extract(parse(i, raw), scan.facts)
+        extract.finish(scan.facts)
     return scan
 
 

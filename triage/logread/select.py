@@ -35,6 +35,8 @@ PREFILTER = (
 )
 PREFILTER_RE = re.compile(PREFILTER.encode())
 MAX_LINE = 64 * 1024
+BLOCK_MARKER = b"Collecting environment information"
+BLOCK_BYTES = 64 * 1024
 CONTEXT_AFTER = 1
 
 
@@ -45,6 +47,9 @@ class Selection:
     lines: Iterator[tuple[int, bytes]]
     _totals: Callable[[], tuple[int, int]]
     warnings: list[str] = field(default_factory=list)
+    # A stream cannot be read twice: a pasted `vllm collect-env` block (few selectable words in it)
+    # is kept aside whole while it streams by, as (number of its first line, its bytes).
+    blocks: list[tuple[int, bytes]] = field(default_factory=list)
 
     def totals(self) -> tuple[int, int]:
         """(bytes, lines) of the whole input. Call after consuming `lines`."""
@@ -110,11 +115,24 @@ def _select_grep_stream(src: LogSource, grep: str) -> Selection:
     assert proc.stdin is not None and proc.stdout is not None
     state: dict[str, object] = {"bytes": 0, "lines": 0, "last": b"\n", "error": None}
 
+    sel_blocks: list[tuple[int, bytes]] = []
+
     def feed() -> None:
         nbytes = nlines = 0
         last = b"\n"
+        keep = 0  # bytes of a collect-env block still to keep
         try:
             for chunk in chunks(src):
+                if keep:
+                    no, got = sel_blocks[-1]
+                    sel_blocks[-1] = (no, got + chunk[:keep])
+                    keep = max(0, keep - len(chunk))
+                elif not sel_blocks:
+                    at = chunk.find(BLOCK_MARKER)
+                    if at >= 0:
+                        start = chunk.rfind(b"\n", 0, at) + 1
+                        sel_blocks.append((nlines + chunk.count(b"\n", 0, start) + 1, chunk[start:start + BLOCK_BYTES]))
+                        keep = max(0, BLOCK_BYTES - (len(chunk) - start))
                 nbytes += len(chunk)
                 nlines += chunk.count(b"\n")
                 last = chunk[-1:]
