@@ -10,6 +10,7 @@ whose category is guessed from where in the code it was raised.
 from __future__ import annotations
 
 import re
+from triage.lazyre import lazy
 from typing import Any
 
 from triage.logread.scan import Scan
@@ -20,7 +21,7 @@ from triage.rules.base import Rule
 from triage.rules.wrappers import is_wrapper
 
 SECONDARY_FACTOR = 0.6
-WRAPPED_ERROR_RE = re.compile(r"failed with error '(.+?)'(?:,|$)")
+WRAPPED_ERROR_RE = lazy(r"failed with error '(.+?)'(?:,|$)")
 EARLIEST_BONUS = 0.06
 
 _RULES: list[Rule] | None = None

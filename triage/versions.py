@@ -22,9 +22,10 @@ Pure functions, no imports beyond `re`: the lead's log scan reuses this for vers
 from __future__ import annotations
 
 import re
+from triage.lazyre import lazy
 from typing import Any
 
-_PEP440 = re.compile(
+_PEP440 = lazy(
     r"""^v?(?P<release>\d+(?:\.\d+)*)
         (?:(?P<pre_l>a|b|rc)(?P<pre_n>\d+))?
         (?:\.post(?P<post>\d+))?
@@ -32,12 +33,12 @@ _PEP440 = re.compile(
         (?:\+(?P<local>[A-Za-z0-9.]+))?$""",
     re.X,
 )
-_GIT = re.compile(r"^g([0-9a-f]{7,40})$")
-_HEX = re.compile(r"^[0-9a-f]{7,40}$")
-_DIRTY = re.compile(r"^d(\d{4})(\d{2})(\d{2})$")
-_CUDA = re.compile(r"^cu(\d{2,3})$")
-_ROCM = re.compile(r"^rocm(\d+)$")
-_NGC = re.compile(r"(?:^|\.)nv(\d{2})\.(\d{2})(?:\.|$)")
+_GIT = lazy(r"^g([0-9a-f]{7,40})$")
+_HEX = lazy(r"^[0-9a-f]{7,40}$")
+_DIRTY = lazy(r"^d(\d{4})(\d{2})(\d{2})$")
+_CUDA = lazy(r"^cu(\d{2,3})$")
+_ROCM = lazy(r"^rocm(\d+)$")
+_NGC = lazy(r"(?:^|\.)nv(\d{2})\.(\d{2})(?:\.|$)")
 _PLATFORMS = {"cpu", "tpu", "xpu", "hpu", "neuron", "empty"}
 
 

@@ -8,54 +8,55 @@ from __future__ import annotations
 
 import ast
 import re
+from triage.lazyre import lazy
 from typing import Any
 
 from triage.logread.normalize import Line
 
 VERSION_PATTERNS = [
-    re.compile(r"vLLM API server version (?P<v>[0-9][\w.+-]*)"),
-    re.compile(r"\bvLLM version (?P<v>[0-9][\w.+-]*)"),
-    re.compile(r"LLM engine \(v(?P<v>[0-9][\w.+-]*)\)"),
-    re.compile(r"^\s*vLLM Version\s*:\s*(?P<v>[0-9][\w.+-]*)"),
+    lazy(r"vLLM API server version (?P<v>[0-9][\w.+-]*)"),
+    lazy(r"\bvLLM version (?P<v>[0-9][\w.+-]*)"),
+    lazy(r"LLM engine \(v(?P<v>[0-9][\w.+-]*)\)"),
+    lazy(r"^\s*vLLM Version\s*:\s*(?P<v>[0-9][\w.+-]*)"),
     # The ASCII-art banner of newer versions: "... version 0.16.1rc1.dev265+gd106bf39f"
-    re.compile(r"^[\s\u2580-\u259f]*version (?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$"),
+    lazy(r"^[\s\u2580-\u259f]*version (?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$"),
 ]
-PY_PATH_RE = re.compile(
+PY_PATH_RE = lazy(
     r'(?P<prefix>/[^"\s]*?)/lib/(?P<py>python\d\.\d+)/(?P<kind>site-packages|dist-packages)/(?P<pkg>[\w.-]+)'
 )
-CONDA_PY_RE = re.compile(r'(?P<prefix>[A-Za-z]:\\[^"]*?)\\Lib\\site-packages\\')
-NON_DEFAULT_RE = re.compile(r"non-default args: (?P<d>\{.*\})\s*$")
-NAMESPACE_RE = re.compile(r"args: Namespace\((?P<a>.*)\)\s*$")
-CONFIG_MODEL_RE = re.compile(r"with config: model='(?P<m>[^']*)'")
+CONDA_PY_RE = lazy(r'(?P<prefix>[A-Za-z]:\\[^"]*?)\\Lib\\site-packages\\')
+NON_DEFAULT_RE = lazy(r"non-default args: (?P<d>\{.*\})\s*$")
+NAMESPACE_RE = lazy(r"args: Namespace\((?P<a>.*)\)\s*$")
+CONFIG_MODEL_RE = lazy(r"with config: model='(?P<m>[^']*)'")
 ARCH_RES = [
-    re.compile(r"Resolved architecture: (?P<a>\w+)"),
-    re.compile(r"Model architectures \['(?P<a>\w+)'"),
-    re.compile(r"architectures=\['(?P<a>\w+)'"),
+    lazy(r"Resolved architecture: (?P<a>\w+)"),
+    lazy(r"Model architectures \['(?P<a>\w+)'"),
+    lazy(r"architectures=\['(?P<a>\w+)'"),
 ]
 GPU_NAME_RES = [
     # torch: "Found GPU0 NVIDIA GB10 which is of cuda capability 12.1."
-    re.compile(r"Found GPU(?P<i>\d+) (?P<name>.+?) which is of (?:cuda|CUDA) capability (?P<cc>\d+\.\d+)"),
+    lazy(r"Found GPU(?P<i>\d+) (?P<name>.+?) which is of (?:cuda|CUDA) capability (?P<cc>\d+\.\d+)"),
     # torch: "NVIDIA RTX PRO 6000 Blackwell Server Edition with CUDA capability sm_120 is not compatible"
-    re.compile(r"(?P<name>NVIDIA [\w .-]+?) with CUDA capability sm_(?P<sm>\d+) is not compatible"),
+    lazy(r"(?P<name>NVIDIA [\w .-]+?) with CUDA capability sm_(?P<sm>\d+) is not compatible"),
     # collect-env / nvidia-smi -L: "GPU 0: NVIDIA H100 80GB HBM3"
-    re.compile(r"^\s*GPU (?P<i>\d+): (?P<name>(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Instinct)[^(]*?)\s*(?:\(UUID.*)?$"),
+    lazy(r"^\s*GPU (?P<i>\d+): (?P<name>(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Instinct)[^(]*?)\s*(?:\(UUID.*)?$"),
 ]
 CC_RES = [
-    re.compile(r"Current capability: (?P<n>\d{2,3})\b"),
-    re.compile(r"[Cc]ompute capability (?:of )?(?P<maj>\d+)\.(?P<min>\d+)"),
-    re.compile(r"DeviceCapability\(major=(?P<maj>\d+), minor=(?P<min>\d+)\)"),
-    re.compile(r"capability sm_(?P<n>\d{2,3})\b"),
+    lazy(r"Current capability: (?P<n>\d{2,3})\b"),
+    lazy(r"[Cc]ompute capability (?:of )?(?P<maj>\d+)\.(?P<min>\d+)"),
+    lazy(r"DeviceCapability\(major=(?P<maj>\d+), minor=(?P<min>\d+)\)"),
+    lazy(r"capability sm_(?P<n>\d{2,3})\b"),
 ]
 DRIVER_RES = [
-    re.compile(r"^\s*Nvidia driver version\s*:\s*(?P<v>[\d.]+)"),
-    re.compile(r"Driver Version: (?P<v>[\d.]+)"),
+    lazy(r"^\s*Nvidia driver version\s*:\s*(?P<v>[\d.]+)"),
+    lazy(r"Driver Version: (?P<v>[\d.]+)"),
 ]
-CUDA_BUILD_RE = re.compile(r"^\s*CUDA used to build PyTorch\s*:\s*(?P<v>[\d.]+)")
-TORCH_RE = re.compile(r"^\s*PyTorch version\s*:\s*(?P<v>\S+)")
-PIP_RE = re.compile(r"^\s*\[(?:pip3?|conda)\]\s+(?P<name>[\w.-]+)(?:==|\s+)(?P<v>[\w.+!-]+)")
-PYVER_RE = re.compile(r"^\s*Python version\s*:\s*(?P<v>\d+\.\d+(?:\.\d+)?)")
-OS_RE = re.compile(r"^\s*OS\s*:\s*(?P<v>.+)$")
-TORCH_WARN_VER_RE = re.compile(r"current PyTorch install(?:ation)? supports CUDA capabilities (?P<v>[\w ]+)")
+CUDA_BUILD_RE = lazy(r"^\s*CUDA used to build PyTorch\s*:\s*(?P<v>[\d.]+)")
+TORCH_RE = lazy(r"^\s*PyTorch version\s*:\s*(?P<v>\S+)")
+PIP_RE = lazy(r"^\s*\[(?:pip3?|conda)\]\s+(?P<name>[\w.-]+)(?:==|\s+)(?P<v>[\w.+!-]+)")
+PYVER_RE = lazy(r"^\s*Python version\s*:\s*(?P<v>\d+\.\d+(?:\.\d+)?)")
+OS_RE = lazy(r"^\s*OS\s*:\s*(?P<v>.+)$")
+TORCH_WARN_VER_RE = lazy(r"current PyTorch install(?:ation)? supports CUDA capabilities (?P<v>[\w ]+)")
 
 
 def _gpu_family(cc: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+from triage.lazyre import lazy
 import shutil
 import subprocess
 import threading
@@ -33,7 +34,7 @@ PREFILTER = (
     "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env|"
     "above exception|NumPy|bootstrapping|fatal"
 )
-PREFILTER_RE = re.compile(PREFILTER.encode())
+PREFILTER_RE = lazy(PREFILTER.encode())
 MAX_LINE = 64 * 1024
 BLOCK_MARKER = b"Collecting environment information"
 BLOCK_BYTES = 64 * 1024

@@ -11,6 +11,7 @@ is parsed generically as key/value pairs. Reasons may contain commas and bracket
 from __future__ import annotations
 
 import re
+from triage.lazyre import lazy
 from typing import Any
 
 from triage.logread.normalize import Line
@@ -18,14 +19,14 @@ from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
 
-NO_VALID_RE = re.compile(r"No valid attention backend found for (?P<device>\w+) with (?P<rest>.*)")
-SOME_INVALID_RE = re.compile(r"Some attention backends are not valid for (?P<device>\w+) with (?P<rest>.*)")
-SELECTED_RE = re.compile(
+NO_VALID_RE = lazy(r"No valid attention backend found for (?P<device>\w+) with (?P<rest>.*)")
+SOME_INVALID_RE = lazy(r"Some attention backends are not valid for (?P<device>\w+) with (?P<rest>.*)")
+SELECTED_RE = lazy(
     r"Selected backend (?:AttentionBackendEnum\.|_Backend\.|Backend\.)?(?P<backend>[A-Z][A-Z0-9_]+)"
     r" is not valid for this configuration\. Reasons?: (?P<reasons>\[.*\])"
 )
-OLD_INVALID_RE = re.compile(r"Invalid attention backend for (?P<device>\w+)\s*$")
-BACKEND_START_RE = re.compile(r"(?:^|\{|, )([A-Z][A-Z0-9_]+): \[")
+OLD_INVALID_RE = lazy(r"Invalid attention backend for (?P<device>\w+)\s*$")
+BACKEND_START_RE = lazy(r"(?:^|\{|, )([A-Z][A-Z0-9_]+): \[")
 
 # Generic rejection reasons of AttentionBackend.validate_configuration, for re-joining reasons that
 # contain ", " themselves (a piece that does not start a known reason continues the previous one).

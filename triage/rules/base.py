@@ -134,14 +134,51 @@ _ESCAPED_CLASSES = set("dDwWsSbBAZ0123456789")
 def required_literal(pattern: str, min_len: int = 4) -> str | None:
     """The longest run of plain characters that every match of `pattern` contains, or None.
 
-    Only the top level of the pattern is considered (inside groups, alternatives may skip a run);
+    Groups are looked into when they are neither alternations nor quantified nor lookarounds;
     a top-level `|` means no literal is required. A character followed by a quantifier is dropped.
     """
     if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?P", "(?=", "(?!", "(?<")):
         return None  # inline flags such as (?i) change what a literal means
+    runs = _required_runs(pattern)
+    if runs is None:
+        return None
+    best = max(runs, key=len, default="")
+    return best if len(best) >= min_len else None
+
+
+def _group_end(p: str, i: int) -> int:
+    """Index of the ')' closing the '(' at p[i], or -1."""
+    depth = 0
+    n = len(p)
+    while i < n:
+        c = p[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if j < n and p[j] == "^":
+                j += 1
+            if j < n and p[j] == "]":
+                j += 1
+            while j < n and p[j] != "]":
+                j += 2 if p[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def _required_runs(pattern: str) -> list[str] | None:
+    """Literal runs every match contains; None when the pattern is a top-level alternation."""
     runs: list[str] = []
     cur: list[str] = []
-    depth = 0
     i, n = 0, len(pattern)
 
     def flush() -> None:
@@ -153,7 +190,7 @@ def required_literal(pattern: str, min_len: int = 4) -> str | None:
         c = pattern[i]
         if c == "\\" and i + 1 < n:
             nxt = pattern[i + 1]
-            if depth == 0 and nxt not in _ESCAPED_CLASSES and not nxt.isalpha():
+            if nxt not in _ESCAPED_CLASSES and not nxt.isalpha():
                 cur.append(nxt)
             else:
                 flush()
@@ -172,15 +209,27 @@ def required_literal(pattern: str, min_len: int = 4) -> str | None:
             continue
         if c == "(":
             flush()
-            depth += 1
-        elif c == ")":
-            flush()
-            depth = max(0, depth - 1)
-        elif c == "|":
-            if depth == 0:
-                return None
-        elif c in "?*+{":
-            if cur and depth == 0:
+            end = _group_end(pattern, i)
+            if end < 0:
+                return runs  # unbalanced: what was seen so far still holds
+            body = pattern[i + 1:end]
+            quantified = end + 1 < n and pattern[end + 1] in "?*{"
+            if body.startswith("?P<"):
+                body = body[body.index(">") + 1:]
+            elif body.startswith("?:"):
+                body = body[2:]
+            elif body.startswith("?"):
+                body = None  # lookaround, comment, flags: says nothing about what is matched
+            if body is not None and not quantified:
+                inner = _required_runs(body)
+                if inner:
+                    runs.extend(inner)
+            i = end + 1
+            continue
+        if c == "|":
+            return None
+        if c in "?*+{":
+            if cur:
                 cur.pop()  # the quantified character may be absent (or repeated)
             flush()
             if c == "{":
@@ -188,12 +237,11 @@ def required_literal(pattern: str, min_len: int = 4) -> str | None:
                     i += 1
         elif c in ".^$":
             flush()
-        elif depth == 0:
+        else:
             cur.append(c)
         i += 1
     flush()
-    best = max(runs, key=len, default="")
-    return best if len(best) >= min_len else None
+    return runs
 
 
 def _number(v: str) -> Any:

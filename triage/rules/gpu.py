@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from triage.lazyre import lazy
 from typing import Any
 
 from triage.logread.normalize import Line
@@ -19,7 +20,7 @@ def _capabilities(m, line, scan) -> dict:
             out[key] = f"{v[:-1]}.{v[-1]}"
     return out
 
-FOUND_GPU_RE = re.compile(r"Found GPU\d+ (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)")
+FOUND_GPU_RE = lazy(r"Found GPU\d+ (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)")
 
 
 def _too_old_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:

@@ -9,6 +9,7 @@ does not mistake them for a cause.
 from __future__ import annotations
 
 import re
+from triage.lazyre import lazy
 
 from triage.rules.base import Rule
 
@@ -37,7 +38,7 @@ WRAPPER_PATTERNS = [
     r"Error in (?:preprocessing prompt inputs|chat completion stream generator|completion stream generator)",
     r"MQLLMEngine is already dead",
 ]
-WRAPPER_RE = re.compile("|".join(f"(?:{p})" for p in WRAPPER_PATTERNS))
+WRAPPER_RE = lazy("|".join(f"(?:{p})" for p in WRAPPER_PATTERNS))
 
 
 def is_wrapper(text: str) -> bool:

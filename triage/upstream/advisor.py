@@ -8,6 +8,7 @@ really install (`pip index versions`), and nightly wheels show up when their ind
 from __future__ import annotations
 
 import re
+from triage.lazyre import lazy
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -20,15 +21,38 @@ INSTALLER_TIMEOUT = 8.0
 KEEP_PATCHES_CMD = "triage probe --save-patches DIR"
 
 
+CAPABILITIES = Path(__file__).parent / "capabilities.yaml"
+
+
 @lru_cache(maxsize=1)
 def load_capabilities() -> list[dict[str, Any]]:
-    import yaml
+    """The table, from capabilities.yaml (the one place it is edited). Parsing YAML costs more than
+    the rest of an offline report, so the parsed table is kept as JSON in the cache folder, keyed by
+    the YAML file's size and modification time."""
+    import json
 
-    text = (Path(__file__).parent / "capabilities.yaml").read_text(encoding="utf-8")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    data = yaml.load(text, Loader=loader) or {}  # noqa: S506 (a safe loader)
-    caps = data.get("capabilities") or []
-    return [c for c in caps if isinstance(c, dict) and c.get("id")]
+    from triage.paths import cache_dir
+
+    st = CAPABILITIES.stat()
+    cached = cache_dir() / f"capabilities-{st.st_size}-{st.st_mtime_ns}.json"
+    try:
+        caps = json.loads(cached.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        caps = None
+    if not isinstance(caps, list):
+        import yaml
+
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(CAPABILITIES.read_text(encoding="utf-8"), Loader=loader) or {}  # noqa: S506 (safe)
+        caps = [c for c in (data.get("capabilities") or []) if isinstance(c, dict) and c.get("id")]
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(".tmp")
+            tmp.write_text(json.dumps(caps, default=str), encoding="utf-8")
+            tmp.replace(cached)
+        except OSError:
+            pass  # a read-only cache only costs the YAML parse next time
+    return caps
 
 
 # --- what the installer can reach ------------------------------------------------------------
@@ -54,9 +78,9 @@ class Available:
                 "message": self.message}
 
 
-_PIP_AVAILABLE = re.compile(r"^\s*Available versions:\s*(.+)$", re.M)
-_PIP_INSTALLED = re.compile(r"^\s*INSTALLED:\s*(\S+)", re.M)
-_UV_WOULD = re.compile(r"^\s*\+\s*vllm==(\S+)", re.M | re.I)
+_PIP_AVAILABLE = lazy(r"^\s*Available versions:\s*(.+)$", re.M)
+_PIP_INSTALLED = lazy(r"^\s*INSTALLED:\s*(\S+)", re.M)
+_UV_WOULD = lazy(r"^\s*\+\s*vllm==(\S+)", re.M | re.I)
 
 
 def parse_pip_index(out: str) -> tuple[list[str], str | None]:

@@ -9,6 +9,7 @@ family, and the error phrase.
 from __future__ import annotations
 
 import re
+from triage.lazyre import lazy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,7 +110,7 @@ def classify_subsystem(title: str, body: str = "") -> str | None:
 
 
 # --- attention backends -----------------------------------------------------------------------
-BACKEND_RE = re.compile(
+BACKEND_RE = lazy(
     r"\b(FLASH_ATTN_MLA_SPARSE|FLASHINFER_MLA_SPARSE_SM120|FLASHINFER_MLA_SPARSE|FLASHMLA_SPARSE|TRITON_MLA_SPARSE|"
     r"XPU_MLA_SPARSE|ROCM_AITER_MLA_SPARSE|FLASH_ATTN_MLA|FLASHINFER_MLA|FLASHMLA|TRITON_MLA|CUTLASS_MLA|TOKENSPEED_MLA|"
     r"ROCM_AITER_MLA|ROCM_AITER_TRITON_MLA|FLASH_ATTN|FLASHINFER|TRITON_ATTN|FLEX_ATTENTION|TREE_ATTN|ROCM_ATTN|"
@@ -135,7 +136,7 @@ GPU_PATTERNS: list[tuple[str, str, str]] = [
     (r"\bsm_?7[05]\b|\bV100\b|\bT4\b|Turing|Volta|RTX ?20[6789]0", "7", "Volta/Turing"),
     (r"\bMI[0-9]{3}X?\b|ROCm|gfx9[0-9]{2}", "rocm", "AMD ROCm"),
 ]
-_GPU_RE = [(re.compile(p, re.I), k, label) for p, k, label in GPU_PATTERNS]
+_GPU_RE = [(lazy(p, re.I), k, label) for p, k, label in GPU_PATTERNS]
 
 
 def gpu_families_in(text: str) -> dict[str, str]:
@@ -200,7 +201,7 @@ MODEL_PATTERNS: list[tuple[str, str, str]] = [
     (r"Gemma", "Gemma", "gemma"),
     (r"GLM-?4|Glm4", "GLM-4", "glm4"),
 ]
-_MODEL_RE = [(re.compile(p, re.I), fam, grp) for p, fam, grp in MODEL_PATTERNS]
+_MODEL_RE = [(lazy(p, re.I), fam, grp) for p, fam, grp in MODEL_PATTERNS]
 
 
 def model_families_in(text: str) -> dict[str, str]:
@@ -213,11 +214,11 @@ def model_families_in(text: str) -> dict[str, str]:
 
 
 # --- error phrase ----------------------------------------------------------------------------------
-_LOG_HEADER = re.compile(
+_LOG_HEADER = lazy(
     r"^(?:\S+\s+\|\s+)?(?:\[rank\d+\]:\s*)?(?:\([^)]*\)\s*)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d\s+[\d:.]+\s+\[[^\]]*\]\s*)?"
 )
-_EXC_PREFIX = re.compile(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit)|AssertionError|torch\.OutOfMemoryError):\s*")
-_VOLATILE = re.compile(
+_EXC_PREFIX = lazy(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit)|AssertionError|torch\.OutOfMemoryError):\s*")
+_VOLATILE = lazy(
     r"[/\\]|0x[0-9a-f]+|\d|[=()\[\]{}<>'\"`]|^[A-Z][A-Za-z]+\.[A-Z_]+$"  # paths, hex, numbers, assignments, brackets
 )
 _STOP_TAIL = {"for", "with", "on", "in", "at", "of", "to", "the", "a", "an", "and", "or", "is", "are", "was", "by",
@@ -287,10 +288,10 @@ def _gpu_from_env(env: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 RELATED_REPOS = [
-    (re.compile(r"flashinfer", re.I), "flashinfer-ai/flashinfer"),
-    (re.compile(r"FlashMLA|flashmla|_flashmla_C", re.I), "deepseek-ai/FlashMLA"),
-    (re.compile(r"deep_?gemm", re.I), "deepseek-ai/DeepGEMM"),
-    (re.compile(r"\btriton\b.*(?:compile|ptxas|out of resource)|ptxas|triton\.compiler|TritonError", re.I),
+    (lazy(r"flashinfer", re.I), "flashinfer-ai/flashinfer"),
+    (lazy(r"FlashMLA|flashmla|_flashmla_C", re.I), "deepseek-ai/FlashMLA"),
+    (lazy(r"deep_?gemm", re.I), "deepseek-ai/DeepGEMM"),
+    (lazy(r"\btriton\b.*(?:compile|ptxas|out of resource)|ptxas|triton\.compiler|TritonError", re.I),
      "triton-lang/triton"),
 ]
 

@@ -9,6 +9,7 @@ rather than sent.
 from __future__ import annotations
 
 import re
+from triage.lazyre import lazy
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -19,7 +20,7 @@ MAX_QUERY_CHARS = 256
 MAX_OPERATORS = 5
 MAX_QUERIES = 3  # the unauthenticated search budget is 10 a minute: leave room for a second run
 
-_OPERATOR = re.compile(r"(?<![\w\"])(AND|OR|NOT)(?![\w\"])")
+_OPERATOR = lazy(r"(?<![\w\"])(AND|OR|NOT)(?![\w\"])")
 
 
 @dataclass(frozen=True)

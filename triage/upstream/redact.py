@@ -10,47 +10,48 @@ from __future__ import annotations
 
 import os
 import re
+from triage.lazyre import lazy
 from typing import Iterable
 
 # Secrets with a recognisable shape: GitHub, Hugging Face, OpenAI-style, Slack, AWS keys, JWTs,
 # and any "token=..." / "Authorization: Bearer ..." pair.
 _SECRET_PATTERNS = [
-    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
-    re.compile(r"\bhf_[A-Za-z0-9]{20,}\b"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{16,}\b"),
-    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
-    re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"),
+    lazy(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b"),
+    lazy(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
+    lazy(r"\bhf_[A-Za-z0-9]{20,}\b"),
+    lazy(r"\bsk-[A-Za-z0-9_-]{16,}\b"),
+    lazy(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
+    lazy(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
+    lazy(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"),
 ]
-_SECRET_ASSIGN = re.compile(
+_SECRET_ASSIGN = lazy(
     r"(?i)\b((?:[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY))\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
 )
-_BEARER = re.compile(r"(?i)\b(bearer|token)\s+([A-Za-z0-9._~+/=-]{12,})")
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
-_URL_CRED = re.compile(r"(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
-_URL = re.compile(r"\b(?:https?|ssh|ftp|s3|gs|hf)://[^\s'\"<>)\]]+")
-_IPV4 = re.compile(r"(?<![\w.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?::\d{1,5})?(?![\w.])")
+_BEARER = lazy(r"(?i)\b(bearer|token)\s+([A-Za-z0-9._~+/=-]{12,})")
+_EMAIL = lazy(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
+_URL_CRED = lazy(r"(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
+_URL = lazy(r"\b(?:https?|ssh|ftp|s3|gs|hf)://[^\s'\"<>)\]]+")
+_IPV4 = lazy(r"(?<![\w.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?::\d{1,5})?(?![\w.])")
 # IPv6: five or more groups, or a "::" form; never a clock time like 10:12:44.
-_IPV6 = re.compile(
+_IPV6 = lazy(
     r"(?<![\w:.])(?:(?:[0-9A-Fa-f]{1,4}:){4,7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){1,7}(?::[0-9A-Fa-f]{1,4}){1,7}"
     r"|::(?:[0-9A-Fa-f]{1,4}:){0,5}[0-9A-Fa-f]{1,4})(?![\w:])"
 )
 _PUBLIC_IPS = ("0.0.0.0", "127.0.0.1", "::1")
 # A venv's path up to site-packages says nothing useful and may name the user: keep what follows.
-_ENV_PATH = re.compile(r"(?<![\w.:/])/[^\s'\"]*?/(site-packages|dist-packages)/")
+_ENV_PATH = lazy(r"(?<![\w.:/])/[^\s'\"]*?/(site-packages|dist-packages)/")
 # Home directories name their user; keep nothing of them.
-_HOME = re.compile(r"(?:/home|/Users|/export/home)/[^/\s'\"]+((?:/[^\s'\":,)\]]*)?)")
-_ROOT_HOME = re.compile(r"(?<![\w.])/root(?=/|\b)((?:/[^\s'\":,)\]]*)?)")
+_HOME = lazy(r"(?:/home|/Users|/export/home)/[^/\s'\"]+((?:/[^\s'\":,)\]]*)?)")
+_ROOT_HOME = lazy(r"(?<![\w.])/root(?=/|\b)((?:/[^\s'\":,)\]]*)?)")
 # Other absolute paths: a venv's site-packages path says little, but a data or model directory
 # can name a project or a customer. Keep the well-known system prefixes; redact the rest.
-_ABS_PATH = re.compile(r"(?<![\w.:/>])/(?:[A-Za-z0-9._@+-]+/)+[A-Za-z0-9._@+-]*")
+_ABS_PATH = lazy(r"(?<![\w.:/>])/(?:[A-Za-z0-9._@+-]+/)+[A-Za-z0-9._@+-]*")
 _SAFE_PREFIXES = (
     "/usr/", "/opt/conda/", "/opt/venv/", "/opt/nvidia/", "/lib/", "/lib64/", "/etc/", "/proc/", "/sys/",
     "/dev/", "/bin/", "/sbin/", "/tmp/", "/var/lib/", "/run/", "/.venv/", "/venv/",
 )
 # A fully qualified host name (at least two dots, alphabetic TLD) that is not a public service.
-_FQDN = re.compile(r"\b(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,}\.(?:[A-Za-z]{2,})\b")
+_FQDN = lazy(r"\b(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,}\.(?:[A-Za-z]{2,})\b")
 _PUBLIC_HOSTS = (
     "github.com", "githubusercontent.com", "huggingface.co", "pypi.org", "pythonhosted.org",
     "vllm.ai", "nvidia.com", "pytorch.org", "flashinfer.ai", "docker.io", "docker.com", "ngc.nvidia.com",
