@@ -5,6 +5,20 @@ from __future__ import annotations
 from triage.rules.base import Rule
 
 
+def _argv_hint(m, line, scan) -> dict:
+    """What usually produced the unknown argument: a removed flag, or arguments glued into one token."""
+    flag = (m.groupdict().get("flag") or "").strip()
+    if flag.split(" ", 1)[0] == "serve" or line.text.startswith("api_server.py"):
+        return {"hint": "The image's entrypoint already starts the API server: drop the leading `serve` (and pass the "
+                        "model as --model) or run the `vllm serve` entrypoint; in docker compose put each flag and its "
+                        "value in separate list items (or write --flag=value)."}
+    if flag.count("--") > 1:
+        return {"hint": "Several flags are listed: each one is unknown to this vLLM (renamed or removed), or they were "
+                        "passed as one quoted string."}
+    return {"hint": f"{flag} was removed or renamed in this vLLM version (or is misspelled): check `vllm serve --help` "
+                    "for the current name and drop or rename it."}
+
+
 def _suggested_tp(m, line, scan) -> dict:
     """The largest tensor parallel size not above the requested one that divides the head count."""
     gd = m.groupdict()
@@ -30,11 +44,10 @@ RULES = [
          playbook="engine-config", confidence=0.9),
     Rule(signature="config.unrecognized_argument", category="engine_config",
          title="The launch command has an argument this vLLM does not know: {flag}",
-         fix="{flag} was removed or renamed in this vLLM version (or is misspelled): check `vllm serve --help` "
-             "for the current name and drop or rename it.",
+         fix="{hint}",
          patterns=[r"error: unrecognized arguments: (?P<flag>.+)", r"error: argument (?P<flag>--[\w-]+): invalid choice: .+",
                    r"error: ambiguous option: (?P<flag>--[\w-]+)"],
-         playbook="engine-config", confidence=0.95),
+         facts=_argv_hint, playbook="engine-config", confidence=0.95),
     Rule(signature="config.max_model_len_too_large", category="engine_config",
          title="--max-model-len {max_model_len} exceeds the model's maximum context ({max_position_embeddings})",
          fix="Lower --max-model-len to at most {max_position_embeddings}, or (if the model really supports more, e.g. with RoPE "
@@ -96,7 +109,16 @@ RULES = [
          title="This model does not support LoRA in this vLLM ({model})",
          fix="vLLM has no LoRA support for this architecture: serve without --enable-lora (merge the adapter into the "
              "weights instead), or upgrade vLLM if a newer release lists LoRA support for it.",
-         patterns=[r"(?P<model>\w+) does not support LoRA yet", r"LoRA is not supported for (?P<model>[\w ]+?)(?: yet)?\.?$"],
+         patterns=[r"(?P<model>\w+) does not support LoRA yet", r"LoRA is not supported for (?P<model>[\w ]+?)(?: yet)?\.?$",
+                   r"Model (?P<model>\w+) does not support LoRA, but LoRA is enabled"],
+         playbook="engine-config", confidence=0.9),
+    Rule(signature="config.lora_unsupported_weight", category="engine_config",
+         title="The LoRA adapter has weights vLLM cannot apply ({module})",
+         fix="The adapter was trained with modules vLLM's LoRA does not support (modules_to_save such as lm_head or "
+             "embed_tokens, or target modules outside the model's LoRA-capable layers): retrain without them, or merge "
+             "the adapter into the base model (peft merge_and_unload) and serve the merged weights.",
+         patterns=[r"(?P<module>[\w.]+) is unsupported LoRA weight",
+                   r"(?P<module>While loading [\w./-]+, expected target modules in \[.{0,120})"],
          playbook="engine-config", confidence=0.9),
     Rule(signature="config.mm_limit_exceeded", category="engine_config",
          title="More {modality} inputs than --limit-mm-per-prompt allows ({limit})",

@@ -45,7 +45,9 @@ RULES = [
          fix="One rank stopped answering: look for the first error of any rank above; check node-to-node network "
              "(NCCL_SOCKET_IFNAME), and that all nodes run identical vLLM/torch/NCCL versions.",
          patterns=[r"Watchdog caught collective operation timeout", r"ProcessGroupNCCL.{0,60}[Tt]imeout",
-                   r"NCCL communicator was aborted", r"Timed out waiting for.{0,40}(?:rank|worker|store)"],
+                   r"NCCL communicator was aborted", r"Timed out waiting for.{0,40}(?:rank|worker|store)",
+                   # the CPU-side store/barrier of a multi-node start-up that never completes
+                   r"DistStoreError: wait timeout after \d+ms", r"\[c10d\] waitForInput: socket .{0,200}timed out after \d+ms"],
          playbook="distributed", confidence=0.75, secondary=True),
     Rule(signature="distributed.gloo_failed", category="distributed",
          title="Gloo could not connect the processes ({detail})",
@@ -57,7 +59,9 @@ RULES = [
     Rule(signature="distributed.master_port", category="distributed",
          title="torch.distributed could not bind or reach its rendezvous address",
          fix="The distributed init port is taken or unreachable: pick a free one (VLLM_PORT / MASTER_PORT), make "
-             "sure no old vLLM is still running, and that nodes can reach each other.",
+             "sure no old vLLM is still running, and that nodes can reach each other. In containers, an address like "
+             "172.17.x.x is the docker bridge, unreachable from other nodes: run with --network host and set "
+             "VLLM_HOST_IP to each node's routable address.",
          patterns=[r"DistNetworkError.{0,120}(?:address already in use|failed to listen|Connection refused|timed out)",
                    r"The server socket has failed to (?:listen|bind) on any local network address",
                    r"The client socket has timed out after \d+\w* while trying to connect to"],
@@ -69,7 +73,8 @@ RULES = [
          patterns=[r"(?P<detail>Ray does not allocate any GPUs on the driver node)",
                    r"(?P<detail>The number of required GPUs exceeds the total number of available GPUs in the placement group)",
                    r"(?P<detail>Current node has no GPU available)",
-                   r"(?P<detail>No available node types can fulfill resource request)"],
+                   r"(?P<detail>No available node types can fulfill resource request)",
+                   r"(?P<detail>Cannot provide a placement group) of .{0,400}within \d+ seconds"],
          playbook="distributed", confidence=0.85),
     Rule(signature="distributed.ray_actor_died", category="distributed",
          title="A Ray worker died",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
+from triage.rules.wrappers import is_wrapper
 
 
 def _gguf_speculators(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
@@ -29,14 +31,71 @@ def _gguf_speculators(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     return None
 
 
+ARCH_UNSUPPORTED = Rule(
+    signature="model_support.architecture_unsupported", category="model_support",
+    title="This vLLM does not support the model architecture {arch}",
+    fix="The installed vLLM predates this architecture: upgrade vLLM (with a matching transformers), or use "
+        "--model-impl transformers if transformers supports it.",
+    patterns=[r"Model architectures \['(?P<arch>\w+)'(?:, [^\]]*)?\] are not supported for now",
+              r"Model architectures \['(?P<arch>\w+)'\] failed to be inspected",
+              r"Cannot find model module\. '(?P<arch>\w+)' is not a registered model"],
+    playbook="model-support", confidence=0.95)
+# vLLM imports each model class in a subprocess first; when that import crashes (broken install, missing
+# module, unsupported platform) the architecture is then reported as "not supported" or "failed to be
+# inspected": the subprocess's own error, printed before, is the cause.
+INSPECTION_CRASHED = ("Error in inspecting model architecture", "failed to be inspected")
+
+
+def _arch_unsupported(scan: Scan) -> Diagnosis | None:
+    d = ARCH_UNSUPPORTED.match_lines(scan)
+    if d is None:
+        return None
+    if any(any(m in ln.text for m in INSPECTION_CRASHED) for ln in scan.lines):
+        arch = d.facts.get("arch", "the model")
+        d.title = f"vLLM could not import the model class for {arch} (its inspection subprocess crashed)"
+        d.fix = Fix("The architecture is known to vLLM, but importing its model code failed in a subprocess: the "
+                    "error printed under 'Error in inspecting model architecture' is the cause (often a broken or "
+                    "mismatched install: an undefined symbol, a missing module, an unsupported platform). Fix that "
+                    "error; upgrading vLLM does not help by itself.", "model-support")
+        d.facts["inspection_crashed"] = True
+        d.confidence = 0.6
+    return d
+
+
+# The draft/EAGLE/MTP code path: an exception raised there is a speculative-decoding failure even when its
+# message (an AttributeError, a shape assert) does not say so.
+SPEC_FRAME_PARTS = ("/spec_decode/", "/speculative/")
+SPEC_NAME_RE = re.compile(r"\b(?:Eagle\w*|\w*Eagle3?\w*|Medusa\w*|\w*Drafter|\w*Proposer|\w*MTP\w*)\b")
+
+
+def _drafter_crash(scan: Scan) -> Diagnosis | None:
+    for exc in scan.exceptions:
+        if is_wrapper(exc.text):
+            continue
+        in_spec = [f for f in exc.frames if any(p in f.file for p in SPEC_FRAME_PARTS)]
+        named = SPEC_NAME_RE.search(exc.message) if exc.short_type in ("AttributeError", "AssertionError", "KeyError",
+                                                                        "TypeError", "RuntimeError", "ValueError") else None
+        if not in_spec and not named:
+            continue
+        fr = in_spec[-1] if in_spec else None
+        where = (f"{fr.file.rsplit('/vllm/', 1)[-1]} ({fr.func})" if fr else (named.group(0) if named else "the drafter"))
+        return Diagnosis(
+            category="speculative_decoding", signature="speculative.drafter_crash",
+            title=f"Speculative decoding crashed in {where}: {exc.text[:140]}",
+            confidence=0.7, evidence=[Evidence(exc.line.no, exc.line.shown)],
+            facts={"exception": exc.type, "message": exc.message[:300], "where": where},
+            fix=Fix("The draft/EAGLE/MTP code of this vLLM failed: check that the draft model was made for this target "
+                    "model and this method (EAGLE vs EAGLE3 heads, `method` in --speculative-config) and for this vLLM "
+                    "version (the draft's model card names one); run once without --speculative-config to confirm the "
+                    "target alone works, then upgrade/downgrade vLLM or report it upstream with this traceback.",
+                    "speculative-decoding"),
+            first_line=exc.line.no)
+    return None
+
+
 RULES = [
     Rule(signature="model_support.architecture_unsupported", category="model_support",
-         title="This vLLM does not support the model architecture {arch}",
-         fix="The installed vLLM predates this architecture: upgrade vLLM (with a matching transformers), or use "
-             "--model-impl transformers if transformers supports it.",
-         patterns=[r"Model architectures \['(?P<arch>\w+)'(?:, [^\]]*)?\] are not supported for now",
-                   r"Model architectures \['(?P<arch>\w+)'\] failed to be inspected",
-                   r"Cannot find model module\. '(?P<arch>\w+)' is not a registered model"],
+         title="This vLLM does not support the model architecture {arch}", fix="", check=lambda scan, env: _arch_unsupported(scan),
          playbook="model-support", confidence=0.95),
     Rule(signature="model_support.transformers_unknown_type", category="model_support",
          title="transformers does not know model type {model_type}",
@@ -72,7 +131,9 @@ RULES = [
          fix="vLLM's GGUF support is per architecture: use the original HF checkpoint, or pass --tokenizer and "
              "--hf-config-path of the original model, or upgrade vLLM/gguf.",
          patterns=[r"(?P<detail>GGUF model with architecture \w+ is not supported yet)",
-                   r"(?P<detail>Unknown gguf model_type: \w+)", r"(?P<detail>No module named 'gguf')"],
+                   r"(?P<detail>Unknown gguf model_type: \w+)", r"(?P<detail>No module named 'gguf')",
+                   # a vLLM without GGUF support (before 0.5.5) reads the .gguf file as config.json
+                   r"(?P<detail>It looks like the config file at '[^']+\.gguf' is not a valid JSON file)"],
          playbook="model-loading", confidence=0.9),
     Rule(signature="model_loading.files_missing", category="model_loading",
          title="Model files not found ({what})",
@@ -120,9 +181,12 @@ RULES = [
          playbook="tokenizer-chat-template", confidence=0.9),
     Rule(signature="tokenizer.template_error", category="tokenizer_chat_template",
          title="The chat template does not render ({detail})",
-         fix="The Jinja chat template has an error or expects other message fields: fix or replace it with "
-             "--chat-template, and match --chat-template-content-format to it.",
-         patterns=[r"jinja2\.exceptions\.(?P<detail>TemplateSyntaxError|UndefinedError|TemplateError)",
+         fix="If the template raised its own error (e.g. conversation roles must alternate user/assistant), the "
+             "request's messages break the template's rules: fix them in the client (merge consecutive messages, put "
+             "the system message first) or serve a more permissive --chat-template. Otherwise the Jinja template has "
+             "an error or expects other message fields: fix or replace it, and match --chat-template-content-format.",
+         patterns=[r"jinja2\.exceptions\.(?:TemplateSyntaxError|UndefinedError|TemplateError): (?P<detail>.{1,160})",
+                   r"jinja2\.exceptions\.(?P<detail>TemplateSyntaxError|UndefinedError|TemplateError)(?![(\w])",
                    r"(?P<detail>Chat template .{0,60}(?:failed|invalid))"],
          playbook="tokenizer-chat-template", confidence=0.85),
     Rule(signature="tokenizer.mm_placeholder_missing", category="tokenizer_chat_template",
@@ -164,6 +228,13 @@ RULES = [
          fix="The draft/EAGLE head must share the target's vocabulary and be built for it: use the draft model "
              "published for this target model.",
          patterns=[r"(?P<detail>[Dd]raft (?:model )?vocab(?:ulary)?[ _]size.{0,80})",
+                   # V0 SpecDecodeWorker: the assert itself is the message (the exception line is a bare AssertionError)
+                   r"assert all\((?P<detail>vocab_sizes)\[0\] == vocab_size for vocab_size in vocab_sizes\)",
                    r"(?P<detail>EAGLE.{0,40}(?:hidden size|vocab).{0,60}(?:mismatch|does not match))"],
+         facts=lambda m, line, scan: {"detail": "the draft and target vocabulary sizes differ"}
+         if m.groupdict().get("detail") == "vocab_sizes" else {},
          playbook="speculative-decoding", confidence=0.85),
+    Rule(signature="speculative.drafter_crash", category="speculative_decoding",
+         title="Speculative decoding crashed in {where} ({exception})", fix="", check=lambda scan, env: _drafter_crash(scan),
+         playbook="speculative-decoding", confidence=0.7),
 ]
