@@ -75,7 +75,8 @@ RULES = [
                    r"FlashAttention only supports Ampere GPUs or newer",
                    r"compute capability (?P<cc>\d+\.\d+) is (?:not supported|too low)",
                    # newer gates name the SM or the GPU family instead of a capability number
-                   r"(?P<feature>[\w.-]+(?: [\w.-]+){0,3}) requires (?P<min>SM ?\d+x?|sm_?\d+x?|Hopper|Blackwell(?: datacenter)?|Ampere|Ada)[\w ()/,.-]{0,60}?GPUs",
+                   # (not a warning that says vLLM falls back to something else)
+                   r"(?!.*[Ff]all(?:ing|s)? ?back)(?P<feature>[\w.-]+(?: [\w.-]+){0,3}) requires (?P<min>SM ?\d+x?|sm_?\d+x?|Hopper|Blackwell(?: datacenter)?|Ampere|Ada)[\w ()/,.-]{0,60}?GPUs",
                    # a kernel compiled for one SM only, run on a sibling (GB10 is SM12.1, not SM12.0)
                    r"This kernel only supports (?P<min>sm_?\d+[af]?)"],
          facts=_needs, playbook="unsupported-gpu", confidence=0.85),
