@@ -101,6 +101,7 @@ def rank(found: list[tuple[Rule, Diagnosis]]) -> list[Diagnosis]:
 # Where an exception was raised says which subsystem failed (checked on the innermost frames first).
 AREAS: list[tuple[str, str]] = [
     ("/spec_decode/", "speculative_decoding"),
+    ("/fused_moe/oracle/", "quantization"),  # picks the quantized MoE kernel: a refusal there is a quant gap
     ("/attention/", "attention_backend"),
     ("/quantization/", "quantization"),
     ("/model_loader/", "model_loading"),

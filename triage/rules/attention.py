@@ -378,4 +378,14 @@ RULES = [
              "--attention-backend / VLLM_ATTENTION_BACKEND) or use a backend that supports it (TRITON_ATTN, FLEX_ATTENTION).",
          patterns=[r"Head size (?P<head_size>\d+) is not supported by (?:\w+)", r"[Hh]ead size (?P<head_size>\d+) (?:is )?not supported"],
          playbook="attention-backend", confidence=0.85),
+    Rule(signature="attention.backend_feature_unsupported", category="attention_backend",
+         title="The {backend} attention backend cannot run this model's {feature}",
+         fix="The model needs a feature ({feature}) this backend lacks: drop the --attention-backend / "
+             "VLLM_ATTENTION_BACKEND override (or pick a backend that has it, e.g. TRITON_ATTN; FlashInfer sinks need "
+             "its TRTLLM kernels on Blackwell), or use a vLLM version where the default selection handles it.",
+         # raised from the backend's metadata builder, after selection let it through
+         patterns=[r"(?P<backend>FlashInfer|FlashAttention|FLASHINFER|FLASH_ATTN|Triton|TRITON_ATTN|FlexAttention|FLEX_ATTENTION)"
+                   r" backend (?:currently )?does not support (?P<feature>attention sinks|sinks|sliding window|alibi|"
+                   r"logits soft ?cap|block-?sparse|encoder|cross[- ]attention|[\w -]{3,30}?)(?:[,.;]|$)"],
+         playbook="attention-backend", confidence=0.85),
 ]

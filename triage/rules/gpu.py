@@ -33,6 +33,16 @@ def _too_old_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]
                 return {"name": g.group("name"), "cc": g.group("cc")}
     return {}
 
+def _needs(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    gd = m.groupdict()
+    need = gd.get("min")
+    if not need:
+        return {"needs": ""}
+    if gd.get("feature"):
+        return {"needs": f" ({gd['feature']} requires {need})"}
+    return {"needs": f" (needs {need})"}
+
+
 RULES = [
     Rule(signature="gpu.no_kernel_image", category="unsupported_gpu",
          title="The installed build has no kernels for this GPU (no kernel image is available)",
@@ -58,14 +68,19 @@ RULES = [
          facts=_too_old_facts,
          playbook="unsupported-gpu", confidence=0.95),
     Rule(signature="gpu.compute_capability_too_low", category="unsupported_gpu",
-         title="The GPU's compute capability is below what this vLLM path needs",
+         title="This GPU's architecture is not supported by this vLLM path{needs}",
          fix="This feature needs a newer GPU; choose a model/config that does not need it, or run on a GPU "
              "with a higher compute capability.",
          patterns=[r"(?:GPUs?|[Dd]evice) with compute capability (?:of )?(?:at least|>=|>) ?(?P<min>\d+(?:\.\d+)?) (?:is|are) required",
                    r"requires (?:a )?(?:GPU|device) with compute capability (?:>= ?|of at least )?(?P<min>\d+(?:\.\d+)?)",
                    r"FlashAttention only supports Ampere GPUs or newer",
-                   r"compute capability (?P<cc>\d+\.\d+) is (?:not supported|too low)"],
-         playbook="unsupported-gpu", confidence=0.8),
+                   r"compute capability (?P<cc>\d+\.\d+) is (?:not supported|too low)",
+                   # newer gates name the SM or the GPU family instead of a capability number
+                   # (not a warning that says vLLM falls back to something else)
+                   r"(?!.*[Ff]all(?:ing|s)? ?back)(?P<feature>[\w.-]+(?: [\w.-]+){0,3}) requires (?P<min>SM ?\d+x?|sm_?\d+x?|Hopper|Blackwell(?: datacenter)?|Ampere|Ada)[\w ()/,.-]{0,60}?GPUs",
+                   # a kernel compiled for one SM only, run on a sibling (GB10 is SM12.1, not SM12.0)
+                   r"This kernel only supports (?P<min>sm_?\d+[af]?)"],
+         facts=_needs, playbook="unsupported-gpu", confidence=0.85),
     Rule(signature="dtype.bf16_before_ampere", category="dtype_unsupported",
          title="bfloat16 needs compute capability 8.0; this GPU ({gpu}) has {cc}",
          fix="Launch with --dtype half (float16), or use an Ampere or newer GPU.",
@@ -111,7 +126,14 @@ RULES = [
                    r"No compiled (?P<kernel>cutlass[\w ]*) (?:kernel|for)",
                    r"(?P<kernel>ModelOpt NVFP4|FlashInfer FP4|CUTLASS FP4)\b.{0,60}(?:requires|only) .{0,30}(?:capability|SM|sm)",
                    # modelopt.py / compressed_tensors_moe.py on pre-Blackwell GPUs
-                   r"Current platform does not support (?P<kernel>NVFP4|MXFP4|FP8|fp8) quantization"],
+                   r"Current platform does not support (?P<kernel>NVFP4|MXFP4|FP8|fp8) quantization",
+                   # FP8 W8A8 through torch on a GPU below 8.9
+                   r"(?P<kernel>torch\._scaled_mm) is only supported on (?:CUDA )?devices with compute capability",
+                   # MoE backend oracles: no kernel for this GPU/model/quant combination
+                   r"No (?P<kernel>(?:NvFp4|MxFp4|Mxfp4|Fp8|FP8|NVFP4|MXFP4|W4A8|Int4|WNA16)[\w ]{0,12}? MoE) backend supports the deployment configuration",
+                   r"(?P<kernel>(?:NvFp4|MxFp4|Fp8) MoE backend '\w+') does not support the deployment configuration",
+                   r"(?P<kernel>FlashInfer|CUTLASS|Marlin) kernels unavailable for \w+ on current platform",
+                   r"(?P<kernel>\[FP4 gemm Runner\]) Failed to run cutlass FP4 gemm"],
          playbook="quantization", confidence=0.85),
     Rule(signature="quant.shape_unsupported", category="quantization",
          title="The quantized weights have a shape this kernel cannot take (often: tensor parallel size)",
@@ -120,7 +142,10 @@ RULES = [
          patterns=[r"[Ww]eight input_size_per_partition = (?P<size>\d+) is not divisible by (?:min_thread_k|group_size|tile) = (?P<by>\d+)",
                    r"[Ww]eight output_size_per_partition = (?P<size>\d+) is not divisible by",
                    r"The input size is not aligned with the quantized weight shape",
-                   r"input_size_per_partition .{0,40} not divisible"],
+                   r"input_size_per_partition .{0,40} not divisible",
+                   # the same mismatch caught by the kernel at run time (MoE WNA16, Marlin 2:4)
+                   r"size_[kmn] must (?:be )?divisible by BLOCK_SIZE_[KMN]",
+                   r"prob_[kmn] = \d+ is not divisible by thread_[kmn] = \d+"],
          playbook="quantization", confidence=0.9),
     Rule(signature="quant.marlin_unsupported", category="quantization",
          title="Marlin kernels cannot run this configuration",
@@ -129,6 +154,13 @@ RULES = [
          patterns=[r"Marlin (?:does not support|only supports|kernel requires|is not supported)[^.]*",
                    r"gptq_marlin.{0,40}not supported"],
          playbook="quantization", confidence=0.85),
+    Rule(signature="quant.model_unsupported", category="quantization",
+         title="{arch} does not support {quantization} quantization in this vLLM",
+         fix="This vLLM has no {quantization} path for this model architecture: upgrade vLLM (support is added per "
+             "model), or use a checkpoint in another format (AWQ/GPTQ/FP8) or the unquantized model.",
+         patterns=[r"Model (?P<arch>\w+) does not support (?P<quantization>BitsAndBytes|\w+) quantization(?: yet)?",
+                   r"(?P<quantization>BitsAndBytes|GGUF|\w+) quantization is not supported for (?P<arch>\w+(?:For\w+|Model))"],
+         playbook="quantization", confidence=0.9),
     Rule(signature="quant.compressed_tensors_scheme", category="quantization",
          title="No compressed-tensors scheme matches this checkpoint on this GPU",
          fix="The checkpoint's compressed-tensors scheme is not implemented for this GPU/vLLM: upgrade vLLM or use "

@@ -50,11 +50,16 @@ RULES = [
          playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.flashinfer_jit_failed", category="kernel_library",
          title="FlashInfer's JIT compilation failed",
-         fix="FlashInfer compiles kernels at first use: it needs nvcc (a CUDA toolkit matching torch's CUDA) on "
-             "PATH and a writable cache (~/.cache/flashinfer). Install the toolkit or a flashinfer-cubin/jit-cache "
-             "package with prebuilt kernels for this GPU.",
+         fix="FlashInfer compiles kernels at first use: it needs nvcc from a CUDA toolkit new enough for this GPU "
+             "(SM120/SM121 need CUDA 12.9+; 'FlashInfer requires GPUs with sm75 or higher' and 'No supported CUDA "
+             "architectures found' mean the toolkit is too old for the GPU) on PATH / CUDA_HOME, and a writable cache "
+             "(~/.cache/flashinfer). Install that toolkit or the flashinfer-cubin/jit-cache packages for this GPU, or "
+             "avoid the JIT path (VLLM_USE_FLASHINFER_SAMPLER=0, --moe-backend triton, another --attention-backend).",
          patterns=[r"flashinfer.{0,80}(?:ninja: build stopped|JIT compil\w+ fail|Failed to (?:compile|build))",
-                   r"FlashInfer.{0,60}nvcc.{0,30}not found", r"Could not find nvcc.{0,80}flashinfer",
+                   r"FlashInfer.{0,60}nvcc.{0,30}not found", r"Could not find nvcc",
+                   r"No such file or directory: '(?:[\w./-]*/)?nvcc'",
+                   r"FlashInfer requires GPUs with sm\d+ or higher",
+                   r"No supported CUDA architectures found for major versions \[[\d, ]+\]",
                    r"nvcc fatal\s*: Unsupported gpu architecture '(?P<arch>compute_\w+)'",
                    r"RuntimeError: Ninja build failed"],
          playbook="kernel-library", confidence=0.85),
@@ -122,10 +127,11 @@ RULES = [
                    r"torch\._dynamo\.exc\.(?:BackendCompilerFailed|TorchRuntimeError|InternalTorchDynamoError)"],
          playbook="triton-compile", confidence=0.8),
     Rule(signature="kernels.illegal_memory_access", category="kernel_library",
-         title="A GPU kernel crashed (illegal memory access / device-side assert)",
+         title="A GPU kernel crashed (illegal memory access / device-side assert / launch failure)",
          fix="A kernel read or wrote out of bounds: rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel, try "
              "--enforce-eager and another --attention-backend to isolate it, then report it upstream with that name.",
          patterns=[r"an illegal memory access was encountered", r"device-side assert triggered",
-                   r"cudaErrorIllegalAddress", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"misaligned address"],
+                   r"cudaErrorIllegalAddress", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"misaligned address",
+                   r"CUDA error: unspecified launch failure", r"cudaErrorLaunchFailure"],
          playbook="kernel-library", confidence=0.7),
 ]

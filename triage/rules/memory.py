@@ -36,6 +36,13 @@ def _kv_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     gd = m.groupdict()
     out: dict[str, Any] = {}
     fit = gd.get("kv_capacity_tokens") or gd.get("estimated")
+    out["suggestion_basis"] = "vLLM's own estimate"
+    if not fit and gd.get("max_model_len") and gd.get("needed_gib") and gd.get("available_gib"):
+        # older vLLM gives no estimate: full-attention KV grows linearly with the length
+        needed, avail = float(gd["needed_gib"]), float(gd["available_gib"])
+        if needed > 0 and avail > 0:
+            fit = int(int(gd["max_model_len"]) * avail / needed)
+            out["suggestion_basis"] = "scaled by the KV memory available"
     if fit:
         n = int(fit)
         # vLLM rounds to the block size; a multiple of 256 keeps the suggestion tidy.
@@ -53,7 +60,7 @@ RULES = [
          facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="kv_cache.insufficient_for_max_len", category="kv_cache_memory",
          title="Not enough KV-cache memory for max_model_len {max_model_len}: {needed_gib} GiB needed, {available_gib} GiB available",
-         fix="Lower --max-model-len to at most {suggested_max_model_len} (vLLM's own estimate), or raise "
+         fix="Lower --max-model-len to at most {suggested_max_model_len} ({suggestion_basis}), or raise "
              "--gpu-memory-utilization, use --kv-cache-dtype fp8, or add GPUs.",
          patterns=[r"max seq len \((?P<max_model_len>\d+)\),\s*\(?(?P<needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \((?P<available_gib>-?[\d.]+) GiB\)(?:.*?estimated maximum model length is (?P<estimated>\d+))?"],
          facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),
