@@ -16,12 +16,35 @@ from typing import Any, Callable
 
 from triage.model import Diagnosis
 
-# Backends that implement sparse (DSA) MLA in upstream vLLM and the compute capabilities they accept.
+# Backends that implement sparse (DSA) MLA in upstream vLLM releases before the SM12x one, and the
+# compute capabilities they accept (vllm/v1/attention/backends/mla/*: supports_compute_capability).
 SPARSE_MLA_BACKENDS = {
     "FLASHMLA_SPARSE": "9.x / 10.x",
     "FLASHINFER_MLA_SPARSE": "10.x",
-    "FLASH_ATTN_MLA_SPARSE": "9.x / 10.x",
+    "FLASH_ATTN_MLA_SPARSE": "9.x",
 }
+SM12X_BACKEND = "FLASHINFER_MLA_SPARSE_SM120"
+
+
+def _capability(backend: str) -> dict[str, Any] | None:
+    """The capability-table entry (triage/upstream/capabilities.yaml) that names `backend`: the one place
+    where the releases that have it are written down."""
+    try:
+        from triage.upstream.advisor import load_capabilities
+
+        caps = load_capabilities()
+    except (OSError, ValueError, ImportError):
+        return None
+    return next((c for c in caps if backend in (c.get("backends") or [])), None)
+
+
+def _release_of(version: Any) -> str | None:
+    """A comparable release for `version`, or None for a tagless build (`0.1.dev20051+g487ecf187`: a
+    PR image whose number says nothing about what it contains)."""
+    v = str(version or "")
+    if not v or re.match(r"^0\.1\.dev\d+", v):
+        return None
+    return v
 
 
 def _cc(v: Any) -> tuple[int, int] | None:
@@ -96,31 +119,100 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
         d.facts.setdefault("compute_capability", f"{cc[0]}.{cc[1]}")
         d.facts["gpu_family"] = gpu_family(cc)
     vw = _vllm_words(env)
-    if env.get("vllm_version") or env.get("vllm_install"):
-        d.facts.setdefault("vllm_version", env.get("vllm_version") or (env.get("vllm_install") or {}).get("version"))
+    version = env.get("vllm_version") or (env.get("vllm_install") or {}).get("version")
+    if version:
+        d.facts.setdefault("vllm_version", version)
     rejected = d.facts.get("rejected") if isinstance(d.facts.get("rejected"), dict) else {}
     sparse = _truthy(d.facts.get("use_sparse"))
     mla = _truthy(d.facts.get("use_mla"))
-    if cc and cc[0] == 12 and sparse:
-        sm120 = [b for b in rejected if "SM120" in b.upper()]
-        if sm120:
-            reasons = "; ".join(f"{b}: {', '.join(map(str, rejected[b]))}" for b in sm120)
-            _add_line(d, f"{vw} has an SM12x sparse MLA backend but rejected it on this machine ({reasons})")
-        else:
-            cc_s = f"{cc[0]}.{cc[1]}"
-            needs = ", ".join(f"{b} needs {c}" for b, c in SPARSE_MLA_BACKENDS.items())
-            _add_line(d, f"No sparse MLA attention backend exists for compute capability {cc_s} (SM12x) in {vw}: "
-                         f"{needs}. The model's DSA sparse attention cannot run here until a vLLM with an SM12x "
-                         "sparse MLA backend is installed, or a sparse MLA Triton backend is added as a plugin")
-        d.facts["missing_backend"] = "sparse MLA for SM12x"
-    elif cc and cc[0] == 12 and mla:
-        _add_line(d, f"On compute capability {cc[0]}.{cc[1]} only TRITON_MLA runs dense MLA in {vw}; "
+    selected = d.facts.get("selected_backend")
+    cc_s = f"{cc[0]}.{cc[1]}" if cc else ""
+    if cc and sparse and d.signature.startswith("attention.") and d.signature != "attention.custom_backend_unregistered":
+        if d.facts.get("case") == "sparse_backend_rejects_config":
+            name = d.facts.get("sparse_backend_here")
+            reasons = ", ".join(map(str, rejected.get(name) or []))
+            _add_line(d, f"{vw} has {name}, a sparse MLA backend that runs on compute capability {cc_s}; it "
+                         f"rejected this launch ({reasons}), so the fix is in the launch or the install, not an "
+                         "upgrade or a plugin")
+            if any("sparse MLA decode API" in str(r) for r in rejected.get(name) or []):
+                pk = env.get("packages") or {}
+                fi = ", ".join(f"{k} {pk[k]}" for k in ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
+                               if k in pk) or "no FlashInfer package"
+                _add_line(d, f"Installed here: {fi}. vLLM turns FlashInfer off when neither flashinfer-cubin nor "
+                             "nvcc and ninja are there (look for 'FlashInfer kernels are disabled' in the log)")
+        elif cc[0] == 12:
+            cap = _capability(SM12X_BACKEND)
+            since = str(cap.get("since")) if cap and cap.get("since") else None
+            release = _release_of(version)
+            has_it = SM12X_BACKEND in rejected or bool(since and release and _ge(release, since))
+            if has_it and selected and selected != SM12X_BACKEND:
+                _add_line(d, f"{vw} has {SM12X_BACKEND} for compute capability {cc_s}, but --attention-backend "
+                             f"{selected} overrides it: drop the override (or name {SM12X_BACKEND})")
+            elif SM12X_BACKEND in rejected:
+                reasons = ", ".join(map(str, rejected[SM12X_BACKEND]))
+                _add_line(d, f"{vw} has an SM12x sparse MLA backend but rejected it on this machine "
+                             f"({SM12X_BACKEND}: {reasons})")
+            elif has_it:
+                _add_line(d, f"{vw} has {SM12X_BACKEND} (since {since}), but this launch did not try it")
+            else:
+                needs = ", ".join(f"{b} needs {c}" for b, c in SPARSE_MLA_BACKENDS.items())
+                newer = (f"; the first release with {SM12X_BACKEND} is {since}" if since else "")
+                _add_line(d, f"No sparse MLA attention backend exists for compute capability {cc_s} (SM12x) in {vw}: "
+                             f"{needs}{newer}. The model's DSA sparse attention cannot run here until a vLLM with an "
+                             "SM12x sparse MLA backend is installed, or a sparse MLA Triton backend is added as a plugin")
+                d.facts["missing_backend"] = "sparse MLA for SM12x"
+        elif cc[0] not in (9, 10):
+            _add_line(d, f"No vLLM release has a sparse MLA backend for compute capability {cc_s} "
+                         f"({gpu_family(cc)}): FLASHMLA_SPARSE / FLASHINFER_MLA_SPARSE / FLASH_ATTN_MLA_SPARSE need "
+                         "9.x or 10.x and TRITON_MLA_SPARSE exists only in open pull requests (#38476, #47629). "
+                         "triage's bundled Triton backend (`triage apply sparse-mla`) is the way to run it")
+            d.facts["missing_backend"] = f"sparse MLA for {gpu_family(cc)}"
+        if d.facts.get("case") != "sparse_backend_rejects_config" and cc[0] not in (9, 10):
+            try:
+                from triage_sparse_mla.support import indexer_note
+            except ImportError:  # pragma: no cover - shipped together
+                indexer_note = None
+            note = indexer_note(cc) if indexer_note else None
+            if note:
+                _add_line(d, note)
+    elif cc and cc[0] == 12 and mla and not sparse:
+        _add_line(d, f"On compute capability {cc_s} only TRITON_MLA runs dense MLA in {vw}; "
                      "the FlashInfer, CUTLASS and FlashMLA MLA backends need 9.x or 10.x")
     line = _patched_line(env)
     if line:
         d.facts["patched_files"] = list(env.get("patched_files") or (env.get("vllm_install") or {}).get(
             "patched_files") or [])
         _add_line(d, line)
+
+
+def _ge(a: str, b: str) -> bool:
+    from triage.upstream import versions as V
+
+    return V.ge(a, b)
+
+
+def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
+    """The DSA indexer needs DeepGEMM: what that means on this GPU (the attention backend does not cover it)."""
+    if d.signature != "kernels.deepgemm_missing" or not _truthy(d.facts.get("dsa_indexer")):
+        return
+    cc = _env_cc(env)
+    if not cc:
+        return
+    d.facts.setdefault("compute_capability", f"{cc[0]}.{cc[1]}")
+    d.facts["gpu_family"] = gpu_family(cc)
+    cc_s = f"{cc[0]}.{cc[1]}"
+    if cc[0] in (9, 10):
+        _add_line(d, f"DeepGEMM has the indexer kernels for compute capability {cc_s}: install the deep_gemm this "
+                     f"vLLM expects ({_vllm_words(env)}) in the same environment")
+    elif cc[0] == 12:
+        _add_line(d, f"On compute capability {cc_s} the indexer needs a DeepGEMM with SM120 kernels "
+                     "(deepseek-ai/DeepGEMM#324), which vLLM's own SM12x sparse path (PR #43477) relies on; a sparse "
+                     "attention backend or plugin does not replace the indexer")
+    else:
+        _add_line(d, f"No vLLM release has an indexer without DeepGEMM for compute capability {cc_s}: a Triton "
+                     "indexer exists only in open pull requests (#38476, #47629). Solving the attention backend (a "
+                     "plugin, triage_sparse_mla) does not get this model past the indexer on this GPU")
+    d.facts["indexer_blocked"] = cc[0] not in (9, 10, 12)
 
 
 def _cuda_driver(d: Diagnosis, env: dict[str, Any]) -> None:
@@ -187,6 +279,7 @@ ENRICHERS: list[tuple[Callable[[Diagnosis], bool], Callable[[Diagnosis, dict[str
     (lambda d: d.category in ("unsupported_gpu", "dtype_unsupported", "quantization"), _arch),
     (lambda d: d.category in ("kv_cache_memory", "gpu_oom"), _memory),
     (lambda d: d.category in ("install_mismatch", "kernel_library", "model_support"), _install),
+    (lambda d: d.signature == "kernels.deepgemm_missing", _deepgemm),
 ]
 
 

@@ -62,20 +62,28 @@ def vllm_supported(version: str) -> tuple[bool, str]:
 def indexer_note(compute_capability: tuple[int, int] | None = None) -> str | None:
     """What else a DSA model needs on this GPU, or None when nothing more is known to be missing.
 
-    The attention backend replaces only the sparse attention kernel. DeepSeek-V3.2 / GLM-5 also run
-    the DSA "lightning indexer", whose logits kernels in vLLM come from DeepGEMM, which is built for
-    SM90 and SM100 only. On other GPUs (SM80/86/89, SM120/121) the indexer fails unless the installed
-    vLLM carries a non-DeepGEMM indexer path (upstream PRs #38476/#47629 add a Triton one; not in a
-    release as of late 2026) or DeepGEMM gained that architecture (DeepGEMM#324 for SM120).
+    The attention backend replaces only the sparse attention kernel. DeepSeek-V3.2/V4 and GLM-5.x also
+    run the DSA "lightning indexer", whose logits kernels (fp8_mqa_logits / fp8_paged_mqa_logits) come
+    from DeepGEMM in every vLLM release: built for SM90/SM100, and for SM120 since deepseek-ai/DeepGEMM#324
+    (the kernels vLLM's own SM12x sparse path, PR #43477, relies on). SM8x has none, and the Triton
+    indexer of vLLM PRs #38476/#47629 is not in a release (as of late 2026).
     """
-    if compute_capability is not None and compute_capability[0] in (9, 10):
+    major = compute_capability[0] if compute_capability is not None else None
+    if major in (9, 10):
         return None
-    return (
-        "The DSA indexer of DeepSeek-V3.2/GLM-5 needs DeepGEMM, which supports SM90/SM100 only: "
-        "on this GPU the model still fails in the indexer (look for 'DeepGEMM backend is not available') "
-        "unless your vLLM has a Triton indexer fallback (vLLM PRs #38476/#47629) or a DeepGEMM build "
-        "for this architecture. triage_sparse_mla replaces the sparse attention kernel only."
-    )
+    tail = ("triage_sparse_mla replaces the sparse attention kernel only; if the launch then fails with "
+            "'DeepGEMM backend is not available' or 'Sparse Attention Indexer CUDA op requires DeepGEMM', that "
+            "is the indexer.")
+    if major == 12:
+        return ("The DSA indexer of DeepSeek-V3.2/V4/GLM-5 scores tokens with DeepGEMM: on SM12x it needs a "
+                "DeepGEMM with the SM120 kernels of deepseek-ai/DeepGEMM#324 in vLLM's environment. " + tail)
+    if major is not None:
+        return ("The DSA indexer of DeepSeek-V3.2/V4/GLM-5 scores tokens with DeepGEMM, which has no kernels for "
+                f"compute capability {major}.x, and no vLLM release has another indexer (a Triton one is only in "
+                "vLLM PRs #38476/#47629): on this GPU the model still fails in the indexer. " + tail)
+    return ("The DSA indexer of DeepSeek-V3.2/V4/GLM-5 needs DeepGEMM, which has kernels for SM90/SM100 and, "
+            "with deepseek-ai/DeepGEMM#324, SM120; on SM8x no vLLM release has another indexer (Triton one "
+            "only in vLLM PRs #38476/#47629). " + tail)
 
 
 def requirements_text() -> str:

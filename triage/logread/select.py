@@ -32,7 +32,7 @@ from triage.logread.source import InputError, LogSource, chunks
 PREFILTER = (
     'Error|ERROR|error|Exception|Traceback|File "|WARN|Warning|CRITICAL|FATAL|Killed|Segmentation|'
     "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env|"
-    "above exception|NumPy|bootstrapping|fatal|only supports"
+    "above exception|NumPy|bootstrapping|fatal|only supports|plugin"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 MAX_LINE = 64 * 1024

@@ -42,26 +42,44 @@ GENERIC_REASONS = (
 
 # What each backend needs, from vLLM's generated docs/design/attention_backends.md and the
 # backends' validate_configuration (see research/vllm-internals.md §1.4). cc: compute capability
-# majors it accepts (None = any); sparse: True/False; dtypes; kv: KV-cache dtypes.
+# majors it accepts (None = any); sparse: True/False; dtypes; kv: the KV-cache dtypes it takes (sparse
+# backends only, where the choice of --kv-cache-dtype decides); heads: head sizes (sparse backends).
+#   FLASHMLA_SPARSE: vllm/v1/attention/backends/mla/flashmla_sparse.py (bf16 only; auto/bfloat16/fp8_ds_mla,
+#     `fp8` an alias of fp8_ds_mla in newer releases; head 576).
+#   FLASHINFER_MLA_SPARSE(_SM120): vllm/v1/attention/backends/mla/flashinfer_mla_sparse.py (SM120 variant:
+#     bf16 only; auto/fp8/fp8_e4m3/fp8_ds_mla, rewritten to the packed fp8_ds_mla cache; needs FlashInfer's
+#     sparse MLA decode API and index_topk == 2048; head 512 only in releases after GLM-5.3 support).
 BACKENDS: dict[str, dict[str, Any]] = {
     "CUTLASS_MLA": {"cc": [10], "sparse": False, "dtypes": ["float16", "bfloat16"], "gpus": "B200/GB200 (SM100)"},
     "FLASHINFER_MLA": {"cc": [10], "sparse": False, "dtypes": ["float16", "bfloat16"], "gpus": "B200/GB200 (SM100)"},
-    "FLASHINFER_MLA_SPARSE": {"cc": [10], "sparse": True, "dtypes": ["float16", "bfloat16"], "gpus": "B200/GB200 (SM100)"},
+    "FLASHINFER_MLA_SPARSE": {"cc": [10], "sparse": True, "dtypes": ["float16", "bfloat16"], "gpus": "B200/GB200 (SM100)",
+                              "kv": ["auto", "float16", "bfloat16", "fp8", "fp8_e4m3"], "heads": [576]},
     "FLASHMLA": {"cc": [9, 10], "sparse": False, "dtypes": ["float16", "bfloat16"], "gpus": "H100/H200 (SM90) or B200 (SM100)"},
-    "FLASHMLA_SPARSE": {"cc": [9, 10], "sparse": True, "dtypes": ["bfloat16"], "gpus": "H100/H200 (SM90) or B200 (SM100)"},
+    "FLASHMLA_SPARSE": {"cc": [9, 10], "sparse": True, "dtypes": ["bfloat16"], "gpus": "H100/H200 (SM90) or B200 (SM100)",
+                        "kv": ["auto", "bfloat16", "fp8_ds_mla", "fp8"], "heads": [576]},
     "FLASH_ATTN_MLA": {"cc": [9], "sparse": False, "dtypes": ["float16", "bfloat16"], "gpus": "H100/H200 (SM90)"},
-    "FLASH_ATTN_MLA_SPARSE": {"cc": [9], "sparse": True, "dtypes": ["float16", "bfloat16"], "gpus": "H100/H200 (SM90)"},
+    "FLASH_ATTN_MLA_SPARSE": {"cc": [9], "sparse": True, "dtypes": ["float16", "bfloat16"], "gpus": "H100/H200 (SM90)",
+                              "kv": ["auto", "float16", "bfloat16"]},
     "TRITON_MLA": {"cc": None, "sparse": False, "dtypes": ["float16", "bfloat16"], "gpus": "any CUDA GPU"},
     "FLASHINFER_MLA_SPARSE_SM120": {"cc": [12], "sparse": True, "dtypes": ["bfloat16"],
-                                    "gpus": "RTX PRO 6000 / RTX 50xx / GB10 (SM12x), in vLLM releases after PR #43477"},
+                                    "gpus": "RTX PRO 6000 / RTX 50xx / GB10 (SM12x), in vLLM releases after PR #43477",
+                                    "kv": ["auto", "fp8", "fp8_e4m3", "fp8_ds_mla"], "heads": [576],
+                                    # its impl raises unless the cache is fp8_ds_mla; only newer releases
+                                    # rewrite auto/fp8 to it (vllm PR #47527), so name it outright
+                                    "kv_fix": "fp8_ds_mla"},
     "TRITON_MLA_SPARSE": {"cc": None, "sparse": True, "dtypes": ["float16", "bfloat16"],
-                          "gpus": "any CUDA GPU (open PRs #38476/#47629 only, not in a release)"},
+                          "gpus": "any CUDA GPU (open PRs #38476/#47629 only, not in a release)",
+                          "kv": ["auto", "float16", "bfloat16"], "heads": [576]},
     "FLASH_ATTN": {"cc": [8, 9, 10, 12], "sparse": False, "dtypes": ["float16", "bfloat16"], "gpus": "SM80 and newer"},
     "FLASHINFER": {"cc": [7, 8, 9, 10, 12], "sparse": False, "dtypes": ["float16", "bfloat16"], "gpus": "SM75 to SM121"},
     "TRITON_ATTN": {"cc": None, "sparse": False, "dtypes": ["float16", "bfloat16", "float32"], "gpus": "any CUDA GPU"},
     "FLEX_ATTENTION": {"cc": None, "sparse": False, "dtypes": ["float16", "bfloat16", "float32"], "gpus": "any"},
 }
-DSA_ARCHES = ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "DeepseekV4ForCausalLM")
+# A backend was turned away for the GPU itself (not for a flag): these reasons say so.
+GPU_REJECTIONS = ("compute capability not supported", "only supported on", "not supported on this device")
+# DSA (sparse-attention) architectures: DeepSeek-V3.2, GLM-5/5.1/5.2, GLM-5.3-Flash (NoPE), DeepSeek-V4/V4.1.
+DSA_ARCHES = ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "Glm5NextForConditionalGeneration",
+              "DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM")
 
 
 def split_top(text: str, sep: str = ", ") -> list[str]:
@@ -195,6 +213,22 @@ def _cc_major(env: dict[str, Any]) -> int | None:
         return None
 
 
+def rejects_gpu(reasons: list[str]) -> bool:
+    """The backend turned this GPU away (as opposed to a flag or a missing library)."""
+    return any(any(g in r for g in GPU_REJECTIONS) for r in reasons)
+
+
+def kv_suggestion(name: str, kv: Any) -> str | None:
+    """The --kv-cache-dtype value a sparse backend takes instead of `kv`: its own cache format where it has
+    only one (SM120: fp8_ds_mla), else `auto` (a cache in the model dtype; FLASHMLA_SPARSE also stores
+    `fp8` as fp8_ds_mla, but `auto` is the choice reported to start: vllm-project/recipes#565)."""
+    info = BACKENDS.get(name, {})
+    ok = info.get("kv")
+    if not ok or kv in ok:
+        return None
+    return info.get("kv_fix", "auto")
+
+
 def explain(fields: dict[str, Any], rejected: dict[str, list[str]], env: dict[str, Any]) -> tuple[list[str], dict[str, str]]:
     """Backend by backend: why it was rejected and what would make it acceptable."""
     lines: list[str] = []
@@ -203,6 +237,7 @@ def explain(fields: dict[str, Any], rejected: dict[str, list[str]], env: dict[st
     sparse = fields.get("use_sparse") is True
     dtype = fields.get("dtype")
     kv = fields.get("kv_cache_dtype")
+    head = fields.get("head_size")
     for name, reasons in rejected.items():
         info = BACKENDS.get(name, {})
         needs: list[str] = []
@@ -214,7 +249,7 @@ def explain(fields: dict[str, Any], rejected: dict[str, list[str]], env: dict[st
             elif r.startswith("non-sparse not supported"):
                 parts.append("sparse-only; this model is dense")
                 needs.append("never, for this model")
-            elif r.startswith("compute capability not supported") or "only supported on" in r or "not supported on this device" in r:
+            elif any(g in r for g in GPU_REJECTIONS):
                 gpus = info.get("gpus")
                 here = f" (this GPU: compute capability {cc})" if cc else ""
                 parts.append(f"needs {gpus}{here}" if gpus else f"rejects this GPU's compute capability{here}")
@@ -225,14 +260,34 @@ def explain(fields: dict[str, Any], rejected: dict[str, list[str]], env: dict[st
                 parts.append(f"does not take dtype {dtype}" + (f" (takes {', '.join(ok)})" if ok else ""))
                 if ok:
                     needs.append(f"with --dtype {ok[-1]}")
-            elif r.startswith("kv_cache_dtype not supported"):
-                parts.append(f"does not take KV-cache dtype {kv}")
-                needs.append("with another --kv-cache-dtype (or a vLLM version that accepts it)")
+            elif r.startswith("kv_cache_dtype not supported") or "does not support fp8_ds_mla" in r:
+                ok = info.get("kv")
+                parts.append(f"does not take KV-cache dtype {kv}" + (f" (takes {', '.join(ok)})" if ok else ""))
+                alt = kv_suggestion(name, kv)
+                needs.append(f"with --kv-cache-dtype {alt}" if alt else
+                             "with another --kv-cache-dtype (or a vLLM version that accepts it)")
             elif r.startswith("head_size not supported"):
-                parts.append(f"does not take head size {fields.get('head_size')}")
+                heads = info.get("heads")
+                nope = (" (head size 512 = 512-wide latent with no RoPE part: a NoPE model such as GLM-5.3-Flash,"
+                        " qk_rope_head_dim 0)") if head == 512 else ""
+                parts.append(f"does not take head size {head}" + (f" (takes {', '.join(map(str, heads))})" if heads else "")
+                             + nope)
+                if sparse and head == 512:
+                    needs.append("with a vLLM whose sparse backend takes NoPE head size 512")
             elif r.startswith("block_size not supported"):
                 parts.append(f"does not take block size {fields.get('block_size')}")
-                needs.append("with another --block-size")
+                needs.append("with another --block-size (sparse MLA backends use 64)" if sparse else "with another --block-size")
+            elif "sparse MLA decode API" in r:
+                # vllm/utils/flashinfer.py has_flashinfer_sparse_mla_sm120(): FlashInfer importable, with
+                # trtllm_batch_decode_sparse_mla_dsv4 and the TRT-LLM MLA decode; has_flashinfer() is also
+                # false when neither flashinfer-cubin nor nvcc+ninja is there for its JIT.
+                parts.append("its FlashInfer has no SM120 sparse MLA decode API: FlashInfer is missing, too old, or "
+                             "disabled (no flashinfer-cubin and no nvcc/ninja for its JIT)")
+                needs.append("with a FlashInfer that has the SM120 sparse MLA decode (and flashinfer-cubin, or nvcc+ninja)")
+            elif "index_topk=" in r or "index_topk 2048" in r:
+                m = re.search(r"got (\d+)", r)
+                parts.append("its kernel handles index_topk 2048 only" + (f"; this model has {m.group(1)}" if m else ""))
+                needs.append("never, for this model's index_topk")
             elif "qk_nope_head_dim" in r:
                 parts.append(r)
                 needs.append("with a vLLM version whose kernel accepts this qk_nope_head_dim")
@@ -251,6 +306,39 @@ def explain(fields: dict[str, Any], rejected: dict[str, list[str]], env: dict[st
     # What is missing for this GPU (compute capability, version, install) is added by triage.enrich,
     # which knows the probed machine.
     return lines, would
+
+
+def sparse_here(rejected: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Sparse backends that accept this GPU but turned this configuration away, with their reasons."""
+    return {n: rs for n, rs in rejected.items()
+            if BACKENDS.get(n, {}).get("sparse") and rs and not rejects_gpu(rs)
+            and not any(r.startswith("sparse not supported") for r in rs)}
+
+
+def blocker_of(reasons: list[str]) -> str:
+    """What kind of thing a GPU-compatible sparse backend refused: flag | library | head_size | model."""
+    if any("sparse MLA decode API" in r or "is not available" in r or r.startswith("ImportError") for r in reasons):
+        return "library"
+    if any(r.startswith("head_size not supported") for r in reasons):
+        return "head_size"
+    if any("index_topk" in r or "qk_nope_head_dim" in r for r in reasons):
+        return "model"
+    return "flag"
+
+
+def flag_fix(name: str, reasons: list[str], fields: dict[str, Any]) -> tuple[str, str] | None:
+    """The one launch flag that makes `name` accept this configuration, when one does."""
+    info = BACKENDS.get(name, {})
+    other = [r for r in reasons if not (r.startswith("dtype not supported") or r.startswith("kv_cache_dtype not supported")
+                                        or "does not support fp8_ds_mla" in r)]
+    if other:
+        return None  # a library, a head size or the model itself: no flag helps
+    if any(r.startswith("dtype not supported") for r in reasons):
+        if any(r.startswith("kv_cache_dtype not supported") for r in reasons):
+            return None  # two flags; the explanation names both
+        return "--dtype", (info.get("dtypes") or ["bfloat16"])[-1]
+    alt = kv_suggestion(name, fields.get("kv_cache_dtype"))
+    return ("--kv-cache-dtype", alt) if alt else None
 
 
 def _diagnose(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
@@ -295,21 +383,37 @@ def _fields_nearby(scan: Scan, idx: int) -> dict[str, Any]:
     return {}
 
 
+def _infer_sparse(fields: dict[str, Any], rejected: dict[str, list[str]], arch: Any) -> None:
+    """An explicit-backend rejection carries no config: the reasons and the architecture still say
+    whether the model is sparse (a sparse backend is told `non-sparse not supported` by a dense model)."""
+    if "use_sparse" in fields:
+        return
+    reasons = [r for rs in rejected.values() for r in rs]
+    if any(r.startswith("non-sparse not supported") for r in reasons):
+        fields["use_sparse"] = False
+    elif arch in DSA_ARCHES or any(r.startswith("sparse not supported") for r in reasons) or (
+            any(BACKENDS.get(n, {}).get("sparse") for n in rejected)):
+        fields["use_sparse"] = True
+        fields.setdefault("use_mla", True)
+
+
 def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, Any],
            rejected: dict[str, list[str]], used: list[Line], device: str, selected: str | None = None) -> Diagnosis:
+    merged_env = dict(scan.facts)
+    merged_env.update(env)
+    arch = merged_env.get("architecture")
+    fields = dict(fields)
+    _infer_sparse(fields, rejected, arch)
     facts: dict[str, Any] = dict(fields)
     facts["device"] = device
     facts["rejected"] = rejected
     if selected:
         facts["selected_backend"] = selected
-    merged_env = dict(scan.facts)
-    merged_env.update(env)
     cc = merged_env.get("compute_capability")
     if cc:
         facts["compute_capability"] = cc
     sparse = fields.get("use_sparse") is True
     mla = fields.get("use_mla") is True
-    arch = merged_env.get("architecture")
     if arch in DSA_ARCHES or (sparse and mla):
         facts["model_uses_dsa"] = True
     explanation, would = explain(fields, rejected, merged_env)
@@ -317,14 +421,42 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
     major = _cc_major(merged_env)
     gpu = f" (compute capability {cc})" if cc else ""
     if sparse:
-        if major is not None and major not in (9, 10):
-            facts["case"] = "sparse_mla_unsupported_gpu"
-        title = f"No sparse MLA attention backend for this DSA model on this GPU{gpu}"
-        fix = ("This model (DeepSeek-V3.2 / GLM-5 family) needs a sparse MLA backend; the ones in this vLLM "
-               "accept only Hopper/Blackwell-datacenter GPUs. Upgrade to a vLLM with a sparse MLA backend for "
-               "this GPU if one exists, or install triage's bundled Triton backend "
-               "(`triage apply sparse-mla`) and launch with --attention-backend CUSTOM.")
         playbook = "attention-sparse-mla"
+        here = sparse_here(rejected) if not selected else {}
+        if here:
+            # A sparse backend for this GPU exists in this vLLM and said no to a flag, a library or the
+            # model's shape: neither an upgrade nor a plugin is the first answer.
+            name, reasons = next(iter(here.items()))
+            facts["case"] = "sparse_backend_rejects_config"
+            facts["sparse_backend_here"] = name
+            blockers = "; ".join(reasons)
+            fix_flag = flag_fix(name, reasons, fields)
+            facts["blocker"] = blocker_of(reasons)
+            if fix_flag:
+                facts["fix_flag"], facts["fix_value"] = fix_flag
+            title = f"{name} can run this DSA model on this GPU{gpu} but rejects its configuration ({blockers})"
+            if fix_flag:
+                fix = (f"{name} is this GPU's sparse MLA backend and turns away only the flag: relaunch with "
+                       f"`{fix_flag[0]} {fix_flag[1]}`. No upgrade or plugin is needed.")
+            elif any("sparse MLA decode API" in r for r in reasons):
+                fix = (f"{name} needs FlashInfer's SM120 sparse MLA decode: install the FlashInfer version this vLLM "
+                       "pins, with flashinfer-cubin (or nvcc and ninja on PATH for its JIT), in vLLM's environment.")
+            elif any(r.startswith("head_size not supported") for r in reasons) and fields.get("head_size") == 512:
+                fix = (f"This vLLM's {name} takes the 576-wide DeepSeek layout only; this NoPE model (head size 512, "
+                       "GLM-5.3-Flash) needs a vLLM whose sparse backend takes 512, or triage's bundled Triton backend "
+                       "(`triage apply sparse-mla`, which takes 512) with --attention-backend CUSTOM.")
+            else:
+                fix = f"{name} runs on this GPU but not with this model or build: see the reasons below."
+        else:
+            if major is not None and major not in (9, 10):
+                facts["case"] = "sparse_mla_unsupported_gpu"
+            elif major is None and rejected and all(rejects_gpu(rs) or any(r.startswith("sparse not supported") for r in rs)
+                                                    for rs in rejected.values()):
+                facts["case"] = "sparse_mla_unsupported_gpu"
+            title = f"No sparse MLA attention backend for this DSA model on this GPU{gpu}"
+            fix = ("This model (DeepSeek-V3.2 / GLM-5 family) needs a sparse MLA backend; the ones this vLLM tried do not "
+                   "run on this GPU. Upgrade to a vLLM with a sparse MLA backend for this GPU if one exists, or install "
+                   "triage's bundled Triton backend (`triage apply sparse-mla`) and launch with --attention-backend CUSTOM.")
     elif mla:
         title = f"No MLA attention backend accepts this configuration{gpu}"
         fix = ("Every MLA backend rejected the configuration; the reasons below say which flag (dtype, "
@@ -347,11 +479,94 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
     )
 
 
+# --- `--attention-backend CUSTOM` with nothing registered in that slot ---------------------------------
+# vllm/v1/attention/backends/registry.py AttentionBackendEnum.get_path(); plugins are loaded by
+# vllm/plugins/__init__.py load_plugins_by_group(), which logs (at DEBUG for vllm.general_plugins)
+# "Available plugins for group ...", "- NAME -> VALUE", and "Loading plugin NAME" only when VLLM_PLUGINS
+# is set; a plugin that raises on import is logged as "Failed to load plugin NAME".
+CUSTOM_UNREGISTERED_RE = lazy(r"Backend (?P<backend>CUSTOM) must be registered before use")
+PLUGIN_AVAILABLE_RE = lazy(r"^- (?P<name>[\w.-]+) -> (?P<value>\S+)")
+PLUGIN_LOADING_RE = lazy(r"Loading plugin (?P<name>[\w.-]+)")
+PLUGIN_FAILED_RE = lazy(r"Failed to load plugin (?P<name>[\w.-]+)")
+PLUGIN_NAME = "triage_sparse_mla"
+
+
+def _custom_unregistered(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    hit = None
+    for ln in scan.lines:
+        if "must be registered" in ln.text and CUSTOM_UNREGISTERED_RE.search(ln.text):
+            hit = ln
+            break
+    if hit is None:
+        return None
+    available: dict[str, str] = {}
+    loading: set[str] = set()
+    failed: set[str] = set()
+    for ln in scan.lines:
+        t = ln.text
+        if "plugin" not in t and " -> " not in t:
+            continue
+        m = PLUGIN_AVAILABLE_RE.search(t.strip())
+        if m and ":" in m.group("value"):
+            available[m.group("name")] = m.group("value")
+        m = PLUGIN_LOADING_RE.search(t)
+        if m:
+            loading.add(m.group("name"))
+        m = PLUGIN_FAILED_RE.search(t)
+        if m:
+            failed.add(m.group("name"))
+    merged = dict(scan.facts)
+    merged.update(env)
+    facts: dict[str, Any] = {"backend": "CUSTOM", "plugins_available": sorted(available)}
+    arch = merged.get("architecture")
+    if arch in DSA_ARCHES:
+        facts.update({"use_sparse": True, "use_mla": True, "model_uses_dsa": True})
+    explanation: list[str] = []
+    ours = [n for n in available if n == PLUGIN_NAME or available[n].startswith(PLUGIN_NAME + ".")]
+    if failed & (set(ours) | {PLUGIN_NAME}):
+        facts["plugin_state"] = "failed_to_load"
+        title = "The CUSTOM attention backend's plugin failed to load"
+        fix = (f"vLLM found the {PLUGIN_NAME} plugin but importing it failed (see 'Failed to load plugin' above): "
+               "fix that error (often a torch/triton missing from vLLM's environment), or reinstall it with "
+               "`triage apply sparse-mla`.")
+    elif ours and loading and not (set(ours) & loading):
+        # "Loading plugin X" is only printed when VLLM_PLUGINS is set: ours was discovered and skipped.
+        facts["plugin_state"] = "filtered_by_vllm_plugins"
+        facts["plugins_loaded"] = sorted(loading)
+        title = "VLLM_PLUGINS leaves out the plugin that registers the CUSTOM attention backend"
+        fix = (f"VLLM_PLUGINS is set and lists only {', '.join(sorted(loading))}: vLLM skips {ours[0]}, so nothing "
+               f"registers CUSTOM. Add {ours[0]} to VLLM_PLUGINS (comma-separated) or unset it.")
+    else:
+        facts["plugin_state"] = "not_registered"
+        title = "--attention-backend CUSTOM, but no plugin registered a CUSTOM backend"
+        fix = ("CUSTOM is an empty slot that a vLLM plugin fills: the plugin (for the bundled sparse MLA backend, "
+               f"the {PLUGIN_NAME} package) is not installed in vLLM's own environment, or VLLM_PLUGINS excludes it. "
+               "Install it with `triage apply sparse-mla` (it checks VLLM_PLUGINS), or drop --attention-backend CUSTOM.")
+        if not available:
+            explanation.append("The log does not list vLLM's plugins (they are logged at DEBUG): rerun with "
+                               "VLLM_LOGGING_LEVEL=DEBUG to see which plugins vLLM found and loaded.")
+    if merged.get("vllm_version"):
+        from triage_sparse_mla.support import vllm_supported
+
+        ok, why = vllm_supported(str(merged["vllm_version"]))
+        if not ok:
+            explanation.append(why)
+    return Diagnosis(
+        category="attention_backend", signature="attention.custom_backend_unregistered", title=title,
+        confidence=0.95, evidence=[Evidence(hit.no, hit.shown)], facts=facts,
+        fix=Fix(fix, "attention-sparse-mla" if facts.get("use_sparse") else "attention-backend"),
+        first_line=hit.no, explanation=explanation,
+    )
+
+
 RULES = [
     Rule(signature="attention.no_valid_backend", category="attention_backend",
          title="No valid attention backend", fix="", check=_diagnose, confidence=0.95,
          playbook="attention-backend",
          emits=("attention.selected_backend_invalid", "attention.invalid_backend_legacy")),
+    Rule(signature="attention.custom_backend_unregistered", category="attention_backend",
+         title="The CUSTOM attention backend is not registered", fix="", check=_custom_unregistered, confidence=0.95,
+         playbook="attention-sparse-mla"),
     Rule(signature="attention.env_backend_deprecated", category="attention_backend",
          title="VLLM_ATTENTION_BACKEND is deprecated (ignored by newer vLLM)",
          fix="Pass the backend with --attention-backend NAME (or -ac.backend NAME); the environment variable "
@@ -362,8 +577,7 @@ RULES = [
          title="Unknown attention backend name {backend}",
          fix="The name passed to --attention-backend / VLLM_ATTENTION_BACKEND is not a backend of this vLLM "
              "version: use one of the names the error lists (a plugin backend registers as CUSTOM).",
-         patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?",
-                   r"Backend (?P<backend>CUSTOM) must be registered before use"],
+         patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?"],
          playbook="attention-backend", confidence=0.9),
     Rule(signature="attention.fa_version_unsupported", category="attention_backend",
          title="FlashAttention cannot run on this GPU (Unsupported FA version: {version})",

@@ -33,6 +33,57 @@ def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     return out
 
 
+# Where vLLM calls DeepGEMM, by the traceback: the DSA "lightning indexer" of DeepSeek-V3.2/V4 and
+# GLM-5.x (vllm/model_executor/layers/sparse_attn_indexer.py -> vllm/utils/deep_gemm.py fp8_mqa_logits /
+# fp8_paged_mqa_logits; newer releases refuse to build it: "Sparse Attention Indexer CUDA op requires
+# DeepGEMM ..."), the start-up kernel warm-up (model_executor/warmup/deep_gemm_warmup.py, run even for bf16
+# models: vllm#41849), or the FP8 block-scaled GEMMs / MoE.
+DSA_INDEXER_FUNCS = ("fp8_mqa_logits", "fp8_paged_mqa_logits", "sparse_attn_indexer", "get_paged_mqa_logits_metadata")
+DSA_ARCHS = ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "Glm5NextForConditionalGeneration",
+             "DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM")
+
+
+def _deepgemm_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    funcs: set[str] = set()
+    files: set[str] = set()
+    texts = [line.text]
+    for exc in scan.exceptions:
+        if "DeepGEMM" in exc.message or "deep_gemm" in exc.message:
+            texts.append(exc.message)
+            for fr in exc.frames:
+                funcs.add(fr.func)
+                files.add(fr.file.rsplit("/vllm/", 1)[-1])
+    for ln in scan.lines:  # torch.compile'd graphs print the op call, not a frame
+        if "sparse_attn_indexer" in ln.text:
+            funcs.add("sparse_attn_indexer")
+            break
+    indexer = (any("Sparse Attention Indexer" in t for t in texts) or bool(funcs & set(DSA_INDEXER_FUNCS))
+               or any("sparse_attn_indexer" in f or f.endswith("indexer.py") for f in files))
+    warmup = any("warmup" in f for f in files) or any("warmup" in f for f in funcs)
+    arch = scan.facts.get("architecture")
+    out: dict[str, Any] = {"library": "deep_gemm"}
+    if indexer:
+        out.update(dsa_indexer=True, use_sparse=True, what="the DSA sparse indexer (fp8_mqa_logits / fp8_paged_mqa_logits)",
+                   advice=("The DSA indexer of this sparse-attention model scores tokens with DeepGEMM; the attention "
+                           "backend alone does not replace it. DeepGEMM has these kernels for SM90/SM100 (and SM120 since "
+                           "deepseek-ai/DeepGEMM#324): install the DeepGEMM this vLLM pins in its environment. On SM8x no "
+                           "vLLM release has another indexer (Triton fallbacks only in open PRs #38476/#47629)."))
+    elif warmup:
+        out.update(dsa_indexer=False, what="the DeepGEMM kernel warm-up at start-up",
+                   advice=("vLLM warms up DeepGEMM's FP8 kernels at start-up even when the model does not use them: "
+                           "install the deep_gemm vLLM pins, or skip it with VLLM_DEEP_GEMM_WARMUP=skip "
+                           "(VLLM_USE_DEEP_GEMM=0 turns DeepGEMM off)."))
+    else:
+        out.update(dsa_indexer=False, what="FP8 block-scaled GEMMs / MoE",
+                   advice=("DeepGEMM's FP8 block GEMMs exist for SM90/SM100: install the deep_gemm this vLLM pins, or run "
+                           "without it (VLLM_USE_DEEP_GEMM=0 picks the Triton/CUTLASS FP8 kernels)."))
+    if arch in DSA_ARCHS and not indexer:
+        out["dsa_model"] = True
+        out["advice"] += (" This is a DSA model: once DeepGEMM is off, its sparse indexer still needs DeepGEMM on "
+                          "every vLLM release.")
+    return out
+
+
 RULES = [
     Rule(signature="kernels.flashinfer_version_mismatch", category="kernel_library",
          title="FlashInfer packages disagree: flashinfer-cubin {cubin} vs flashinfer {flashinfer}",
@@ -73,13 +124,11 @@ RULES = [
          playbook="kernel-library", confidence=0.8),
     Rule(signature="kernels.deepgemm_missing", category="kernel_library",
          title="DeepGEMM is missing or too old (needed for {what})",
-         fix="DeepGEMM kernels (FP8 block GEMMs, the DSA indexer of DeepSeek-V3.2/GLM-5) exist for SM90/SM100 only: "
-             "install the DeepGEMM version vLLM expects on those GPUs; on other GPUs use a model path without it "
-             "(for DSA models the indexer needs a Triton fallback, see `triage apply sparse-mla`).",
-         patterns=[r"DeepGEMM backend is not available or outdated(?:\. Please install or update the `?deep_gemm`?)?(?P<what>)",
-                   r"No module named 'deep_gemm'(?P<what>)", r"deep_gemm.{0,40}(?:is not installed|not available)(?P<what>)"],
-         facts=lambda m, line, scan: {"what": "the DSA sparse indexer / FP8 GEMMs"},
-         playbook="kernel-library", confidence=0.85),
+         fix="{advice}",
+         patterns=[r"DeepGEMM backend is not available or outdated(?:\. Please install or update the `?deep_gemm`?)?",
+                   r"Sparse Attention Indexer CUDA op requires DeepGEMM",
+                   r"No module named 'deep_gemm'", r"deep_gemm.{0,40}(?:is not installed|not available)"],
+         facts=_deepgemm_facts, playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.flashmla_unavailable", category="kernel_library",
          title="FlashMLA kernels are not in this vLLM build",
          fix="vllm._flashmla_C was not compiled for this GPU (FlashMLA supports SM90/SM100 only): drop the FLASHMLA "

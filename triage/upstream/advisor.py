@@ -159,6 +159,10 @@ def matches(entry: dict[str, Any], diag: Any, env: dict[str, Any], f: Facets) ->
             return False
     for k, want in (a.get("facts") or {}).items():
         have = facts.get(k)
+        if isinstance(want, list):  # one of these values (null: the log did not say)
+            if have not in want:
+                return False
+            continue
         if isinstance(have, str) and isinstance(want, bool):
             have = have.strip().lower() == "true"
         if have is None and isinstance(want, bool) and not want:
@@ -191,8 +195,12 @@ def matches(entry: dict[str, Any], diag: Any, env: dict[str, Any], f: Facets) ->
 # --- the verdict ------------------------------------------------------------------------------
 
 def _installed_version(env: dict[str, Any]) -> str | None:
+    """The installed vLLM as a comparable release; None for a tagless build (`0.1.dev20051+g487ecf187`,
+    a PR image or a checkout without tags), whose number says nothing about what it contains."""
     v = env.get("vllm_version")
-    return str(v) if v else None
+    if not v or re.match(r"^0\.1\.dev\d+", str(v)):
+        return None
+    return str(v)
 
 
 def _requirements_note(entry: dict[str, Any], env: dict[str, Any]) -> list[str]:
