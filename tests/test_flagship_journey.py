@@ -221,3 +221,18 @@ def test_indexer_failure_playbook_per_gpu():
     # the warm-up case is not the indexer: it goes the FP8-kernel way
     _, visited = walk("v022-h200-qwen-bf16-deepgemm-warmup.log", {"compute_capability": "9.0", "vllm_version": "0.22.0"})
     assert "indexer-gpu" not in visited and "deepgemm-other" in visited
+
+
+def test_without_a_probe_the_log_still_narrows_the_gpu_family():
+    # FLASHMLA_SPARSE refused only the dtype: the GPU passed its 9.x/10.x check, so no 12.x upgrade talk.
+    up = advise("v013-h100-dsv32-float16.log", {"vllm_version": "0.13.0"}, advisor.Available())
+    assert up["verdict"] == "does-not-fix" and not any("12.x" in e for e in up["evidence"])
+    assert any("--dtype bfloat16" in e for e in up["evidence"])
+    # the SM120 backend refused the KV dtype: the 12.x entry applies, and it is already installed
+    up = advise("v028-sm120-glm52-kv-bf16-rejected.log", {"vllm_version": "0.28.0"}, advisor.Available())
+    assert up["verdict"] == "does-not-fix" and any("already in the installed 0.28.0" in e for e in up["evidence"])
+
+
+def test_a_plugin_problem_is_not_an_upgrade_question():
+    up = advise("custom-backend-filtered-by-vllm-plugins.log", {"vllm_version": "0.16.0"}, advisor.Available())
+    assert up["verdict"] == "unknown" and not any("0.26.0" in e for e in up["evidence"])

@@ -429,6 +429,8 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
             name, reasons = next(iter(here.items()))
             facts["case"] = "sparse_backend_rejects_config"
             facts["sparse_backend_here"] = name
+            if BACKENDS.get(name, {}).get("cc"):
+                facts["cc_majors"] = list(BACKENDS[name]["cc"])  # the GPU passed this backend's check
             blockers = "; ".join(reasons)
             fix_flag = flag_fix(name, reasons, fields)
             facts["blocker"] = blocker_of(reasons)

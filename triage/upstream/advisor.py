@@ -186,6 +186,13 @@ def matches(entry: dict[str, Any], diag: Any, env: dict[str, Any], f: Facets) ->
     if a.get("cc_major"):
         major = _cc_major(env, f)
         if major is None:
+            # The log can narrow it: a backend that accepted the GPU and refused only a flag
+            # (facts.cc_majors, set by the attention rule) says which family it is.
+            possible = set(facts.get("cc_majors") or [])
+            if possible and not possible & set(a["cc_major"]):
+                return False
+            if possible and possible <= set(a["cc_major"]):
+                return True
             return None
         if major not in a["cc_major"]:
             return False
