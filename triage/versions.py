@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 _PEP440 = lazy(
     r"""^v?(?P<release>\d+(?:\.\d+)*)

@@ -6,10 +6,10 @@ Each extractor looks at one normalised line and records what it finds into `fact
 
 from __future__ import annotations
 
-import ast
 import re
 from triage.lazyre import lazy
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 from triage.logread.normalize import Line
 
@@ -77,6 +77,8 @@ def _cc_from_number(n: str) -> str:
 
 
 def _literal(text: str) -> Any:
+    import ast  # here: only launch-argument lines need it (start-up)
+
     try:
         return ast.literal_eval(text)  # literal_eval only: log text is never executed
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):

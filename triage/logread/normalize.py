@@ -10,7 +10,8 @@ prefixes are peeled in a loop until none applies.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from triage.record import Record
 
 ANSI_RE = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 CTRL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -41,15 +42,20 @@ HEADER_RE = re.compile(
 PLAIN_LEVEL_RE = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:\s+|(?=\w+:))")
 
 
-@dataclass(slots=True)
-class Line:
-    no: int  # 1-based line number in the input
-    text: str  # the message, all prefixes removed, indentation kept
-    shown: str  # the whole line without colours/control characters, for evidence
-    proc: str = ""  # "Worker_TP3 pid=4191"; "" when the line has no process tag
-    level: str = ""  # INFO / WARNING / ERROR / ... when the line has a header
-    src: str = ""  # "multiproc_executor.py:751"
-    ip: str = ""  # Ray's node address, when given
+class Line(Record):
+    # A plain class, not a dataclass: see triage.record (start-up).
+    __slots__ = ("no", "text", "shown", "proc", "level", "src", "ip")
+    _fields = __slots__
+
+    def __init__(self, no: int, text: str, shown: str, proc: str = "", level: str = "", src: str = "",
+                 ip: str = "") -> None:
+        self.no = no  # 1-based line number in the input
+        self.text = text  # the message, all prefixes removed, indentation kept
+        self.shown = shown  # the whole line without colours/control characters, for evidence
+        self.proc = proc  # "Worker_TP3 pid=4191"; "" when the line has no process tag
+        self.level = level  # INFO / WARNING / ERROR / ... when the line has a header
+        self.src = src  # "multiproc_executor.py:751"
+        self.ip = ip  # Ray's node address, when given
 
 
 def clean(raw: bytes | str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from triage.rules.base import Rule
+from triage.rules.base import Rule, save_guards
 
 MODULES = [
     "attention",
@@ -35,4 +35,5 @@ def all_rules() -> list[Rule]:
                 raise ValueError(f"duplicate rule signature {r.signature}")
             seen.add(r.signature)
             rules.append(r)
+    save_guards()
     return rules

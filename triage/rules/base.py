@@ -9,17 +9,19 @@ happens in triage.diagnose.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import CATEGORIES, Diagnosis, Evidence, Fix
+from triage.record import Record
+
+if False:  # for type checkers only: typing costs start-up time
+    from typing import Any, Callable
+
+    FactsFn = Callable[["re.Match[str]", Line, Scan], dict[str, Any]]
+    CheckFn = Callable[[Scan, dict[str, Any]], "Diagnosis | None"]
 
 MAX_EVIDENCE = 6
-
-FactsFn = Callable[["re.Match[str]", Line, Scan], dict[str, Any]]
-CheckFn = Callable[[Scan, dict[str, Any]], "Diagnosis | None"]
 
 
 class _Blank(dict):
@@ -41,32 +43,50 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-@dataclass
-class Rule:
-    signature: str  # stable dotted id: "<area>.<what>"
-    category: str  # one of triage.model.CATEGORIES
-    title: str  # one line a person understands; may use {fact}
-    fix: str  # one or two sentences; may use {fact}
-    patterns: list[str] = field(default_factory=list)  # regexes over Line.text; named groups become facts
-    playbook: str | None = None
-    confidence: float = 0.85
-    facts: FactsFn | None = None  # extra facts from the first match
-    check: CheckFn | None = None  # a whole custom matcher instead of patterns
-    harmless: bool = False  # recognised, but not a failure (reported as a note)
-    secondary: bool = False  # usually the consequence of another failure (demoted in ranking)
-    wrapper: bool = False  # a cascade wrapper: never a diagnosis on its own
-    emits: tuple[str, ...] = ()  # other signatures a custom check may return (besides `signature`)
-    # Per pattern: a literal the text must contain for the regex to have a chance (derived from the
-    # pattern), and the regex itself, compiled on first need. Compiling every rule's regexes up
-    # front would dominate start-up; most never meet a line that contains their literal.
-    _guards: list[str | None] = field(init=False, repr=False, default_factory=list)
-    _compiled: list["re.Pattern[str] | None"] = field(init=False, repr=False, default_factory=list)
+class Rule(Record):
+    """A plain class, not a dataclass: see triage.record (start-up)."""
 
-    def __post_init__(self) -> None:
+    __slots__ = ("signature", "category", "title", "fix", "patterns", "playbook", "confidence", "facts", "check",
+                 "harmless", "secondary", "wrapper", "emits", "_guards", "_compiled")
+    _fields = __slots__[:-2]
+
+    def __init__(
+        self,
+        signature: str,  # stable dotted id: "<area>.<what>"
+        category: str,  # one of triage.model.CATEGORIES
+        title: str,  # one line a person understands; may use {fact}
+        fix: str,  # one or two sentences; may use {fact}
+        patterns: list[str] | None = None,  # regexes over Line.text; named groups become facts
+        playbook: str | None = None,
+        confidence: float = 0.85,
+        facts: FactsFn | None = None,  # extra facts from the first match
+        check: CheckFn | None = None,  # a whole custom matcher instead of patterns
+        harmless: bool = False,  # recognised, but not a failure (reported as a note)
+        secondary: bool = False,  # usually the consequence of another failure (demoted in ranking)
+        wrapper: bool = False,  # a cascade wrapper: never a diagnosis on its own
+        emits: tuple[str, ...] = (),  # other signatures a custom check may return (besides `signature`)
+    ) -> None:
+        self.signature = signature
+        self.category = category
+        self.title = title
+        self.fix = fix
+        self.patterns = [] if patterns is None else patterns
+        self.playbook = playbook
+        self.confidence = confidence
+        self.facts = facts
+        self.check = check
+        self.harmless = harmless
+        self.secondary = secondary
+        self.wrapper = wrapper
+        self.emits = emits
         if self.category not in CATEGORIES and not (self.harmless or self.wrapper):
             raise ValueError(f"{self.signature}: unknown category {self.category!r}")
-        self._guards = [required_literal(p) for p in self.patterns]
-        self._compiled = [None] * len(self.patterns)
+        # Per pattern: a literal the text must contain for the regex to have a chance (derived from the
+        # pattern, remembered across runs), and the regex itself, compiled on first need. Compiling
+        # every rule's regexes up front would dominate start-up; most never meet a line that contains
+        # their literal.
+        self._guards: list[str | None] = [guard_for(p) for p in self.patterns]
+        self._compiled: list[re.Pattern[str] | None] = [None] * len(self.patterns)
 
     def _search(self, i: int, text: str) -> "re.Match[str] | None":
         guard = self._guards[i]
@@ -83,11 +103,16 @@ class Rule:
         return self.match_lines(scan)
 
     def match_lines(self, scan: Scan) -> Diagnosis | None:
+        # Patterns whose literal is on no line at all cannot match: one substring search over the
+        # whole text rules them out instead of one per line (most rules end here).
+        joined = scan.joined_text()
+        live = [i for i, g in enumerate(self._guards) if g is None or "\n" in g or g in joined]
+        if not live:
+            return None
         hits: list[tuple[Line, re.Match[str]]] = []
         seen_texts: set[str] = set()
-        n = len(self.patterns)
         for ln in scan.lines:
-            for i in range(n):
+            for i in live:
                 m = self._search(i, ln.text)
                 if m:
                     if ln.text not in seen_texts:
@@ -129,6 +154,71 @@ class Rule:
 
 
 _ESCAPED_CLASSES = set("dDwWsSbBAZ0123456789")
+
+# required_literal() of every rule pattern, remembered across runs in the cache folder: deriving
+# them all costs more start-up than diagnosing a small log (issue 2). Keyed by pattern text, so an
+# edited rule only misses its own entry; the file name carries this module's size and mtime, so a
+# change to the derivation starts a new table.
+_GUARDS: dict[str, str | None] | None = None
+_GUARDS_MISSED = False
+
+
+def _guards_file():  # -> Path | None
+    try:
+        import os
+
+        from triage.paths import cache_dir
+
+        st = os.stat(__file__)
+        return cache_dir() / f"rule-guards-{st.st_size}-{st.st_mtime_ns}.json"
+    except OSError:
+        return None
+
+
+def guard_for(pattern: str) -> str | None:
+    """required_literal(pattern), from the remembered table when it is there."""
+    global _GUARDS, _GUARDS_MISSED
+    table = _GUARDS
+    if table is None:
+        table = _GUARDS = {}
+        path = _guards_file()
+        if path is not None:
+            try:
+                import json
+
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                data = None
+            if isinstance(data, dict):
+                table.update((k, v) for k, v in data.items() if v is None or isinstance(v, str))
+    try:
+        return table[pattern]
+    except KeyError:
+        g = table[pattern] = required_literal(pattern)
+        _GUARDS_MISSED = True
+        return g
+
+
+def save_guards() -> None:
+    """Write the table back when this run derived guards it did not have (a read-only cache only
+    costs the derivation next time)."""
+    global _GUARDS_MISSED
+    if not _GUARDS_MISSED or _GUARDS is None:
+        return
+    _GUARDS_MISSED = False
+    path = _guards_file()
+    if path is None:
+        return
+    import json
+    import os
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(_GUARDS), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def required_literal(pattern: str, min_len: int = 4) -> str | None:

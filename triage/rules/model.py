@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
+from triage.record import Record
 from triage.upstream import versions as V
 from triage.upstream.facets import Facets
 
@@ -57,12 +58,16 @@ def load_capabilities() -> list[dict[str, Any]]:
 
 # --- what the installer can reach ------------------------------------------------------------
 
-@dataclass
-class Available:
-    versions: list[str] = field(default_factory=list)  # ascending
-    installed: str | None = None
-    source: str = ""  # the command that answered, for the evidence
-    message: str = ""  # why nothing is known, in plain words
+class Available(Record):
+    __slots__ = ("versions", "installed", "source", "message")
+    _fields = __slots__
+
+    def __init__(self, versions: list[str] | None = None, installed: str | None = None, source: str = "",
+                 message: str = "") -> None:
+        self.versions = [] if versions is None else versions  # ascending
+        self.installed = installed
+        self.source = source  # the command that answered, for the evidence
+        self.message = message  # why nothing is known, in plain words
 
     @property
     def known(self) -> bool:

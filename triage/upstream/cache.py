@@ -7,28 +7,44 @@ rate-limited or --offline is set. Files are written atomically; a corrupt file i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 from triage.paths import cache_dir
+from triage.record import Record
 
 DEFAULT_TTL = 6 * 3600.0
 
 
-@dataclass
-class Entry:
-    value: Any
-    fetched_at: float
-    fresh: bool
+class Entry(Record):
+    __slots__ = ("value", "fetched_at", "fresh")
+    _fields = __slots__
+
+    def __init__(self, value: Any, fetched_at: float, fresh: bool) -> None:
+        self.value = value
+        self.fetched_at = fetched_at
+        self.fresh = fresh
 
     @property
     def age(self) -> float:
         return max(0.0, time.time() - self.fetched_at)
+
+
+def _sha256(data: bytes):  # -> hash object
+    """hashlib.sha256 from the interpreter's own implementation when it has one: hashlib loads
+    OpenSSL first, which costs more start-up than the offline lookup it serves (same digest)."""
+    try:
+        from _sha2 import sha256  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[no-redef]  # Python 3.10, 3.11
+        except ImportError:
+            from hashlib import sha256  # type: ignore[no-redef]
+    return sha256(data)
 
 
 def human_age(seconds: float) -> str:
@@ -50,7 +66,7 @@ class Cache:
     @staticmethod
     def key(*parts: str) -> str:
         norm = "\x1f".join(" ".join(p.split()) for p in parts)
-        return hashlib.sha256(norm.encode()).hexdigest()[:32]
+        return _sha256(norm.encode()).hexdigest()[:32]
 
     def _path(self, key: str) -> Path:
         return self.root / f"{key}.json"

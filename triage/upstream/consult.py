@@ -10,9 +10,9 @@ user is told which. With offline=True nothing leaves the machine: cache only.
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 from triage.upstream import advisor, fixes
 from triage.upstream.cache import Cache, human_age
@@ -74,6 +74,8 @@ class _Thread:
 
     def __init__(self, fn: Any, *args: Any):
         self.result: Any = None
+        import threading  # only online: the offline report path stays light
+
         self._t = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
         self._fn = fn
         self._t.start()

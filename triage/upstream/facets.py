@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-from dataclasses import dataclass, field
-from typing import Any
+from triage.record import Record
+
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 # --- subsystems -------------------------------------------------------------------------------
 # Keyword weights per subsystem; the text's subsystem is the best-scoring one. Strong, specific
@@ -258,23 +260,32 @@ def error_phrase(line: str, *, max_words: int = 8) -> str:
     return " ".join(best) if len(best) >= 2 else ""
 
 
-@dataclass
-class Facets:
+class Facets(Record):
     """What a diagnosis is about, in the vocabulary hits are compared in."""
 
-    subsystem: str | None = None
-    phrase: str = ""
-    backends: set[str] = field(default_factory=set)  # named in the failure
-    related_backends: set[str] = field(default_factory=set)  # would fix it (from the capability table)
-    gpu_family: tuple[str, str] | None = None  # (key, label)
-    gpu_name: str | None = None
-    model_family: str | None = None
-    model_group: str | None = None
-    architecture: str | None = None
-    use_sparse: bool | None = None
-    use_mla: bool | None = None
-    repos: list[str] = field(default_factory=lambda: ["vllm-project/vllm"])
-    text: str = ""  # the diagnosis' own text, for reference
+    __slots__ = ("subsystem", "phrase", "backends", "related_backends", "gpu_family", "gpu_name", "model_family",
+                 "model_group", "architecture", "use_sparse", "use_mla", "repos", "text")
+    _fields = __slots__
+
+    def __init__(self, subsystem: str | None = None, phrase: str = "", backends: set[str] | None = None,
+                 related_backends: set[str] | None = None, gpu_family: tuple[str, str] | None = None,
+                 gpu_name: str | None = None, model_family: str | None = None, model_group: str | None = None,
+                 architecture: str | None = None, use_sparse: bool | None = None, use_mla: bool | None = None,
+                 repos: list[str] | None = None, text: str = "") -> None:
+        self.subsystem = subsystem
+        self.phrase = phrase
+        self.backends = set() if backends is None else backends  # named in the failure
+        # Would fix it (from the capability table).
+        self.related_backends = set() if related_backends is None else related_backends
+        self.gpu_family = gpu_family  # (key, label)
+        self.gpu_name = gpu_name
+        self.model_family = model_family
+        self.model_group = model_group
+        self.architecture = architecture
+        self.use_sparse = use_sparse
+        self.use_mla = use_mla
+        self.repos = ["vllm-project/vllm"] if repos is None else repos
+        self.text = text  # the diagnosis' own text, for reference
 
 
 def _gpu_from_env(env: dict[str, Any]) -> tuple[str | None, str | None]:
