@@ -64,9 +64,13 @@ class Selection(Record):
 
 
 def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
-    if use_grep is None and src.is_plain_file and _size(src.path) <= GREP_MIN_BYTES:
-        # A small file is read faster here than grep and a thread can be started (issue 2).
-        return _select_python(src)
+    if use_grep is None and src.is_plain_file:
+        size = _size(src.path)
+        if size <= GREP_MIN_BYTES:
+            # A small file is read faster here than grep and a thread can be started (issue 2).
+            if 0 <= size <= MAX_LINE and _prefilter_literals() is not None:
+                return _select_small(src)
+            return _select_python(src)
     grep = _which_grep() if use_grep is not False else None
     if grep and src.is_plain_file:
         return _select_grep(src, grep)
@@ -252,6 +256,50 @@ def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE) -> Iterator[bytes
 
 
 # ---- python -------------------------------------------------------------------------------
+
+_LITERALS: list[bytes] | None = None
+
+
+def _prefilter_literals() -> list[bytes] | None:
+    """PREFILTER's alternatives, when each is plain text (no regex syntax), else None."""
+    global _LITERALS
+    if _LITERALS is None:
+        parts = PREFILTER.split("|")
+        plain = all(p and not any(c in p for c in "\\.^$*+?()[]{}") for p in parts)
+        _LITERALS = [p.encode() for p in parts] if plain else []
+    return _LITERALS or None
+
+
+def _select_small(src: LogSource) -> Selection:
+    """_select_python's selection for a file no longer than MAX_LINE (no line to cut), found with
+    bytes.find per literal: compiling PREFILTER_RE costs more than reading such a file."""
+    data = b"".join(chunks(src))
+    starts: set[int] = set()  # offsets of the lines that hold a literal
+    for lit in _prefilter_literals() or ():
+        i = data.find(lit)
+        while i >= 0:
+            starts.add(data.rfind(b"\n", 0, i) + 1)
+            nl = data.find(b"\n", i)
+            if nl < 0:
+                break
+            i = data.find(lit, nl + 1)
+    out: list[tuple[int, bytes]] = []
+    n = len(data)
+    pos = no = want = 0
+    while pos < n:
+        le = data.find(b"\n", pos)
+        if le < 0:
+            le = n
+        no += 1
+        if pos in starts:
+            out.append((no, data[pos:le]))
+            want = CONTEXT_AFTER
+        elif want:
+            out.append((no, data[pos:le]))
+            want -= 1
+        pos = le + 1
+    return Selection(iter(out), lambda: (n, no))
+
 
 def _select_python(src: LogSource) -> Selection:
     state = {"bytes": 0, "lines": 0}

@@ -6,20 +6,21 @@ tag peeled off by normalize.parse, lines of one process are fed to that process'
 
 from __future__ import annotations
 
-import re
-
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.record import Record
 
-FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?')
+# Compiled on first use (start-up); the needles are literals every match contains (triage.lazyre).
+FRAME_RE = lazy(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?', needles=('File "',))
 # "ValueError: msg", "torch.OutOfMemoryError: CUDA out of memory", "KeyError: 'x'", "SystemExit: 1",
 # "triton.runtime.errors.OutOfResources: out of resource", "RuntimeError" (no message).
-EXC_RE = re.compile(
+EXC_RE = lazy(
     r"^(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|OutOfResources|Fault)"
-    r"(?:\[[^\]]*\])?)(?::\s?(?P<msg>.*))?$"
+    r"(?:\[[^\]]*\])?)(?::\s?(?P<msg>.*))?$",
+    needles=("Error", "Exception", "Exit", "Interrupt", "Warning", "OutOfResources", "Fault"),
 )
 # Inside a traceback any "dotted.Name: message" line ends it (custom exception types).
-EXC_IN_TB_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(?P<msg>.*))?$")
+EXC_IN_TB_RE = lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(?P<msg>.*))?$")
 CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
 CHAIN_CONTEXT = "During handling of the above exception, another exception occurred"
 
