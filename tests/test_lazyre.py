@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from conftest import SHARED
 
 from triage.lazyre import LazyPattern, lazy
@@ -32,6 +34,10 @@ SAMPLES = [
     "Authorization: Bearer abcdef0123456789abcdef", "HF_TOKEN=s3cr3tvalue python x.py", "api_key: 'x'",
     "alice@example.com on gpu-node-17 (10.1.2.3:8000, fe80:0:0:0:1:2:3:4) node gpu-node-17.corp.example.com",
     "peer 2001:db8::7 and fe80::1ff:fe23:4567:890a", "/root/.cache/huggingface", "/home/alice/x",
+    "DeepSeek-V4 and DeepSeek V3.2 and DeepseekV32ForCausalLM", "Kimi-K2 / Moonlight", "Qwen3-235B and Qwen2.5",
+    "Llama-3.1", "Mixtral-8x7B", "gpt-oss-120b", "MiniMax-M2", "gemma-3", "GLM-4.5 and glm5", "DeepSeek-R1", "DeepSeek-V2",
+    "RTX PRO 6000 Blackwell on a DGX Spark", "deep_gemm failed", "triton compile failed: ptxas", "FlashMLA",
+    "flashinfer JIT", "AssertionError: x", "backend FLASHINFER_MLA_SPARSE failed",
     "https://bob:pw@pypi.internal.acme.io/simple", r"C:\Users\me\venv\Lib\site-packages\vllm\x.py",
 ]
 
@@ -84,3 +90,13 @@ def test_no_needle_answers_without_compiling():
 def test_case_insensitive_needles_match_as_the_regex(text):
     lp = lazy(r"(?i)\b(?:[A-Z_]*(?:TOKEN|SECRET))\s*[=:]", needles=("token", "secret"))
     assert (lp.search(text) is not None) == (re.search(lp.pattern, text) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["FLASH_ATTN", "_MLA", "_SPARSE", "FLASHINFER", "X", " ", ",", "é", "[", "TORCH_SDPA",
+                                 "ROCM_AITER_FA", "1"]), max_size=12))
+def test_backends_in_is_the_regex(parts):
+    from triage.upstream.facets import BACKEND_RE, backends_in
+
+    text = "".join(parts)
+    assert backends_in(text) == set(re.findall(BACKEND_RE.pattern, text))

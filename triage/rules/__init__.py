@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import importlib
 
-from triage.rules.base import Rule, save_guards
+from triage.regexlit import save_derived
+from triage.rules.base import Rule
 
 MODULES = [
     "attention",
@@ -35,5 +36,5 @@ def all_rules() -> list[Rule]:
                 raise ValueError(f"duplicate rule signature {r.signature}")
             seen.add(r.signature)
             rules.append(r)
-    save_guards()
+    save_derived()  # what was derived for new patterns, for the next run
     return rules

@@ -14,6 +14,7 @@ from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import CATEGORIES, Diagnosis, Evidence, Fix
 from triage.record import Record
+from triage.regexlit import derived, required_literal  # noqa: F401 (required_literal: re-exported)
 
 if False:  # for type checkers only: typing costs start-up time
     from typing import Any, Callable
@@ -47,8 +48,8 @@ class Rule(Record):
     """A plain class, not a dataclass: see triage.record (start-up)."""
 
     __slots__ = ("signature", "category", "title", "fix", "patterns", "playbook", "confidence", "facts", "check",
-                 "harmless", "secondary", "wrapper", "emits", "_guards", "_compiled")
-    _fields = __slots__[:-2]
+                 "harmless", "secondary", "wrapper", "emits", "_guards", "_clauses", "_compiled")
+    _fields = __slots__[:-3]
 
     def __init__(
         self,
@@ -81,17 +82,25 @@ class Rule(Record):
         self.emits = emits
         if self.category not in CATEGORIES and not (self.harmless or self.wrapper):
             raise ValueError(f"{self.signature}: unknown category {self.category!r}")
-        # Per pattern: a literal the text must contain for the regex to have a chance (derived from the
-        # pattern, remembered across runs), and the regex itself, compiled on first need. Compiling
-        # every rule's regexes up front would dominate start-up; most never meet a line that contains
-        # their literal.
-        self._guards: list[str | None] = [guard_for(p) for p in self.patterns]
+        # Per pattern: a literal the text must contain for the regex to have a chance, the clauses it
+        # must satisfy (one literal of each; see triage.regexlit), both derived from the pattern and
+        # remembered across runs, and the regex itself, compiled on first need. Compiling every
+        # rule's regexes up front would dominate start-up; most never meet a line that could match.
+        known = [derived(p) for p in self.patterns]
+        self._guards: list[str | None] = [g for g, _ in known]
+        self._clauses: list[tuple[tuple[str, ...], ...]] = [c for _, c in known]
         self._compiled: list[re.Pattern[str] | None] = [None] * len(self.patterns)
 
     def _search(self, i: int, text: str) -> "re.Match[str] | None":
         guard = self._guards[i]
         if guard is not None and guard not in text:
             return None
+        for clause in self._clauses[i]:
+            for lit in clause:
+                if lit in text:
+                    break
+            else:
+                return None
         rx = self._compiled[i]
         if rx is None:
             rx = self._compiled[i] = re.compile(self.patterns[i])
@@ -106,7 +115,9 @@ class Rule(Record):
         # Patterns whose literal is on no line at all cannot match: one substring search over the
         # whole text rules them out instead of one per line (most rules end here).
         joined = scan.joined_text()
-        live = [i for i, g in enumerate(self._guards) if g is None or "\n" in g or g in joined]
+        live = [i for i, g in enumerate(self._guards)
+                if (g is None or "\n" in g or g in joined)
+                and all(any("\n" in x or x in joined for x in c) for c in self._clauses[i])]
         if not live:
             return None
         hits: list[tuple[Line, re.Match[str]]] = []
@@ -151,187 +162,6 @@ class Rule(Record):
             fix=Fix(fill(self.fix, ctx), self.playbook),
             first_line=first_line.no,
         )
-
-
-_ESCAPED_CLASSES = set("dDwWsSbBAZ0123456789")
-
-# required_literal() of every rule pattern, remembered across runs in the cache folder: deriving
-# them all costs more start-up than diagnosing a small log (issue 2). Keyed by pattern text, so an
-# edited rule only misses its own entry; the file name carries this module's size and mtime, so a
-# change to the derivation starts a new table.
-_GUARDS: dict[str, str | None] | None = None
-_GUARDS_MISSED = False
-
-
-def _guards_file():  # -> Path | None
-    try:
-        import os
-
-        from triage.paths import cache_dir
-
-        st = os.stat(__file__)
-        return cache_dir() / f"rule-guards-{st.st_size}-{st.st_mtime_ns}.json"
-    except OSError:
-        return None
-
-
-def guard_for(pattern: str) -> str | None:
-    """required_literal(pattern), from the remembered table when it is there."""
-    global _GUARDS, _GUARDS_MISSED
-    table = _GUARDS
-    if table is None:
-        table = _GUARDS = {}
-        path = _guards_file()
-        if path is not None:
-            try:
-                import json
-
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                data = None
-            if isinstance(data, dict):
-                table.update((k, v) for k, v in data.items() if v is None or isinstance(v, str))
-    try:
-        return table[pattern]
-    except KeyError:
-        g = table[pattern] = required_literal(pattern)
-        _GUARDS_MISSED = True
-        return g
-
-
-def save_guards() -> None:
-    """Write the table back when this run derived guards it did not have (a read-only cache only
-    costs the derivation next time)."""
-    global _GUARDS_MISSED
-    if not _GUARDS_MISSED or _GUARDS is None:
-        return
-    _GUARDS_MISSED = False
-    path = _guards_file()
-    if path is None:
-        return
-    import json
-    import os
-
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(_GUARDS), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
-
-
-def required_literal(pattern: str, min_len: int = 4) -> str | None:
-    """The longest run of plain characters that every match of `pattern` contains, or None.
-
-    Groups are looked into when they are neither alternations nor quantified nor lookarounds;
-    a top-level `|` means no literal is required. A character followed by a quantifier is dropped.
-    """
-    if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?P", "(?=", "(?!", "(?<")):
-        return None  # inline flags such as (?i) change what a literal means
-    runs = _required_runs(pattern)
-    if runs is None:
-        return None
-    best = max(runs, key=len, default="")
-    return best if len(best) >= min_len else None
-
-
-def _group_end(p: str, i: int) -> int:
-    """Index of the ')' closing the '(' at p[i], or -1."""
-    depth = 0
-    n = len(p)
-    while i < n:
-        c = p[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            j = i + 1
-            if j < n and p[j] == "^":
-                j += 1
-            if j < n and p[j] == "]":
-                j += 1
-            while j < n and p[j] != "]":
-                j += 2 if p[j] == "\\" else 1
-            i = j + 1
-            continue
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
-
-
-def _required_runs(pattern: str) -> list[str] | None:
-    """Literal runs every match contains; None when the pattern is a top-level alternation."""
-    runs: list[str] = []
-    cur: list[str] = []
-    i, n = 0, len(pattern)
-
-    def flush() -> None:
-        if cur:
-            runs.append("".join(cur))
-            cur.clear()
-
-    while i < n:
-        c = pattern[i]
-        if c == "\\" and i + 1 < n:
-            nxt = pattern[i + 1]
-            if nxt not in _ESCAPED_CLASSES and not nxt.isalpha():
-                cur.append(nxt)
-            else:
-                flush()
-            i += 2
-            continue
-        if c == "[":
-            flush()
-            j = i + 1
-            if j < n and pattern[j] == "^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            i = j + 1
-            continue
-        if c == "(":
-            flush()
-            end = _group_end(pattern, i)
-            if end < 0:
-                return runs  # unbalanced: what was seen so far still holds
-            body = pattern[i + 1:end]
-            quantified = end + 1 < n and pattern[end + 1] in "?*{"
-            if body.startswith("?P<"):
-                body = body[body.index(">") + 1:]
-            elif body.startswith("?:"):
-                body = body[2:]
-            elif body.startswith("?"):
-                body = None  # lookaround, comment, flags: says nothing about what is matched
-            if body is not None and not quantified:
-                inner = _required_runs(body)
-                if inner:
-                    runs.extend(inner)
-            i = end + 1
-            continue
-        if c == "|":
-            return None
-        if c in "?*+{":
-            if cur:
-                cur.pop()  # the quantified character may be absent (or repeated)
-            flush()
-            if c == "{":
-                while i < n and pattern[i] != "}":
-                    i += 1
-        elif c in ".^$":
-            flush()
-        else:
-            cur.append(c)
-        i += 1
-    flush()
-    return runs
 
 
 def _number(v: str) -> Any:

@@ -8,7 +8,7 @@ really install (`pip index versions`), and nightly wheels show up when their ind
 from __future__ import annotations
 
 import re
-from triage.lazyre import lazy
+from triage.lazyre import AUTO, lazy
 from functools import lru_cache
 from pathlib import Path
 if False:  # for type checkers only (importing typing costs start-up time)
@@ -173,16 +173,16 @@ def matches(entry: dict[str, Any], diag: Any, env: dict[str, Any], f: Facets) ->
     if a.get("kv_cache_dtype_prefix") and not str(facts.get("kv_cache_dtype") or "").startswith(a["kv_cache_dtype_prefix"]):
         return False
     if a.get("rejected_reason"):
-        rx = re.compile(a["rejected_reason"], re.I)
+        rx = lazy(a["rejected_reason"], re.I, needles=AUTO)  # compiled only if a reason can match
         rej = facts.get("rejected") or {}
         reasons = [r for rs in rej.values() for r in (rs if isinstance(rs, list) else [rs])] if isinstance(rej, dict) else []
         if not any(rx.search(str(r)) for r in reasons):
             return False
     if a.get("architecture"):
         arch = env.get("architecture") or facts.get("architecture") or ""
-        if not re.search(a["architecture"], str(arch)):
+        if not lazy(a["architecture"], needles=AUTO).search(str(arch)):
             return False
-    if a.get("text") and not re.search(a["text"], f.text, re.S):
+    if a.get("text") and not lazy(a["text"], re.S, needles=AUTO).search(f.text):
         return False
     if a.get("cc_major"):
         major = _cc_major(env, f)
