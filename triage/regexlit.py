@@ -235,61 +235,64 @@ def _clauses(p: str, min_len: int) -> list[tuple[str, ...]]:
 
 
 # --- remembered across runs ---------------------------------------------------------------------
-# pattern -> [required_literal, required_clauses]. Keyed by pattern text, so an edited pattern only
-# misses its own entry; the file name carries this module's size and mtime, so a change to the
-# derivation starts a new table.
-_TABLE: dict[str, list] | None = None
+# pattern -> (required_literal, required_clauses), in marshal's format (read back in microseconds,
+# no validation of lists into tuples). Keyed by pattern text, so an edited pattern only misses its
+# own entry; the file name carries this module's size and mtime (a change to the derivation starts
+# a new table) and the interpreter's tag (marshal's format is per Python version).
+_TABLE: dict[str, tuple] | None = None
 _MISSED = False
 _AT_EXIT = False
+_PREFIX = "regex-literals-"
 
 
-def _table_file():  # -> Path | None
+def _table_file() -> str | None:
+    import os
+    import sys
+
+    from triage.paths import cache_dir_str
+
     try:
-        import os
-
-        from triage.paths import cache_dir
-
         st = os.stat(__file__)
-        return cache_dir() / f"regex-literals-{st.st_size}-{st.st_mtime_ns}.json"
-    except OSError:
+        tag = sys.implementation.cache_tag or "python"
+        return os.path.join(cache_dir_str(), f"{_PREFIX}{st.st_size}-{st.st_mtime_ns}-{tag}.marshal")
+    except (OSError, RuntimeError):
         return None
 
 
-def _valid(entry: object) -> bool:
-    return (isinstance(entry, list) and len(entry) == 2 and (entry[0] is None or isinstance(entry[0], str))
-            and isinstance(entry[1], list)
-            and all(isinstance(c, list) and c and all(isinstance(x, str) and x for x in c) for c in entry[1]))
+def _load() -> dict[str, tuple]:
+    path = _table_file()
+    if path is None:
+        return {}
+    import marshal
+
+    try:
+        with open(path, "rb") as fh:
+            data = marshal.loads(fh.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
+    if type(data) is not dict or not all(type(v) is tuple and len(v) == 2 for v in data.values()):
+        return {}  # not a table this module wrote
+    return data
 
 
 def derived(pattern: str) -> tuple[str | None, tuple[tuple[str, ...], ...]]:
     """(required_literal(pattern), required_clauses(pattern)), from the remembered table when it
     holds them."""
-    global _TABLE, _MISSED
+    global _TABLE, _MISSED, _AT_EXIT
     table = _TABLE
     if table is None:
-        table = _TABLE = {}
-        path = _table_file()
-        if path is not None:
-            try:
-                import json
-
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                data = None
-            if isinstance(data, dict):
-                table.update((k, v) for k, v in data.items() if _valid(v))
+        table = _TABLE = _load()
     entry = table.get(pattern)
     if entry is None:
-        entry = table[pattern] = [required_literal(pattern), [list(c) for c in required_clauses(pattern)]]
+        entry = table[pattern] = (required_literal(pattern), tuple(required_clauses(pattern)))
         if not _MISSED:
             _MISSED = True
-            global _AT_EXIT
             if not _AT_EXIT:
                 _AT_EXIT = True
                 import atexit
 
                 atexit.register(save_derived)  # patterns met later in the run (lazyre) are kept too
-    return entry[0], tuple(tuple(c) for c in entry[1])
+    return entry
 
 
 def save_derived() -> None:
@@ -302,16 +305,18 @@ def save_derived() -> None:
     path = _table_file()
     if path is None:
         return
-    import json
+    import marshal
     import os
 
+    folder, name = os.path.split(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(_TABLE), encoding="utf-8")
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(marshal.dumps(_TABLE))
         os.replace(tmp, path)
-        for old in path.parent.glob("regex-literals-*.json"):  # tables of other versions of this module
-            if old.name != path.name:
-                old.unlink(missing_ok=True)
+        for old in os.listdir(folder):  # tables of other versions of this module
+            if old.startswith(_PREFIX) and old != name:
+                os.unlink(os.path.join(folder, old))
     except OSError:
         pass

@@ -7,10 +7,10 @@ really install (`pip index versions`), and nightly wheels show up when their ind
 
 from __future__ import annotations
 
+import os
 import re
 from triage.lazyre import AUTO, lazy
 from functools import lru_cache
-from pathlib import Path
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
@@ -22,7 +22,7 @@ INSTALLER_TIMEOUT = 8.0
 KEEP_PATCHES_CMD = "triage probe --save-patches DIR"
 
 
-CAPABILITIES = Path(__file__).parent / "capabilities.yaml"
+CAPABILITIES = os.path.join(os.path.dirname(__file__), "capabilities.yaml")
 
 
 @lru_cache(maxsize=1)
@@ -32,25 +32,28 @@ def load_capabilities() -> list[dict[str, Any]]:
     the YAML file's size and modification time."""
     import json
 
-    from triage.paths import cache_dir
+    from triage.paths import cache_dir_str
 
-    st = CAPABILITIES.stat()
-    cached = cache_dir() / f"capabilities-{st.st_size}-{st.st_mtime_ns}.json"
+    st = os.stat(CAPABILITIES)
+    cached = os.path.join(cache_dir_str(), f"capabilities-{st.st_size}-{st.st_mtime_ns}.json")
     try:
-        caps = json.loads(cached.read_text(encoding="utf-8"))
+        with open(cached, encoding="utf-8") as fh:
+            caps = json.load(fh)
     except (OSError, ValueError):
         caps = None
     if not isinstance(caps, list):
         import yaml
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        data = yaml.load(CAPABILITIES.read_text(encoding="utf-8"), Loader=loader) or {}  # noqa: S506 (safe)
+        with open(CAPABILITIES, encoding="utf-8") as fh:
+            data = yaml.load(fh.read(), Loader=loader) or {}  # noqa: S506 (safe)
         caps = [c for c in (data.get("capabilities") or []) if isinstance(c, dict) and c.get("id")]
         try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(".tmp")
-            tmp.write_text(json.dumps(caps, default=str), encoding="utf-8")
-            tmp.replace(cached)
+            os.makedirs(os.path.dirname(cached), exist_ok=True)
+            tmp = os.path.splitext(cached)[0] + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(caps, default=str))
+            os.replace(tmp, cached)
         except OSError:
             pass  # a read-only cache only costs the YAML parse next time
     return caps

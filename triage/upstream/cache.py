@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from pathlib import Path
-if False:  # for type checkers only (importing typing costs start-up time)
+if False:  # for type checkers only (importing typing, pathlib costs start-up time)
+    from pathlib import Path
     from typing import Any
 
-from triage.paths import cache_dir
+from triage.paths import cache_dir_str
 from triage.record import Record
 
 DEFAULT_TTL = 6 * 3600.0
@@ -59,17 +59,24 @@ def human_age(seconds: float) -> str:
 
 
 class Cache:
-    def __init__(self, root: Path | None = None, ttl: float = DEFAULT_TTL):
-        self.root = Path(root) if root is not None else cache_dir() / "upstream"
+    def __init__(self, root: Path | str | None = None, ttl: float = DEFAULT_TTL):
+        # A str inside: the offline report reads the cache without importing pathlib (start-up).
+        self._dir = os.fspath(root) if root is not None else os.path.join(cache_dir_str(), "upstream")
         self.ttl = ttl
+
+    @property
+    def root(self) -> Path:
+        from pathlib import Path
+
+        return Path(self._dir)
 
     @staticmethod
     def key(*parts: str) -> str:
         norm = "\x1f".join(" ".join(p.split()) for p in parts)
         return _sha256(norm.encode()).hexdigest()[:32]
 
-    def _path(self, key: str) -> Path:
-        return self.root / f"{key}.json"
+    def _path(self, key: str) -> str:
+        return os.path.join(self._dir, f"{key}.json")
 
     def get(self, key: str, *, ttl: float | None = None) -> Entry | None:
         try:
@@ -86,8 +93,8 @@ class Cache:
         import tempfile
 
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".json")
+            os.makedirs(self._dir, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self._dir, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({"label": label, "fetched_at": time.time(), "value": value}, fh)
             os.replace(tmp, self._path(key))

@@ -12,8 +12,8 @@ import json
 import os
 import re
 import time
-from pathlib import Path
-if False:  # for type checkers only (importing typing costs start-up time)
+if False:  # for type checkers only (importing typing, pathlib costs start-up time)
+    from pathlib import Path
     from typing import Any
 
 from triage.paths import cache_dir
