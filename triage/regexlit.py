@@ -307,6 +307,7 @@ def save_derived() -> None:
         return
     import marshal
     import os
+    import time
 
     folder, name = os.path.split(path)
     try:
@@ -315,8 +316,12 @@ def save_derived() -> None:
         with open(tmp, "wb") as fh:
             fh.write(marshal.dumps(_TABLE))
         os.replace(tmp, path)
-        for old in os.listdir(folder):  # tables of other versions of this module
-            if old.startswith(_PREFIX) and old != name:
-                os.unlink(os.path.join(folder, old))
+        # Other versions' tables go once a week old: two installed versions must not keep deleting
+        # each other's (one that finds its table gone derives and writes it once more).
+        week_ago = time.time() - 7 * 86400
+        for old in os.listdir(folder):
+            other = os.path.join(folder, old)
+            if old.startswith(_PREFIX) and old != name and os.stat(other).st_mtime < week_ago:
+                os.unlink(other)
     except OSError:
         pass

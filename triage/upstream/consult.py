@@ -14,7 +14,7 @@ import time
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
-from triage.upstream import advisor, fixes
+from triage.upstream import advisor
 from triage.upstream.cache import Cache, human_age
 from triage.upstream.facets import diagnosis_facets
 from triage.upstream.github import GitHub, SearchResult, api_base
@@ -199,6 +199,8 @@ def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None
         results = [_from_cache(cache, base, q, "offline", "") for q in queries]
     else:
         import asyncio  # only online: the offline report path stays light
+
+        from triage.upstream import fixes
 
         async def online() -> tuple[list[SearchResult], list[dict[str, Any]]]:
             res, client = await _search_all(queries, cache, base, end - 0.3)
