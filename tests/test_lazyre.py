@@ -37,7 +37,7 @@ SAMPLES = [
     "DeepSeek-V4 and DeepSeek V3.2 and DeepseekV32ForCausalLM", "Kimi-K2 / Moonlight", "Qwen3-235B and Qwen2.5",
     "Llama-3.1", "Mixtral-8x7B", "gpt-oss-120b", "MiniMax-M2", "gemma-3", "GLM-4.5 and glm5", "DeepSeek-R1", "DeepSeek-V2",
     "RTX PRO 6000 Blackwell on a DGX Spark", "deep_gemm failed", "triton compile failed: ptxas", "FlashMLA",
-    "flashinfer JIT", "AssertionError: x", "backend FLASHINFER_MLA_SPARSE failed",
+    "flashinfer JIT", "AssertionError: x", "repo:vllm-project/vllm (SM120 OR Blackwell) NOT cpu", "backend FLASHINFER_MLA_SPARSE failed",
     "https://bob:pw@pypi.internal.acme.io/simple", r"C:\Users\me\venv\Lib\site-packages\vllm\x.py",
 ]
 

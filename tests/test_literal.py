@@ -2,10 +2,14 @@
 
 import ast
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from triage.logread.literal import literal_eval
+
+# ast.literal_eval warns about odd escapes in the random texts; the answers are what is compared.
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning", "ignore::DeprecationWarning")
 
 
 def _outcome(fn, text):

@@ -21,7 +21,7 @@ MAX_QUERY_CHARS = 256
 MAX_OPERATORS = 5
 MAX_QUERIES = 3  # the unauthenticated search budget is 10 a minute: leave room for a second run
 
-_OPERATOR = lazy(r"(?<![\w\"])(AND|OR|NOT)(?![\w\"])")
+_OPERATOR = lazy(r"(?<![\w\"])(AND|OR|NOT)(?![\w\"])", needles=("AND", "OR", "NOT"))
 
 
 class Query(Record):
@@ -46,7 +46,7 @@ class Query(Record):
 
 def count_operators(q: str) -> int:
     # Operators inside quoted phrases are words, not operators.
-    unquoted = re.sub(r"\"[^\"]*\"", "", q)
+    unquoted = re.sub(r"\"[^\"]*\"", "", q) if '"' in q else q
     return len(_OPERATOR.findall(unquoted))
 
 
