@@ -3,6 +3,8 @@
 import gzip
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from triage.logread import scan_path, scan_text
 from triage.logread.normalize import parse
@@ -205,3 +207,23 @@ def test_collect_env_block_from_a_pipe(tmp_path):
     f = scan_path(str(p)).facts
     assert f["cuda_version"] == "12.9" and f["packages"]["flashinfer-python"] == "0.5.2"
     assert f["gpus"][0]["name"] == "NVIDIA GB10"
+
+
+_WORDS = ["INFO fine", "ERROR bad", "Traceback (most recent call last):", '  File "x.py", line 1', "", "x" * 50,
+          "version 1", "noise\r", "\x00\xff", "error and Error"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), max_size=30), st.booleans())
+def test_small_file_selection_agrees_with_the_streaming_one(tmp_path_factory, lines, final_newline):
+    """A small file is selected with plain find()s (no regex to compile): the same lines, numbers
+    and totals as the streaming selection."""
+    from triage.logread.select import _select_python, _select_small
+    from triage.logread.source import open_source
+
+    body = "\n".join(lines).encode("latin-1") + (b"\n" if final_newline and lines else b"")
+    p = tmp_path_factory.mktemp("sel") / "s.log"
+    p.write_bytes(body)
+    a, b = _select_small(open_source(str(p))), _select_python(open_source(str(p)))
+    assert list(a.lines) == list(b.lines)
+    assert a.totals() == b.totals()

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord

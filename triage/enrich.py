@@ -12,7 +12,8 @@ vllm_version, vllm_install, packages, patched_files. Every key may be missing.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any, Callable
 
 from triage.model import Diagnosis
 

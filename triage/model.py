@@ -1,14 +1,18 @@
 """The shapes every part of triage shares: evidence, diagnoses and the report.
 
 Data flows one way: input (triage.logread) -> facts (scan + probes) -> diagnosis (triage.rules,
-triage.diagnose) -> plan (playbooks) -> action. These dataclasses are the hand-offs between the
-stages; `to_json()` gives the public shape of ../shared/spec/report.md.
+triage.diagnose) -> plan (playbooks) -> action. These classes are the hand-offs between the stages;
+`to_json()` gives the public shape of ../shared/spec/report.md. They are plain classes, not
+dataclasses: importing dataclasses (and inspect, ast, typing with it) costs more start-up than a
+small report takes to diagnose (issue 2).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from triage.record import Record
+
+if False:  # typing is for type checkers only: importing it costs start-up time (issue 2)
+    from typing import Any
 
 SCHEMA = "triage.report/1"
 
@@ -41,37 +45,59 @@ EXIT_USAGE = 2
 EXIT_NO_FAILURE = 3
 
 
-@dataclass(frozen=True)
-class Evidence:
-    line: int  # 1-based line number in the original input
-    text: str  # the line as the user sees it, without colour codes
+class Evidence(Record):
+    __slots__ = ("line", "text")
+    _fields = __slots__
+
+    def __init__(self, line: int, text: str) -> None:
+        # line: 1-based line number in the original input; text: the line as the user sees it,
+        # without colour codes.
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "text", text)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")  # frozen: evidence is quoted, never edited
+
+    __delattr__ = __setattr__
+
+    def __hash__(self) -> int:  # frozen, hence hashable
+        return hash((self.line, self.text))
 
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, "text": self.text}
 
 
-@dataclass
-class Fix:
-    summary: str
-    playbook: str | None = None
+class Fix(Record):
+    __slots__ = ("summary", "playbook")
+    _fields = __slots__
+
+    def __init__(self, summary: str, playbook: str | None = None) -> None:
+        self.summary = summary
+        self.playbook = playbook
 
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary, "playbook": self.playbook}
 
 
-@dataclass
-class Diagnosis:
-    category: str
-    signature: str
-    title: str
-    confidence: float
-    evidence: list[Evidence] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
-    fix: Fix = field(default_factory=lambda: Fix(""))
-    # Not in the JSON: where the first decisive line sits, used to rank a cascade.
-    first_line: int = 0
-    # Plain-words explanation lines (backend by backend, ...); published as facts["explanation"].
-    explanation: list[str] = field(default_factory=list)
+class Diagnosis(Record):
+    __slots__ = ("category", "signature", "title", "confidence", "evidence", "facts", "fix", "first_line",
+                 "explanation")
+    _fields = __slots__
+
+    def __init__(self, category: str, signature: str, title: str, confidence: float,
+                 evidence: list[Evidence] | None = None, facts: dict[str, Any] | None = None,
+                 fix: Fix | None = None, first_line: int = 0, explanation: list[str] | None = None) -> None:
+        self.category = category
+        self.signature = signature
+        self.title = title
+        self.confidence = confidence
+        self.evidence = [] if evidence is None else evidence
+        self.facts = {} if facts is None else facts
+        self.fix = Fix("") if fix is None else fix
+        # Not in the JSON: where the first decisive line sits, used to rank a cascade.
+        self.first_line = first_line
+        # Plain-words explanation lines (backend by backend, ...); published as facts["explanation"].
+        self.explanation = [] if explanation is None else explanation
 
     def to_json(self) -> dict[str, Any]:
         facts = dict(self.facts)
@@ -88,33 +114,44 @@ class Diagnosis:
         }
 
 
-@dataclass
-class Note:
+class Note(Record):
     """A recognised line that is not a failure (harmless warnings) — kept so the user sees we read it."""
 
-    signature: str
-    title: str
-    evidence: list[Evidence] = field(default_factory=list)
+    __slots__ = ("signature", "title", "evidence")
+    _fields = __slots__
+
+    def __init__(self, signature: str, title: str, evidence: list[Evidence] | None = None) -> None:
+        self.signature = signature
+        self.title = title
+        self.evidence = [] if evidence is None else evidence
 
     def to_json(self) -> dict[str, Any]:
         return {"signature": self.signature, "title": self.title, "evidence": [e.to_json() for e in self.evidence]}
 
 
-@dataclass
-class Report:
-    source: str
-    bytes: int
-    lines: int
-    diagnoses: list[Diagnosis] = field(default_factory=list)
-    environment: dict[str, Any] = field(default_factory=dict)
-    notes: list[Note] = field(default_factory=list)
-    # Filled by later stages (issue 4); absent from the JSON while None.
-    upstream: list[dict[str, Any]] | None = None
-    upgrade: dict[str, Any] | None = None
-    # Messages for the user about the run itself (truncated input, probe skipped, ...).
-    warnings: list[str] = field(default_factory=list)
-    input_complete: bool = True
-    upstream_queries: list[str] | None = None  # exactly what was sent (after redaction)
+class Report(Record):
+    # No __slots__ of its own (it has a __dict__): front ends attach run details (elapsed_s) to a report.
+    _fields = ("source", "bytes", "lines", "diagnoses", "environment", "notes", "upstream", "upgrade", "warnings",
+               "input_complete", "upstream_queries")
+
+    def __init__(self, source: str, bytes: int, lines: int, diagnoses: list[Diagnosis] | None = None,
+                 environment: dict[str, Any] | None = None, notes: list[Note] | None = None,
+                 upstream: list[dict[str, Any]] | None = None, upgrade: dict[str, Any] | None = None,
+                 warnings: list[str] | None = None, input_complete: bool = True,
+                 upstream_queries: list[str] | None = None) -> None:
+        self.source = source
+        self.bytes = bytes
+        self.lines = lines
+        self.diagnoses = [] if diagnoses is None else diagnoses
+        self.environment = {} if environment is None else environment
+        self.notes = [] if notes is None else notes
+        # Filled by later stages (issue 4); absent from the JSON while None.
+        self.upstream = upstream
+        self.upgrade = upgrade
+        # Messages for the user about the run itself (truncated input, probe skipped, ...).
+        self.warnings = [] if warnings is None else warnings
+        self.input_complete = input_complete
+        self.upstream_queries = upstream_queries  # exactly what was sent (after redaction)
 
     @property
     def exit_code(self) -> int:

@@ -3,15 +3,31 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+if False:  # for type checkers only: the headless report's hot path does without pathlib (start-up)
+    from pathlib import Path
+
+
+def _home() -> str:
+    """Path.home(), as a str."""
+    home = os.path.expanduser("~")
+    if home[:1] == "~":
+        raise RuntimeError("Could not determine home directory.")
+    return home
+
+
+def _base_str(xdg_var: str, default: str, sub: str) -> str:
+    home = os.environ.get("TRIAGE_HOME")
+    if home:
+        return os.path.join(home, sub)
+    root = os.environ.get(xdg_var) or os.path.join(_home(), default)
+    return os.path.join(root, "triage")
 
 
 def _base(xdg_var: str, default: str, sub: str) -> Path:
-    home = os.environ.get("TRIAGE_HOME")
-    if home:
-        return Path(home) / sub
-    root = os.environ.get(xdg_var) or str(Path.home() / default)
-    return Path(root) / "triage"
+    from pathlib import Path
+
+    return Path(_base_str(xdg_var, default, sub))
 
 
 def config_dir() -> Path:
@@ -27,3 +43,8 @@ def state_dir() -> Path:
 def cache_dir() -> Path:
     """The upstream search cache."""
     return _base("XDG_CACHE_HOME", ".cache", "cache")
+
+
+def cache_dir_str() -> str:
+    """cache_dir() as a str, for the headless report's path: importing pathlib costs start-up time."""
+    return _base_str("XDG_CACHE_HOME", ".cache", "cache")

@@ -7,7 +7,8 @@ each later stage is optional and degrades to "not known" rather than failing the
 from __future__ import annotations
 
 import time
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 from triage.diagnose import diagnose
 from triage.logread import Scan, scan_source

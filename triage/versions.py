@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 _PEP440 = lazy(
     r"""^v?(?P<release>\d+(?:\.\d+)*)
@@ -33,12 +34,12 @@ _PEP440 = lazy(
         (?:\+(?P<local>[A-Za-z0-9.]+))?$""",
     re.X,
 )
-_GIT = lazy(r"^g([0-9a-f]{7,40})$")
+_GIT = lazy(r"^g([0-9a-f]{7,40})$", needles=("g",))
 _HEX = lazy(r"^[0-9a-f]{7,40}$")
-_DIRTY = lazy(r"^d(\d{4})(\d{2})(\d{2})$")
-_CUDA = lazy(r"^cu(\d{2,3})$")
-_ROCM = lazy(r"^rocm(\d+)$")
-_NGC = lazy(r"(?:^|\.)nv(\d{2})\.(\d{2})(?:\.|$)")
+_DIRTY = lazy(r"^d(\d{4})(\d{2})(\d{2})$", needles=("d",))
+_CUDA = lazy(r"^cu(\d{2,3})$", needles=("cu",))
+_ROCM = lazy(r"^rocm(\d+)$", needles=("rocm",))
+_NGC = lazy(r"(?:^|\.)nv(\d{2})\.(\d{2})(?:\.|$)", needles=("nv",))
 _PLATFORMS = {"cpu", "tpu", "xpu", "hpu", "neuron", "empty"}
 
 

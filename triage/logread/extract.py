@@ -6,57 +6,65 @@ Each extractor looks at one normalised line and records what it finds into `fact
 
 from __future__ import annotations
 
-import ast
 import re
 from triage.lazyre import lazy
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
+from triage.logread.literal import literal_eval
 from triage.logread.normalize import Line
 
+# needles: literals every match contains; a line without them is passed over without compiling
+# the pattern (triage.lazyre). Start-up matters: most lines meet only a few of these.
 VERSION_PATTERNS = [
-    lazy(r"vLLM API server version (?P<v>[0-9][\w.+-]*)"),
-    lazy(r"\bvLLM version (?P<v>[0-9][\w.+-]*)"),
-    lazy(r"LLM engine \(v(?P<v>[0-9][\w.+-]*)\)"),
-    lazy(r"^\s*vLLM Version\s*:\s*(?P<v>[0-9][\w.+-]*)"),
+    lazy(r"vLLM API server version (?P<v>[0-9][\w.+-]*)", needles=("vLLM API server version ",)),
+    lazy(r"\bvLLM version (?P<v>[0-9][\w.+-]*)", needles=("vLLM version ",)),
+    lazy(r"LLM engine \(v(?P<v>[0-9][\w.+-]*)\)", needles=("LLM engine (v",)),
+    lazy(r"^\s*vLLM Version\s*:\s*(?P<v>[0-9][\w.+-]*)", needles=("vLLM Version",)),
     # The ASCII-art banner of newer versions: "... version 0.16.1rc1.dev265+gd106bf39f"
-    lazy(r"^[\s\u2580-\u259f]*version (?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$"),
+    lazy(r"^[\s\u2580-\u259f]*version (?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$", needles=("version ",)),
 ]
 PY_PATH_RE = lazy(
-    r'(?P<prefix>/[^"\s]*?)/lib/(?P<py>python\d\.\d+)/(?P<kind>site-packages|dist-packages)/(?P<pkg>[\w.-]+)'
+    r'(?P<prefix>/[^"\s]*?)/lib/(?P<py>python\d\.\d+)/(?P<kind>site-packages|dist-packages)/(?P<pkg>[\w.-]+)',
+    needles=("/lib/python",),
 )
-CONDA_PY_RE = lazy(r'(?P<prefix>[A-Za-z]:\\[^"]*?)\\Lib\\site-packages\\')
-NON_DEFAULT_RE = lazy(r"non-default args: (?P<d>\{.*\})\s*$")
-NAMESPACE_RE = lazy(r"args: Namespace\((?P<a>.*)\)\s*$")
-CONFIG_MODEL_RE = lazy(r"with config: model='(?P<m>[^']*)'")
+CONDA_PY_RE = lazy(r'(?P<prefix>[A-Za-z]:\\[^"]*?)\\Lib\\site-packages\\', needles=("\\Lib\\site-packages\\",))
+NON_DEFAULT_RE = lazy(r"non-default args: (?P<d>\{.*\})\s*$", needles=("non-default args: {",))
+NAMESPACE_RE = lazy(r"args: Namespace\((?P<a>.*)\)\s*$", needles=("args: Namespace(",))
+CONFIG_MODEL_RE = lazy(r"with config: model='(?P<m>[^']*)'", needles=("with config: model='",))
 ARCH_RES = [
-    lazy(r"Resolved architecture: (?P<a>\w+)"),
-    lazy(r"Model architectures \['(?P<a>\w+)'"),
-    lazy(r"architectures=\['(?P<a>\w+)'"),
+    lazy(r"Resolved architecture: (?P<a>\w+)", needles=("Resolved architecture: ",)),
+    lazy(r"Model architectures \['(?P<a>\w+)'", needles=("Model architectures ['",)),
+    lazy(r"architectures=\['(?P<a>\w+)'", needles=("architectures=['",)),
 ]
 GPU_NAME_RES = [
     # torch: "Found GPU0 NVIDIA GB10 which is of cuda capability 12.1."
-    lazy(r"Found GPU(?P<i>\d+) (?P<name>.+?) which is of (?:cuda|CUDA) capability (?P<cc>\d+\.\d+)"),
+    lazy(r"Found GPU(?P<i>\d+) (?P<name>.+?) which is of (?:cuda|CUDA) capability (?P<cc>\d+\.\d+)",
+         needles=("Found GPU",)),
     # torch: "NVIDIA RTX PRO 6000 Blackwell Server Edition with CUDA capability sm_120 is not compatible"
-    lazy(r"(?P<name>NVIDIA [\w .-]+?) with CUDA capability sm_(?P<sm>\d+) is not compatible"),
+    lazy(r"(?P<name>NVIDIA [\w .-]+?) with CUDA capability sm_(?P<sm>\d+) is not compatible",
+         needles=(" with CUDA capability sm_",)),
     # collect-env / nvidia-smi -L: "GPU 0: NVIDIA H100 80GB HBM3"
-    lazy(r"^\s*GPU (?P<i>\d+): (?P<name>(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Instinct)[^(]*?)\s*(?:\(UUID.*)?$"),
+    lazy(r"^\s*GPU (?P<i>\d+): (?P<name>(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Instinct)[^(]*?)\s*(?:\(UUID.*)?$",
+         needles=("GPU ",)),
 ]
 CC_RES = [
-    lazy(r"Current capability: (?P<n>\d{2,3})\b"),
-    lazy(r"[Cc]ompute capability (?:of )?(?P<maj>\d+)\.(?P<min>\d+)"),
-    lazy(r"DeviceCapability\(major=(?P<maj>\d+), minor=(?P<min>\d+)\)"),
-    lazy(r"capability sm_(?P<n>\d{2,3})\b"),
+    lazy(r"Current capability: (?P<n>\d{2,3})\b", needles=("Current capability: ",)),
+    lazy(r"[Cc]ompute capability (?:of )?(?P<maj>\d+)\.(?P<min>\d+)", needles=("ompute capability ",)),
+    lazy(r"DeviceCapability\(major=(?P<maj>\d+), minor=(?P<min>\d+)\)", needles=("DeviceCapability(major=",)),
+    lazy(r"capability sm_(?P<n>\d{2,3})\b", needles=("capability sm_",)),
 ]
 DRIVER_RES = [
-    lazy(r"^\s*Nvidia driver version\s*:\s*(?P<v>[\d.]+)"),
-    lazy(r"Driver Version: (?P<v>[\d.]+)"),
+    lazy(r"^\s*Nvidia driver version\s*:\s*(?P<v>[\d.]+)", needles=("Nvidia driver version",)),
+    lazy(r"Driver Version: (?P<v>[\d.]+)", needles=("Driver Version: ",)),
 ]
-CUDA_BUILD_RE = lazy(r"^\s*CUDA used to build PyTorch\s*:\s*(?P<v>[\d.]+)")
-TORCH_RE = lazy(r"^\s*PyTorch version\s*:\s*(?P<v>\S+)")
-PIP_RE = lazy(r"^\s*\[(?:pip3?|conda)\]\s+(?P<name>[\w.-]+)(?:==|\s+)(?P<v>[\w.+!-]+)")
-PYVER_RE = lazy(r"^\s*Python version\s*:\s*(?P<v>\d+\.\d+(?:\.\d+)?)")
-OS_RE = lazy(r"^\s*OS\s*:\s*(?P<v>.+)$")
-TORCH_WARN_VER_RE = lazy(r"current PyTorch install(?:ation)? supports CUDA capabilities (?P<v>[\w ]+)")
+CUDA_BUILD_RE = lazy(r"^\s*CUDA used to build PyTorch\s*:\s*(?P<v>[\d.]+)", needles=("CUDA used to build PyTorch",))
+TORCH_RE = lazy(r"^\s*PyTorch version\s*:\s*(?P<v>\S+)", needles=("PyTorch version",))
+PIP_RE = lazy(r"^\s*\[(?:pip3?|conda)\]\s+(?P<name>[\w.-]+)(?:==|\s+)(?P<v>[\w.+!-]+)", needles=("[pip", "[conda]"))
+PYVER_RE = lazy(r"^\s*Python version\s*:\s*(?P<v>\d+\.\d+(?:\.\d+)?)", needles=("Python version",))
+OS_RE = lazy(r"^\s*OS\s*:\s*(?P<v>.+)$", needles=("OS",))
+TORCH_WARN_VER_RE = lazy(r"current PyTorch install(?:ation)? supports CUDA capabilities (?P<v>[\w ]+)",
+                         needles=("current PyTorch install",))
 
 
 def _gpu_family(cc: str) -> str:
@@ -78,7 +86,7 @@ def _cc_from_number(n: str) -> str:
 
 def _literal(text: str) -> Any:
     try:
-        return ast.literal_eval(text)  # literal_eval only: log text is never executed
+        return literal_eval(text)  # literal_eval only: log text is never executed
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return None
 

@@ -8,14 +8,16 @@ newest lines are kept (a crash is at the end; the launch facts are at the start)
 from __future__ import annotations
 
 import collections
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+
+if False:  # for type checkers only: typing costs start-up time
+    from typing import Any, Callable, Iterable, Iterator
 
 from triage.logread import extract
 from triage.logread.normalize import Line, parse
 from triage.logread.select import MAX_LINE, iter_lines, select
 from triage.logread.source import LogSource, chunks, open_source
 from triage.logread.traceback import ExceptionRecord, TracebackAssembler
+from triage.record import Record
 
 MAX_HEAD = 15000
 MAX_TAIL = 5000
@@ -23,18 +25,36 @@ COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
 COLLECT_ENV_SPAN = 400
 
 
-@dataclass
-class Scan:
-    source: str
-    bytes: int = 0
-    lines_total: int = 0
-    lines: list[Line] = field(default_factory=list)  # selected lines, in input order, deduplicated
-    repeats: dict[str, int] = field(default_factory=dict)  # message text -> times seen (when > 1)
-    exceptions: list[ExceptionRecord] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
-    frame_files: set[str] = field(default_factory=set)
-    warnings: list[str] = field(default_factory=list)
-    complete: bool = True  # False while a piped log is still being written
+class Scan(Record):
+    # A plain class, not a dataclass: see triage.record (start-up).
+    __slots__ = ("source", "bytes", "lines_total", "lines", "repeats", "exceptions", "facts", "frame_files",
+                 "warnings", "complete", "_joined")
+    _fields = __slots__[:-1]
+
+    def __init__(self, source: str, bytes: int = 0, lines_total: int = 0, lines: list[Line] | None = None,
+                 repeats: dict[str, int] | None = None, exceptions: list[ExceptionRecord] | None = None,
+                 facts: dict[str, Any] | None = None, frame_files: set[str] | None = None,
+                 warnings: list[str] | None = None, complete: bool = True) -> None:
+        self.source = source
+        self.bytes = bytes
+        self.lines_total = lines_total
+        self.lines = [] if lines is None else lines  # selected lines, in input order, deduplicated
+        self.repeats = {} if repeats is None else repeats  # message text -> times seen (when > 1)
+        self.exceptions = [] if exceptions is None else exceptions
+        self.facts = {} if facts is None else facts
+        self.frame_files = set() if frame_files is None else frame_files
+        self.warnings = [] if warnings is None else warnings
+        self.complete = complete  # False while a piped log is still being written
+        self._joined: tuple[int, int, str] | None = None
+
+    def joined_text(self) -> str:
+        """Every selected line's text in one string (newline-separated): a literal that is not in
+        it is on no line, so a rule pattern that needs it can be skipped without a per-line loop."""
+        lines = self.lines
+        j = self._joined
+        if j is None or j[0] != id(lines) or j[1] != len(lines):
+            j = self._joined = (id(lines), len(lines), "\n".join([ln.text for ln in lines]))
+        return j[2]
 
     def find(self, needle: str) -> Iterator[Line]:
         for ln in self.lines:

@@ -17,15 +17,14 @@ Memory stays flat: lines are yielded as they come, and a line longer than MAX_LI
 from __future__ import annotations
 
 import os
-import re
+
 from triage.lazyre import lazy
-import shutil
-import subprocess
-import threading
-from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+
+if False:  # for type checkers only: typing costs start-up time
+    from typing import Callable, Iterable, Iterator
 
 from triage.logread.source import InputError, LogSource, chunks
+from triage.record import Record
 
 # Plain literals only, so the same text is a valid POSIX ERE (grep -E) and Python pattern.
 # Measured on a 200 MB log: ~1.5x the time of `grep -c -E 'ERROR|Error|error'`.
@@ -39,18 +38,25 @@ MAX_LINE = 64 * 1024
 BLOCK_MARKER = b"Collecting environment information"
 BLOCK_BYTES = 64 * 1024
 CONTEXT_AFTER = 1
+# Below this size a regular file is selected in Python: starting grep (and the thread that counts
+# lines) costs more than reading it here. Both ways select the same lines.
+GREP_MIN_BYTES = 256 * 1024
 
 
-@dataclass
-class Selection:
+class Selection(Record):
     """Selected lines, streamed; the totals are final once the iterator is exhausted."""
 
-    lines: Iterator[tuple[int, bytes]]
-    _totals: Callable[[], tuple[int, int]]
-    warnings: list[str] = field(default_factory=list)
-    # A stream cannot be read twice: a pasted `vllm collect-env` block (few selectable words in it)
-    # is kept aside whole while it streams by, as (number of its first line, its bytes).
-    blocks: list[tuple[int, bytes]] = field(default_factory=list)
+    __slots__ = ("lines", "_totals", "warnings", "blocks")
+    _fields = __slots__
+
+    def __init__(self, lines: Iterator[tuple[int, bytes]], _totals: Callable[[], tuple[int, int]],
+                 warnings: list[str] | None = None, blocks: list[tuple[int, bytes]] | None = None) -> None:
+        self.lines = lines
+        self._totals = _totals
+        self.warnings = [] if warnings is None else warnings
+        # A stream cannot be read twice: a pasted `vllm collect-env` block (few selectable words in it)
+        # is kept aside whole while it streams by, as (number of its first line, its bytes).
+        self.blocks = [] if blocks is None else blocks
 
     def totals(self) -> tuple[int, int]:
         """(bytes, lines) of the whole input. Call after consuming `lines`."""
@@ -58,7 +64,14 @@ class Selection:
 
 
 def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
-    grep = shutil.which("grep") if use_grep is not False else None
+    if use_grep is None and src.is_plain_file:
+        size = _size(src.path)
+        if size <= GREP_MIN_BYTES:
+            # A small file is read faster here than grep and a thread can be started (issue 2).
+            if 0 <= size <= MAX_LINE and _prefilter_literals() is not None:
+                return _select_small(src)
+            return _select_python(src)
+    grep = _which_grep() if use_grep is not False else None
     if grep and src.is_plain_file:
         return _select_grep(src, grep)
     if grep:
@@ -66,9 +79,25 @@ def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
     return _select_python(src)
 
 
+def _size(path: str | None) -> int:
+    try:
+        return os.path.getsize(path)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return -1
+
+
+def _which_grep() -> str | None:
+    import shutil
+
+    return shutil.which("grep")
+
+
 # ---- grep ---------------------------------------------------------------------------------
 
 def _select_grep(src: LogSource, grep: str) -> Selection:
+    import subprocess
+    import threading
+
     assert src.path is not None
     env = dict(os.environ, LC_ALL="C")
     size = os.path.getsize(src.path)
@@ -106,6 +135,9 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
 
 def _select_grep_stream(src: LogSource, grep: str) -> Selection:
     """A pipe or a gzip file: we read (and decompress) it, count it, and feed grep from a thread."""
+    import subprocess
+    import threading
+
     env = dict(os.environ, LC_ALL="C")
     proc = subprocess.Popen(
         # --line-buffered and an unbuffered stdin: a live pipe (vLLM still writing) must reach the
@@ -224,6 +256,50 @@ def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE) -> Iterator[bytes
 
 
 # ---- python -------------------------------------------------------------------------------
+
+_LITERALS: list[bytes] | None = None
+
+
+def _prefilter_literals() -> list[bytes] | None:
+    """PREFILTER's alternatives, when each is plain text (no regex syntax), else None."""
+    global _LITERALS
+    if _LITERALS is None:
+        parts = PREFILTER.split("|")
+        plain = all(p and not any(c in p for c in "\\.^$*+?()[]{}") for p in parts)
+        _LITERALS = [p.encode() for p in parts] if plain else []
+    return _LITERALS or None
+
+
+def _select_small(src: LogSource) -> Selection:
+    """_select_python's selection for a file no longer than MAX_LINE (no line to cut), found with
+    bytes.find per literal: compiling PREFILTER_RE costs more than reading such a file."""
+    data = b"".join(chunks(src))
+    starts: set[int] = set()  # offsets of the lines that hold a literal
+    for lit in _prefilter_literals() or ():
+        i = data.find(lit)
+        while i >= 0:
+            starts.add(data.rfind(b"\n", 0, i) + 1)
+            nl = data.find(b"\n", i)
+            if nl < 0:
+                break
+            i = data.find(lit, nl + 1)
+    out: list[tuple[int, bytes]] = []
+    n = len(data)
+    pos = no = want = 0
+    while pos < n:
+        le = data.find(b"\n", pos)
+        if le < 0:
+            le = n
+        no += 1
+        if pos in starts:
+            out.append((no, data[pos:le]))
+            want = CONTEXT_AFTER
+        elif want:
+            out.append((no, data[pos:le]))
+            want -= 1
+        pos = le + 1
+    return Selection(iter(out), lambda: (n, no))
+
 
 def _select_python(src: LogSource) -> Selection:
     state = {"bytes": 0, "lines": 0}

@@ -10,8 +10,11 @@ import os
 import stat
 import sys
 import zlib
-from dataclasses import dataclass
-from typing import BinaryIO, Iterator
+
+from triage.record import Record
+
+if False:  # for type checkers only: typing costs start-up time
+    from typing import BinaryIO, Iterator
 
 CHUNK = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
@@ -21,14 +24,17 @@ class InputError(Exception):
     """The input cannot be read; the message is one line meant for the user."""
 
 
-@dataclass
-class LogSource:
+class LogSource(Record):
     """What the user asked us to read."""
 
-    name: str  # as the report shows it: a path, or "-"
-    path: str | None  # a regular file we may hand to grep, else None
-    fd: int | None = None  # an open descriptor (stdin or a pipe kept aside for the TUI)
-    gzip: bool = False
+    __slots__ = ("name", "path", "fd", "gzip")
+    _fields = __slots__
+
+    def __init__(self, name: str, path: str | None, fd: int | None = None, gzip: bool = False) -> None:
+        self.name = name  # as the report shows it: a path, or "-"
+        self.path = path  # a regular file we may hand to grep, else None
+        self.fd = fd  # an open descriptor (stdin or a pipe kept aside for the TUI)
+        self.gzip = gzip
 
     @property
     def is_plain_file(self) -> bool:

@@ -6,40 +6,50 @@ tag peeled off by normalize.parse, lines of one process are fed to that process'
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
+from triage.record import Record
 
-FRAME_RE = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?')
+# Compiled on first use (start-up); the needles are literals every match contains (triage.lazyre).
+FRAME_RE = lazy(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?', needles=('File "',))
 # "ValueError: msg", "torch.OutOfMemoryError: CUDA out of memory", "KeyError: 'x'", "SystemExit: 1",
 # "triton.runtime.errors.OutOfResources: out of resource", "RuntimeError" (no message).
-EXC_RE = re.compile(
+EXC_RE = lazy(
     r"^(?P<type>(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning|OutOfResources|Fault)"
-    r"(?:\[[^\]]*\])?)(?::\s?(?P<msg>.*))?$"
+    r"(?:\[[^\]]*\])?)(?::\s?(?P<msg>.*))?$",
+    needles=("Error", "Exception", "Exit", "Interrupt", "Warning", "OutOfResources", "Fault"),
 )
 # Inside a traceback any "dotted.Name: message" line ends it (custom exception types).
-EXC_IN_TB_RE = re.compile(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(?P<msg>.*))?$")
+EXC_IN_TB_RE = lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(?P<msg>.*))?$")
 CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
 CHAIN_CONTEXT = "During handling of the above exception, another exception occurred"
 
 
-@dataclass
-class Frame:
-    file: str
-    line: int
-    func: str
+class Frame(Record):
+    # Plain classes, not dataclasses: see triage.record (start-up).
+    __slots__ = ("file", "line", "func")
+    _fields = __slots__
+
+    def __init__(self, file: str, line: int, func: str) -> None:
+        self.file = file
+        self.line = line
+        self.func = func
 
 
-@dataclass
-class ExceptionRecord:
-    type: str  # as printed, possibly dotted: "torch.OutOfMemoryError"
-    message: str
-    line: Line
-    frames: list[Frame] = field(default_factory=list)
-    in_traceback: bool = False
-    caused_by: "ExceptionRecord | None" = None  # the exception this one wraps (chained tracebacks)
-    extra: list[Line] = field(default_factory=list)  # continuation lines of a multi-line message
+class ExceptionRecord(Record):
+    __slots__ = ("type", "message", "line", "frames", "in_traceback", "caused_by", "extra")
+    _fields = __slots__
+
+    def __init__(self, type: str, message: str, line: Line, frames: list[Frame] | None = None,
+                 in_traceback: bool = False, caused_by: ExceptionRecord | None = None,
+                 extra: list[Line] | None = None) -> None:
+        self.type = type  # as printed, possibly dotted: "torch.OutOfMemoryError"
+        self.message = message
+        self.line = line
+        self.frames = [] if frames is None else frames
+        self.in_traceback = in_traceback
+        self.caused_by = caused_by  # the exception this one wraps (chained tracebacks)
+        self.extra = [] if extra is None else extra  # continuation lines of a multi-line message
 
     @property
     def short_type(self) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 
+from triage.regexlit import save_derived
 from triage.rules.base import Rule
 
 MODULES = [
@@ -35,4 +36,5 @@ def all_rules() -> list[Rule]:
                 raise ValueError(f"duplicate rule signature {r.signature}")
             seen.add(r.signature)
             rules.append(r)
+    save_derived()  # what was derived for new patterns, for the next run
     return rules

@@ -9,17 +9,20 @@ happens in triage.diagnose.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any, Callable
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import CATEGORIES, Diagnosis, Evidence, Fix
+from triage.record import Record
+from triage.regexlit import derived, required_literal  # noqa: F401 (required_literal: re-exported)
+
+if False:  # for type checkers only: typing costs start-up time
+    from typing import Any, Callable
+
+    FactsFn = Callable[["re.Match[str]", Line, Scan], dict[str, Any]]
+    CheckFn = Callable[[Scan, dict[str, Any]], "Diagnosis | None"]
 
 MAX_EVIDENCE = 6
-
-FactsFn = Callable[["re.Match[str]", Line, Scan], dict[str, Any]]
-CheckFn = Callable[[Scan, dict[str, Any]], "Diagnosis | None"]
 
 
 class _Blank(dict):
@@ -41,37 +44,63 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-@dataclass
-class Rule:
-    signature: str  # stable dotted id: "<area>.<what>"
-    category: str  # one of triage.model.CATEGORIES
-    title: str  # one line a person understands; may use {fact}
-    fix: str  # one or two sentences; may use {fact}
-    patterns: list[str] = field(default_factory=list)  # regexes over Line.text; named groups become facts
-    playbook: str | None = None
-    confidence: float = 0.85
-    facts: FactsFn | None = None  # extra facts from the first match
-    check: CheckFn | None = None  # a whole custom matcher instead of patterns
-    harmless: bool = False  # recognised, but not a failure (reported as a note)
-    secondary: bool = False  # usually the consequence of another failure (demoted in ranking)
-    wrapper: bool = False  # a cascade wrapper: never a diagnosis on its own
-    emits: tuple[str, ...] = ()  # other signatures a custom check may return (besides `signature`)
-    # Per pattern: a literal the text must contain for the regex to have a chance (derived from the
-    # pattern), and the regex itself, compiled on first need. Compiling every rule's regexes up
-    # front would dominate start-up; most never meet a line that contains their literal.
-    _guards: list[str | None] = field(init=False, repr=False, default_factory=list)
-    _compiled: list["re.Pattern[str] | None"] = field(init=False, repr=False, default_factory=list)
+class Rule(Record):
+    """A plain class, not a dataclass: see triage.record (start-up)."""
 
-    def __post_init__(self) -> None:
+    __slots__ = ("signature", "category", "title", "fix", "patterns", "playbook", "confidence", "facts", "check",
+                 "harmless", "secondary", "wrapper", "emits", "_guards", "_clauses", "_compiled")
+    _fields = __slots__[:-3]
+
+    def __init__(
+        self,
+        signature: str,  # stable dotted id: "<area>.<what>"
+        category: str,  # one of triage.model.CATEGORIES
+        title: str,  # one line a person understands; may use {fact}
+        fix: str,  # one or two sentences; may use {fact}
+        patterns: list[str] | None = None,  # regexes over Line.text; named groups become facts
+        playbook: str | None = None,
+        confidence: float = 0.85,
+        facts: FactsFn | None = None,  # extra facts from the first match
+        check: CheckFn | None = None,  # a whole custom matcher instead of patterns
+        harmless: bool = False,  # recognised, but not a failure (reported as a note)
+        secondary: bool = False,  # usually the consequence of another failure (demoted in ranking)
+        wrapper: bool = False,  # a cascade wrapper: never a diagnosis on its own
+        emits: tuple[str, ...] = (),  # other signatures a custom check may return (besides `signature`)
+    ) -> None:
+        self.signature = signature
+        self.category = category
+        self.title = title
+        self.fix = fix
+        self.patterns = [] if patterns is None else patterns
+        self.playbook = playbook
+        self.confidence = confidence
+        self.facts = facts
+        self.check = check
+        self.harmless = harmless
+        self.secondary = secondary
+        self.wrapper = wrapper
+        self.emits = emits
         if self.category not in CATEGORIES and not (self.harmless or self.wrapper):
             raise ValueError(f"{self.signature}: unknown category {self.category!r}")
-        self._guards = [required_literal(p) for p in self.patterns]
-        self._compiled = [None] * len(self.patterns)
+        # Per pattern: a literal the text must contain for the regex to have a chance, the clauses it
+        # must satisfy (one literal of each; see triage.regexlit), both derived from the pattern and
+        # remembered across runs, and the regex itself, compiled on first need. Compiling every
+        # rule's regexes up front would dominate start-up; most never meet a line that could match.
+        known = [derived(p) for p in self.patterns]
+        self._guards: list[str | None] = [g for g, _ in known]
+        self._clauses: list[tuple[tuple[str, ...], ...]] = [c for _, c in known]
+        self._compiled: list[re.Pattern[str] | None] = [None] * len(self.patterns)
 
     def _search(self, i: int, text: str) -> "re.Match[str] | None":
         guard = self._guards[i]
         if guard is not None and guard not in text:
             return None
+        for clause in self._clauses[i]:
+            for lit in clause:
+                if lit in text:
+                    break
+            else:
+                return None
         rx = self._compiled[i]
         if rx is None:
             rx = self._compiled[i] = re.compile(self.patterns[i])
@@ -83,11 +112,18 @@ class Rule:
         return self.match_lines(scan)
 
     def match_lines(self, scan: Scan) -> Diagnosis | None:
+        # Patterns whose literal is on no line at all cannot match: one substring search over the
+        # whole text rules them out instead of one per line (most rules end here).
+        joined = scan.joined_text()
+        live = [i for i, g in enumerate(self._guards)
+                if (g is None or "\n" in g or g in joined)
+                and all(any("\n" in x or x in joined for x in c) for c in self._clauses[i])]
+        if not live:
+            return None
         hits: list[tuple[Line, re.Match[str]]] = []
         seen_texts: set[str] = set()
-        n = len(self.patterns)
         for ln in scan.lines:
-            for i in range(n):
+            for i in live:
                 m = self._search(i, ln.text)
                 if m:
                     if ln.text not in seen_texts:
@@ -126,122 +162,6 @@ class Rule:
             fix=Fix(fill(self.fix, ctx), self.playbook),
             first_line=first_line.no,
         )
-
-
-_ESCAPED_CLASSES = set("dDwWsSbBAZ0123456789")
-
-
-def required_literal(pattern: str, min_len: int = 4) -> str | None:
-    """The longest run of plain characters that every match of `pattern` contains, or None.
-
-    Groups are looked into when they are neither alternations nor quantified nor lookarounds;
-    a top-level `|` means no literal is required. A character followed by a quantifier is dropped.
-    """
-    if pattern.startswith("(?") and not pattern.startswith(("(?:", "(?P", "(?=", "(?!", "(?<")):
-        return None  # inline flags such as (?i) change what a literal means
-    runs = _required_runs(pattern)
-    if runs is None:
-        return None
-    best = max(runs, key=len, default="")
-    return best if len(best) >= min_len else None
-
-
-def _group_end(p: str, i: int) -> int:
-    """Index of the ')' closing the '(' at p[i], or -1."""
-    depth = 0
-    n = len(p)
-    while i < n:
-        c = p[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            j = i + 1
-            if j < n and p[j] == "^":
-                j += 1
-            if j < n and p[j] == "]":
-                j += 1
-            while j < n and p[j] != "]":
-                j += 2 if p[j] == "\\" else 1
-            i = j + 1
-            continue
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return -1
-
-
-def _required_runs(pattern: str) -> list[str] | None:
-    """Literal runs every match contains; None when the pattern is a top-level alternation."""
-    runs: list[str] = []
-    cur: list[str] = []
-    i, n = 0, len(pattern)
-
-    def flush() -> None:
-        if cur:
-            runs.append("".join(cur))
-            cur.clear()
-
-    while i < n:
-        c = pattern[i]
-        if c == "\\" and i + 1 < n:
-            nxt = pattern[i + 1]
-            if nxt not in _ESCAPED_CLASSES and not nxt.isalpha():
-                cur.append(nxt)
-            else:
-                flush()
-            i += 2
-            continue
-        if c == "[":
-            flush()
-            j = i + 1
-            if j < n and pattern[j] == "^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            i = j + 1
-            continue
-        if c == "(":
-            flush()
-            end = _group_end(pattern, i)
-            if end < 0:
-                return runs  # unbalanced: what was seen so far still holds
-            body = pattern[i + 1:end]
-            quantified = end + 1 < n and pattern[end + 1] in "?*{"
-            if body.startswith("?P<"):
-                body = body[body.index(">") + 1:]
-            elif body.startswith("?:"):
-                body = body[2:]
-            elif body.startswith("?"):
-                body = None  # lookaround, comment, flags: says nothing about what is matched
-            if body is not None and not quantified:
-                inner = _required_runs(body)
-                if inner:
-                    runs.extend(inner)
-            i = end + 1
-            continue
-        if c == "|":
-            return None
-        if c in "?*+{":
-            if cur:
-                cur.pop()  # the quantified character may be absent (or repeated)
-            flush()
-            if c == "{":
-                while i < n and pattern[i] != "}":
-                    i += 1
-        elif c in ".^$":
-            flush()
-        else:
-            cur.append(c)
-        i += 1
-    flush()
-    return runs
 
 
 def _number(v: str) -> Any:

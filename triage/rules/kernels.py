@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan

@@ -6,7 +6,8 @@ cheap (no httpx, no yaml): those load only when a lookup runs.
 
 from __future__ import annotations
 
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 
 def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None = None) -> None:

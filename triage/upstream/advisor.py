@@ -7,13 +7,14 @@ really install (`pip index versions`), and nightly wheels show up when their ind
 
 from __future__ import annotations
 
+import os
 import re
-from triage.lazyre import lazy
-from dataclasses import dataclass, field
+from triage.lazyre import AUTO, lazy
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
+from triage.record import Record
 from triage.upstream import versions as V
 from triage.upstream.facets import Facets
 
@@ -21,7 +22,7 @@ INSTALLER_TIMEOUT = 8.0
 KEEP_PATCHES_CMD = "triage probe --save-patches DIR"
 
 
-CAPABILITIES = Path(__file__).parent / "capabilities.yaml"
+CAPABILITIES = os.path.join(os.path.dirname(__file__), "capabilities.yaml")
 
 
 @lru_cache(maxsize=1)
@@ -31,25 +32,28 @@ def load_capabilities() -> list[dict[str, Any]]:
     the YAML file's size and modification time."""
     import json
 
-    from triage.paths import cache_dir
+    from triage.paths import cache_dir_str
 
-    st = CAPABILITIES.stat()
-    cached = cache_dir() / f"capabilities-{st.st_size}-{st.st_mtime_ns}.json"
+    st = os.stat(CAPABILITIES)
+    cached = os.path.join(cache_dir_str(), f"capabilities-{st.st_size}-{st.st_mtime_ns}.json")
     try:
-        caps = json.loads(cached.read_text(encoding="utf-8"))
+        with open(cached, encoding="utf-8") as fh:
+            caps = json.load(fh)
     except (OSError, ValueError):
         caps = None
     if not isinstance(caps, list):
         import yaml
 
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        data = yaml.load(CAPABILITIES.read_text(encoding="utf-8"), Loader=loader) or {}  # noqa: S506 (safe)
+        with open(CAPABILITIES, encoding="utf-8") as fh:
+            data = yaml.load(fh.read(), Loader=loader) or {}  # noqa: S506 (safe)
         caps = [c for c in (data.get("capabilities") or []) if isinstance(c, dict) and c.get("id")]
         try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(".tmp")
-            tmp.write_text(json.dumps(caps, default=str), encoding="utf-8")
-            tmp.replace(cached)
+            os.makedirs(os.path.dirname(cached), exist_ok=True)
+            tmp = os.path.splitext(cached)[0] + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(caps, default=str))
+            os.replace(tmp, cached)
         except OSError:
             pass  # a read-only cache only costs the YAML parse next time
     return caps
@@ -57,12 +61,16 @@ def load_capabilities() -> list[dict[str, Any]]:
 
 # --- what the installer can reach ------------------------------------------------------------
 
-@dataclass
-class Available:
-    versions: list[str] = field(default_factory=list)  # ascending
-    installed: str | None = None
-    source: str = ""  # the command that answered, for the evidence
-    message: str = ""  # why nothing is known, in plain words
+class Available(Record):
+    __slots__ = ("versions", "installed", "source", "message")
+    _fields = __slots__
+
+    def __init__(self, versions: list[str] | None = None, installed: str | None = None, source: str = "",
+                 message: str = "") -> None:
+        self.versions = [] if versions is None else versions  # ascending
+        self.installed = installed
+        self.source = source  # the command that answered, for the evidence
+        self.message = message  # why nothing is known, in plain words
 
     @property
     def known(self) -> bool:
@@ -172,16 +180,16 @@ def matches(entry: dict[str, Any], diag: Any, env: dict[str, Any], f: Facets) ->
     if a.get("kv_cache_dtype_prefix") and not str(facts.get("kv_cache_dtype") or "").startswith(a["kv_cache_dtype_prefix"]):
         return False
     if a.get("rejected_reason"):
-        rx = re.compile(a["rejected_reason"], re.I)
+        rx = lazy(a["rejected_reason"], re.I, needles=AUTO)  # compiled only if a reason can match
         rej = facts.get("rejected") or {}
         reasons = [r for rs in rej.values() for r in (rs if isinstance(rs, list) else [rs])] if isinstance(rej, dict) else []
         if not any(rx.search(str(r)) for r in reasons):
             return False
     if a.get("architecture"):
         arch = env.get("architecture") or facts.get("architecture") or ""
-        if not re.search(a["architecture"], str(arch)):
+        if not lazy(a["architecture"], needles=AUTO).search(str(arch)):
             return False
-    if a.get("text") and not re.search(a["text"], f.text, re.S):
+    if a.get("text") and not lazy(a["text"], re.S, needles=AUTO).search(f.text):
         return False
     if a.get("cc_major"):
         major = _cc_major(env, f)

@@ -7,28 +7,44 @@ rate-limited or --offline is set. Files are written atomically; a corrupt file i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+if False:  # for type checkers only (importing typing, pathlib costs start-up time)
+    from pathlib import Path
+    from typing import Any
 
-from triage.paths import cache_dir
+from triage.paths import cache_dir_str
+from triage.record import Record
 
 DEFAULT_TTL = 6 * 3600.0
 
 
-@dataclass
-class Entry:
-    value: Any
-    fetched_at: float
-    fresh: bool
+class Entry(Record):
+    __slots__ = ("value", "fetched_at", "fresh")
+    _fields = __slots__
+
+    def __init__(self, value: Any, fetched_at: float, fresh: bool) -> None:
+        self.value = value
+        self.fetched_at = fetched_at
+        self.fresh = fresh
 
     @property
     def age(self) -> float:
         return max(0.0, time.time() - self.fetched_at)
+
+
+def _sha256(data: bytes):  # -> hash object
+    """hashlib.sha256 from the interpreter's own implementation when it has one: hashlib loads
+    OpenSSL first, which costs more start-up than the offline lookup it serves (same digest)."""
+    try:
+        from _sha2 import sha256  # Python 3.12+
+    except ImportError:
+        try:
+            from _sha256 import sha256  # type: ignore[no-redef]  # Python 3.10, 3.11
+        except ImportError:
+            from hashlib import sha256  # type: ignore[no-redef]
+    return sha256(data)
 
 
 def human_age(seconds: float) -> str:
@@ -43,17 +59,24 @@ def human_age(seconds: float) -> str:
 
 
 class Cache:
-    def __init__(self, root: Path | None = None, ttl: float = DEFAULT_TTL):
-        self.root = Path(root) if root is not None else cache_dir() / "upstream"
+    def __init__(self, root: Path | str | None = None, ttl: float = DEFAULT_TTL):
+        # A str inside: the offline report reads the cache without importing pathlib (start-up).
+        self._dir = os.fspath(root) if root is not None else os.path.join(cache_dir_str(), "upstream")
         self.ttl = ttl
+
+    @property
+    def root(self) -> Path:
+        from pathlib import Path
+
+        return Path(self._dir)
 
     @staticmethod
     def key(*parts: str) -> str:
         norm = "\x1f".join(" ".join(p.split()) for p in parts)
-        return hashlib.sha256(norm.encode()).hexdigest()[:32]
+        return _sha256(norm.encode()).hexdigest()[:32]
 
-    def _path(self, key: str) -> Path:
-        return self.root / f"{key}.json"
+    def _path(self, key: str) -> str:
+        return os.path.join(self._dir, f"{key}.json")
 
     def get(self, key: str, *, ttl: float | None = None) -> Entry | None:
         try:
@@ -70,8 +93,8 @@ class Cache:
         import tempfile
 
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".json")
+            os.makedirs(self._dir, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self._dir, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump({"label": label, "fetched_at": time.time(), "value": value}, fh)
             os.replace(tmp, self._path(key))

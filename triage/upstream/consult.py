@@ -10,11 +10,11 @@ user is told which. With offline=True nothing leaves the machine: cache only.
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
-from triage.upstream import advisor, fixes
+from triage.upstream import advisor
 from triage.upstream.cache import Cache, human_age
 from triage.upstream.facets import diagnosis_facets
 from triage.upstream.github import GitHub, SearchResult, api_base
@@ -74,6 +74,8 @@ class _Thread:
 
     def __init__(self, fn: Any, *args: Any):
         self.result: Any = None
+        import threading  # only online: the offline report path stays light
+
         self._t = threading.Thread(target=self._run, args=(fn, *args), daemon=True)
         self._fn = fn
         self._t.start()
@@ -197,6 +199,8 @@ def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None
         results = [_from_cache(cache, base, q, "offline", "") for q in queries]
     else:
         import asyncio  # only online: the offline report path stays light
+
+        from triage.upstream import fixes
 
         async def online() -> tuple[list[SearchResult], list[dict[str, Any]]]:
             res, client = await _search_all(queries, cache, base, end - 0.3)

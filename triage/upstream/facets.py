@@ -9,9 +9,11 @@ family, and the error phrase.
 from __future__ import annotations
 
 import re
-from triage.lazyre import lazy
-from dataclasses import dataclass, field
-from typing import Any
+from triage.lazyre import AUTO, lazy
+from triage.record import Record
+
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 # --- subsystems -------------------------------------------------------------------------------
 # Keyword weights per subsystem; the text's subsystem is the best-scoring one. Strong, specific
@@ -110,16 +112,21 @@ def classify_subsystem(title: str, body: str = "") -> str | None:
 
 
 # --- attention backends -----------------------------------------------------------------------
-BACKEND_RE = lazy(
-    r"\b(FLASH_ATTN_MLA_SPARSE|FLASHINFER_MLA_SPARSE_SM120|FLASHINFER_MLA_SPARSE|FLASHMLA_SPARSE|TRITON_MLA_SPARSE|"
-    r"XPU_MLA_SPARSE|ROCM_AITER_MLA_SPARSE|FLASH_ATTN_MLA|FLASHINFER_MLA|FLASHMLA|TRITON_MLA|CUTLASS_MLA|TOKENSPEED_MLA|"
-    r"ROCM_AITER_MLA|ROCM_AITER_TRITON_MLA|FLASH_ATTN|FLASHINFER|TRITON_ATTN|FLEX_ATTENTION|TREE_ATTN|ROCM_ATTN|"
-    r"ROCM_AITER_FA|XFORMERS|TORCH_SDPA)\b"
+BACKEND_NAMES = (
+    "FLASH_ATTN_MLA_SPARSE", "FLASHINFER_MLA_SPARSE_SM120", "FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE",
+    "TRITON_MLA_SPARSE", "XPU_MLA_SPARSE", "ROCM_AITER_MLA_SPARSE", "FLASH_ATTN_MLA", "FLASHINFER_MLA", "FLASHMLA",
+    "TRITON_MLA", "CUTLASS_MLA", "TOKENSPEED_MLA", "ROCM_AITER_MLA", "ROCM_AITER_TRITON_MLA", "FLASH_ATTN", "FLASHINFER",
+    "TRITON_ATTN", "FLEX_ATTENTION", "TREE_ATTN", "ROCM_ATTN", "ROCM_AITER_FA", "XFORMERS", "TORCH_SDPA",
 )
+BACKEND_RE = lazy(r"\b(" + "|".join(BACKEND_NAMES) + r")\b")
+_BACKEND_SET = frozenset(BACKEND_NAMES)
+_WORD = lazy(r"\w+")
 
 
 def backends_in(text: str) -> set[str]:
-    return set(BACKEND_RE.findall(text or ""))
+    # The names are made of word characters only, so BACKEND_RE matches whole words (\b on both
+    # sides): the same set, without compiling a 24-way alternation (start-up).
+    return {w for w in _WORD.findall(text or "") if w in _BACKEND_SET}
 
 
 # --- GPU families (by compute capability) -------------------------------------------------------
@@ -136,7 +143,7 @@ GPU_PATTERNS: list[tuple[str, str, str]] = [
     (r"\bsm_?7[05]\b|\bV100\b|\bT4\b|Turing|Volta|RTX ?20[6789]0", "7", "Volta/Turing"),
     (r"\bMI[0-9]{3}X?\b|ROCm|gfx9[0-9]{2}", "rocm", "AMD ROCm"),
 ]
-_GPU_RE = [(lazy(p, re.I), k, label) for p, k, label in GPU_PATTERNS]
+_GPU_RE = [(lazy(p, re.I, needles=AUTO), k, label) for p, k, label in GPU_PATTERNS]
 
 
 def gpu_families_in(text: str) -> dict[str, str]:
@@ -201,7 +208,7 @@ MODEL_PATTERNS: list[tuple[str, str, str]] = [
     (r"Gemma", "Gemma", "gemma"),
     (r"GLM-?4|Glm4", "GLM-4", "glm4"),
 ]
-_MODEL_RE = [(lazy(p, re.I), fam, grp) for p, fam, grp in MODEL_PATTERNS]
+_MODEL_RE = [(lazy(p, re.I, needles=AUTO), fam, grp) for p, fam, grp in MODEL_PATTERNS]
 
 
 def model_families_in(text: str) -> dict[str, str]:
@@ -217,7 +224,8 @@ def model_families_in(text: str) -> dict[str, str]:
 _LOG_HEADER = lazy(
     r"^(?:\S+\s+\|\s+)?(?:\[rank\d+\]:\s*)?(?:\([^)]*\)\s*)?(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d\s+[\d:.]+\s+\[[^\]]*\]\s*)?"
 )
-_EXC_PREFIX = lazy(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit)|AssertionError|torch\.OutOfMemoryError):\s*")
+_EXC_PREFIX = lazy(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit)|AssertionError|torch\.OutOfMemoryError):\s*",
+                   needles=AUTO)
 _VOLATILE = lazy(
     r"[/\\]|0x[0-9a-f]+|\d|[=()\[\]{}<>'\"`]|^[A-Z][A-Za-z]+\.[A-Z_]+$"  # paths, hex, numbers, assignments, brackets
 )
@@ -258,23 +266,32 @@ def error_phrase(line: str, *, max_words: int = 8) -> str:
     return " ".join(best) if len(best) >= 2 else ""
 
 
-@dataclass
-class Facets:
+class Facets(Record):
     """What a diagnosis is about, in the vocabulary hits are compared in."""
 
-    subsystem: str | None = None
-    phrase: str = ""
-    backends: set[str] = field(default_factory=set)  # named in the failure
-    related_backends: set[str] = field(default_factory=set)  # would fix it (from the capability table)
-    gpu_family: tuple[str, str] | None = None  # (key, label)
-    gpu_name: str | None = None
-    model_family: str | None = None
-    model_group: str | None = None
-    architecture: str | None = None
-    use_sparse: bool | None = None
-    use_mla: bool | None = None
-    repos: list[str] = field(default_factory=lambda: ["vllm-project/vllm"])
-    text: str = ""  # the diagnosis' own text, for reference
+    __slots__ = ("subsystem", "phrase", "backends", "related_backends", "gpu_family", "gpu_name", "model_family",
+                 "model_group", "architecture", "use_sparse", "use_mla", "repos", "text")
+    _fields = __slots__
+
+    def __init__(self, subsystem: str | None = None, phrase: str = "", backends: set[str] | None = None,
+                 related_backends: set[str] | None = None, gpu_family: tuple[str, str] | None = None,
+                 gpu_name: str | None = None, model_family: str | None = None, model_group: str | None = None,
+                 architecture: str | None = None, use_sparse: bool | None = None, use_mla: bool | None = None,
+                 repos: list[str] | None = None, text: str = "") -> None:
+        self.subsystem = subsystem
+        self.phrase = phrase
+        self.backends = set() if backends is None else backends  # named in the failure
+        # Would fix it (from the capability table).
+        self.related_backends = set() if related_backends is None else related_backends
+        self.gpu_family = gpu_family  # (key, label)
+        self.gpu_name = gpu_name
+        self.model_family = model_family
+        self.model_group = model_group
+        self.architecture = architecture
+        self.use_sparse = use_sparse
+        self.use_mla = use_mla
+        self.repos = ["vllm-project/vllm"] if repos is None else repos
+        self.text = text  # the diagnosis' own text, for reference
 
 
 def _gpu_from_env(env: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -288,10 +305,10 @@ def _gpu_from_env(env: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 RELATED_REPOS = [
-    (lazy(r"flashinfer", re.I), "flashinfer-ai/flashinfer"),
-    (lazy(r"FlashMLA|flashmla|_flashmla_C", re.I), "deepseek-ai/FlashMLA"),
-    (lazy(r"deep_?gemm", re.I), "deepseek-ai/DeepGEMM"),
-    (lazy(r"\btriton\b.*(?:compile|ptxas|out of resource)|ptxas|triton\.compiler|TritonError", re.I),
+    (lazy(r"flashinfer", re.I, needles=AUTO), "flashinfer-ai/flashinfer"),
+    (lazy(r"FlashMLA|flashmla|_flashmla_C", re.I, needles=AUTO), "deepseek-ai/FlashMLA"),
+    (lazy(r"deep_?gemm", re.I, needles=AUTO), "deepseek-ai/DeepGEMM"),
+    (lazy(r"\btriton\b.*(?:compile|ptxas|out of resource)|ptxas|triton\.compiler|TritonError", re.I, needles=AUTO),
      "triton-lang/triton"),
 ]
 

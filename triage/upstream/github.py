@@ -12,11 +12,12 @@ import json
 import os
 import re
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+if False:  # for type checkers only (importing typing, pathlib costs start-up time)
+    from pathlib import Path
+    from typing import Any
 
 from triage.paths import cache_dir
+from triage.record import Record
 
 DEFAULT_API = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -46,25 +47,34 @@ def _scrub(text: str, secret: str | None) -> str:
     return text[:300]
 
 
-@dataclass
-class SearchResult:
-    query: str
-    status: str  # ok | cached | stale | rate_limited | rejected | unreachable | timeout | error | offline
-    items: list[dict[str, Any]] = field(default_factory=list)
-    total_count: int = 0
-    incomplete: bool = False
-    message: str = ""
-    age: float | None = None  # seconds, for answers that came from the cache
-    retry_after: float | None = None
+class SearchResult(Record):
+    __slots__ = ("query", "status", "items", "total_count", "incomplete", "message", "age", "retry_after")
+    _fields = __slots__
+
+    def __init__(self, query: str, status: str, items: list[dict[str, Any]] | None = None, total_count: int = 0,
+                 incomplete: bool = False, message: str = "", age: float | None = None,
+                 retry_after: float | None = None) -> None:
+        self.query = query
+        self.status = status  # ok | cached | stale | rate_limited | rejected | unreachable | timeout | error | offline
+        self.items = [] if items is None else items
+        self.total_count = total_count
+        self.incomplete = incomplete
+        self.message = message
+        self.age = age  # seconds, for answers that came from the cache
+        self.retry_after = retry_after
 
 
-@dataclass
-class Response:
-    status: int  # HTTP status, or 0 when no answer came back
-    data: Any = None
-    message: str = ""
-    retry_after: float | None = None
-    kind: str = "ok"  # ok | rate_limited | rejected | unreachable | timeout | error | malformed
+class Response(Record):
+    __slots__ = ("status", "data", "message", "retry_after", "kind")
+    _fields = __slots__
+
+    def __init__(self, status: int, data: Any = None, message: str = "", retry_after: float | None = None,
+                 kind: str = "ok") -> None:
+        self.status = status  # HTTP status, or 0 when no answer came back
+        self.data = data
+        self.message = message
+        self.retry_after = retry_after
+        self.kind = kind  # ok | rate_limited | rejected | unreachable | timeout | error | malformed
 
 
 class RateGate:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-from dataclasses import dataclass
-from typing import Iterable
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Iterable
 
+from triage.record import Record
 from triage.upstream.facets import FAMILY_SEARCH_TERMS, Facets
 from triage.upstream.redact import redact
 
@@ -20,13 +21,24 @@ MAX_QUERY_CHARS = 256
 MAX_OPERATORS = 5
 MAX_QUERIES = 3  # the unauthenticated search budget is 10 a minute: leave room for a second run
 
-_OPERATOR = lazy(r"(?<![\w\"])(AND|OR|NOT)(?![\w\"])")
+_OPERATOR = lazy(r"(?<![\w\"])(AND|OR|NOT)(?![\w\"])", needles=("AND", "OR", "NOT"))
 
 
-@dataclass(frozen=True)
-class Query:
-    q: str
-    kind: str  # "issue" | "pr"
+class Query(Record):
+    __slots__ = ("q", "kind")
+    _fields = __slots__
+
+    def __init__(self, q: str, kind: str) -> None:
+        object.__setattr__(self, "q", q)
+        object.__setattr__(self, "kind", kind)  # "issue" | "pr"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")  # frozen
+
+    __delattr__ = __setattr__
+
+    def __hash__(self) -> int:
+        return hash((self.q, self.kind))
 
     def to_json(self) -> dict[str, str]:
         return {"q": self.q, "kind": self.kind}
@@ -34,7 +46,7 @@ class Query:
 
 def count_operators(q: str) -> int:
     # Operators inside quoted phrases are words, not operators.
-    unquoted = re.sub(r"\"[^\"]*\"", "", q)
+    unquoted = re.sub(r"\"[^\"]*\"", "", q) if '"' in q else q
     return len(_OPERATOR.findall(unquoted))
 
 
@@ -97,6 +109,10 @@ def _topic_terms(f: Facets) -> list[str]:
 
 def build_queries(f: Facets, *, identities: Iterable[str] | None = None) -> list[Query]:
     """At most MAX_QUERIES searches, most specific first; each within GitHub's limits."""
+    if identities is None:  # this machine's names, looked up once (not once per term)
+        from triage.upstream.redact import local_identities
+
+        identities = local_identities()
     phrase = _clean_term(f.phrase, identities) if f.phrase else ""
     gpu_terms = FAMILY_SEARCH_TERMS.get(f.gpu_family[0], []) if f.gpu_family else []
     gpu_group = _or_group(gpu_terms[:2])  # 1 operator; "Blackwell" alone would also match B200

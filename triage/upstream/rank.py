@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import time
-from datetime import datetime, timezone
-from typing import Any
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Any
 
 from triage.upstream.facets import (
     Facets,
@@ -42,6 +42,8 @@ def parse_time(value: Any) -> float | None:
     if not isinstance(value, str) or not value:
         return None
     try:
+        from datetime import datetime, timezone  # here: only search hits carry dates (start-up)
+
         return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(timezone.utc).timestamp()
     except ValueError:
         return None

@@ -11,47 +11,53 @@ from __future__ import annotations
 import os
 import re
 from triage.lazyre import lazy
-from typing import Iterable
+if False:  # for type checkers only (importing typing costs start-up time)
+    from typing import Iterable
 
 # Secrets with a recognisable shape: GitHub, Hugging Face, OpenAI-style, Slack, AWS keys, JWTs,
-# and any "token=..." / "Authorization: Bearer ..." pair.
+# and any "token=..." / "Authorization: Bearer ..." pair. The needles (literals every match
+# contains) spare compiling a pattern the text cannot match: see triage.lazyre.
 _SECRET_PATTERNS = [
-    lazy(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b"),
-    lazy(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
-    lazy(r"\bhf_[A-Za-z0-9]{20,}\b"),
-    lazy(r"\bsk-[A-Za-z0-9_-]{16,}\b"),
-    lazy(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b"),
-    lazy(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-    lazy(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b"),
+    lazy(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}\b", needles=("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    lazy(r"\bgithub_pat_[A-Za-z0-9_]{20,}\b", needles=("github_pat_",)),
+    lazy(r"\bhf_[A-Za-z0-9]{20,}\b", needles=("hf_",)),
+    lazy(r"\bsk-[A-Za-z0-9_-]{16,}\b", needles=("sk-",)),
+    lazy(r"\bxox[abprs]-[A-Za-z0-9-]{10,}\b", needles=("xox",)),
+    lazy(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b", needles=("AKIA", "ASIA")),
+    lazy(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b", needles=("eyJ",)),
 ]
 _SECRET_ASSIGN = lazy(
-    r"(?i)\b((?:[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY))\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)"
+    r"(?i)\b((?:[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY))\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|\S+)",
+    needles=("token", "secret", "passw", "api_key", "apikey", "access_key"),
 )
-_BEARER = lazy(r"(?i)\b(bearer|token)\s+([A-Za-z0-9._~+/=-]{12,})")
-_EMAIL = lazy(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
-_URL_CRED = lazy(r"(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@")
-_URL = lazy(r"\b(?:https?|ssh|ftp|s3|gs|hf)://[^\s'\"<>)\]]+")
-_IPV4 = lazy(r"(?<![\w.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?::\d{1,5})?(?![\w.])")
+_BEARER = lazy(r"(?i)\b(bearer|token)\s+([A-Za-z0-9._~+/=-]{12,})", needles=("bearer", "token"))
+_EMAIL = lazy(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b", needles=("@",))
+_URL_CRED = lazy(r"(\b[a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@", needles=("://",))
+_URL = lazy(r"\b(?:https?|ssh|ftp|s3|gs|hf)://[^\s'\"<>)\]]+", needles=("://",))
+_IPV4 = lazy(r"(?<![\w.])(?:25[0-5]|2[0-4]\d|1?\d?\d)(?:\.(?:25[0-5]|2[0-4]\d|1?\d?\d)){3}(?::\d{1,5})?(?![\w.])",
+             needles=(".",))
 # IPv6: five or more groups, or a "::" form; never a clock time like 10:12:44.
 _IPV6 = lazy(
     r"(?<![\w:.])(?:(?:[0-9A-Fa-f]{1,4}:){4,7}[0-9A-Fa-f]{1,4}|(?:[0-9A-Fa-f]{1,4}:){1,7}(?::[0-9A-Fa-f]{1,4}){1,7}"
-    r"|::(?:[0-9A-Fa-f]{1,4}:){0,5}[0-9A-Fa-f]{1,4})(?![\w:])"
+    r"|::(?:[0-9A-Fa-f]{1,4}:){0,5}[0-9A-Fa-f]{1,4})(?![\w:])",
+    needles=(":",),
 )
 _PUBLIC_IPS = ("0.0.0.0", "127.0.0.1", "::1")
 # A venv's path up to site-packages says nothing useful and may name the user: keep what follows.
-_ENV_PATH = lazy(r"(?<![\w.:/])/[^\s'\"]*?/(site-packages|dist-packages)/")
+_ENV_PATH = lazy(r"(?<![\w.:/])/[^\s'\"]*?/(site-packages|dist-packages)/", needles=("-packages/",))
 # Home directories name their user; keep nothing of them.
-_HOME = lazy(r"(?:/home|/Users|/export/home)/[^/\s'\"]+((?:/[^\s'\":,)\]]*)?)")
-_ROOT_HOME = lazy(r"(?<![\w.])/root(?=/|\b)((?:/[^\s'\":,)\]]*)?)")
+_HOME = lazy(r"(?:/home|/Users|/export/home)/[^/\s'\"]+((?:/[^\s'\":,)\]]*)?)", needles=("/home/", "/Users/"))
+_ROOT_HOME = lazy(r"(?<![\w.])/root(?=/|\b)((?:/[^\s'\":,)\]]*)?)", needles=("/root",))
 # Other absolute paths: a venv's site-packages path says little, but a data or model directory
 # can name a project or a customer. Keep the well-known system prefixes; redact the rest.
-_ABS_PATH = lazy(r"(?<![\w.:/>])/(?:[A-Za-z0-9._@+-]+/)+[A-Za-z0-9._@+-]*")
+_ABS_PATH = lazy(r"(?<![\w.:/>])/(?:[A-Za-z0-9._@+-]+/)+[A-Za-z0-9._@+-]*", needles=("/",))
 _SAFE_PREFIXES = (
     "/usr/", "/opt/conda/", "/opt/venv/", "/opt/nvidia/", "/lib/", "/lib64/", "/etc/", "/proc/", "/sys/",
     "/dev/", "/bin/", "/sbin/", "/tmp/", "/var/lib/", "/run/", "/.venv/", "/venv/",
 )
 # A fully qualified host name (at least two dots, alphabetic TLD) that is not a public service.
-_FQDN = lazy(r"\b(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,}\.(?:[A-Za-z]{2,})\b")
+_FQDN = lazy(r"\b(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,}\.(?:[A-Za-z]{2,})\b",
+             needles=(".",))
 _PUBLIC_HOSTS = (
     "github.com", "githubusercontent.com", "huggingface.co", "pypi.org", "pythonhosted.org",
     "vllm.ai", "nvidia.com", "pytorch.org", "flashinfer.ai", "docker.io", "docker.com", "ngc.nvidia.com",
@@ -62,28 +68,56 @@ _MODULE_ROOTS = ("vllm.", "torch.", "triton.", "flashinfer.", "transformers.", "
 
 def local_identities() -> list[str]:
     """This machine's host names and the current user's names, longest first."""
-    import getpass
-    import socket
-
     names: set[str] = set()
-    for getter in (socket.gethostname, socket.getfqdn):
-        try:
-            value = getter()
-        except OSError:
-            continue
+    for value in _host_names():
         if value and value not in ("localhost", "localhost.localdomain"):
             names.add(value)
             names.add(value.split(".")[0])
     for var in ("USER", "LOGNAME", "USERNAME", "SUDO_USER"):
         if os.environ.get(var):
             names.add(os.environ[var])
-    try:
-        names.add(getpass.getuser())
-    except Exception:  # getpass raises several kinds when no user is known
-        pass
+    # getpass.getuser() answers the first of these that is set, else asks the password database
+    # (done here without getpass, whose import costs start-up time).
+    user = next((os.environ[v] for v in ("LOGNAME", "USER", "LNAME", "USERNAME") if os.environ.get(v)), None)
+    if user:
+        names.add(user)
+    else:
+        try:  # what getpass.getuser() does next, without importing getpass
+            import pwd
+
+            names.add(pwd.getpwuid(os.getuid())[0])
+        except Exception:  # no pwd module (Windows) or no entry for this uid: no name
+            pass
     # One- and two-letter names would redact half of every sentence; common words too.
     skip = {"root", "user", "admin", "ubuntu", "runner", "vllm", "cuda", "nvidia", "docker"}
     return sorted((n for n in names if len(n) >= 3 and n.lower() not in skip), key=len, reverse=True)
+
+
+def _host_names() -> list[str]:
+    """socket.gethostname() and socket.getfqdn(), each left out when it fails with OSError.
+
+    Done with _socket, which the socket module wraps: importing socket (its enum set-up) and the
+    idna codec that a str host name goes through cost more start-up than the rest of an offline
+    report. getfqdn's own steps are repeated here unchanged."""
+    import _socket
+
+    try:
+        host = _socket.gethostname()
+    except OSError:
+        return []
+    out = [host]
+    # An ASCII name of sane labels is what the idna codec would pass through unchanged.
+    arg: str | bytes = host
+    if host.isascii() and all(0 < len(label) < 64 for label in host.split(".")):
+        arg = host.encode("ascii")
+    try:
+        hostname, aliases, _ = _socket.gethostbyaddr(arg)
+    except OSError:
+        out.append(host)
+    else:
+        aliases.insert(0, hostname)
+        out.append(next((n for n in aliases if "." in n), hostname))
+    return out
 
 
 def _path_repl(m: re.Match[str]) -> str:
@@ -144,7 +178,7 @@ def redact(text: str, *, extra: Iterable[str] = (), identities: Iterable[str] | 
         out = out.replace(literal, "<redacted>")
     names = list(identities) if identities is not None else local_identities()
     for name in names:
-        if len(name) < 3:
+        if len(name) < 3 or name not in out:  # the pattern needs the name itself
             continue
         out = re.sub(r"(?<![A-Za-z0-9])" + re.escape(name) + r"(?![A-Za-z0-9])", "<name>", out)
     return out

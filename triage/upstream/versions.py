@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-_V = re.compile(
+from triage.lazyre import lazy
+
+_V = lazy(  # compiled on first use (start-up)
     r"^\s*v?(?P<rel>\d+(?:\.\d+)*)"
     r"(?:[-_.]?(?P<pre>a|b|rc|alpha|beta|c)[-_.]?(?P<pren>\d*))?"
     r"(?:[-_.]?post[-_.]?(?P<post>\d+))?"

@@ -1,0 +1,327 @@
+"""What literal text every match of a regular expression must contain.
+
+Start-up is part of the product (issue 2): compiling a pattern costs far more than looking for a
+few words, and most patterns never meet a text that could match. A pattern's literals let a
+caller skip it (triage.lazyre, the rules in triage.rules.base) without compiling it.
+
+What is derived is remembered across runs in the cache folder (derived(), save_derived()):
+deriving it for every rule pattern costs more start-up than diagnosing a small log.
+
+Conservative by construction: a character followed by a quantifier, a class, an escape class,
+a quantified group, a lookaround or anything under inline flags contributes nothing, so what is
+returned is always necessary for a match (tests check it against every fixture line).
+"""
+
+from __future__ import annotations
+
+_ESCAPED_CLASSES = set("dDwWsSbBAZ0123456789")
+_HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
+
+
+def _class_end(p: str, i: int) -> int:
+    """Index just past the ']' closing the '[' at p[i]."""
+    n = len(p)
+    j = i + 1
+    if j < n and p[j] == "^":
+        j += 1
+    if j < n and p[j] == "]":
+        j += 1
+    while j < n and p[j] != "]":
+        j += 2 if p[j] == "\\" else 1
+    return j + 1
+
+
+def _group_end(p: str, i: int) -> int:
+    """Index of the ')' closing the '(' at p[i], or -1."""
+    depth = 0
+    n = len(p)
+    while i < n:
+        c = p[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i = _class_end(p, i)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def _tokens(p: str):
+    """("c", char) a literal character, ("x",) something else that matches one thing, ("q",) a
+    quantifier, ("g", body or None, quantified) a group, ("|",) an alternation bar, ("u",) an
+    unbalanced group (stop there)."""
+    i, n = 0, len(p)
+    while i < n:
+        c = p[i]
+        if c == "\\" and i + 1 < n:
+            nxt = p[i + 1]
+            i += 2
+            if nxt in _HEX_ESCAPES:
+                i += _HEX_ESCAPES[nxt]
+                yield ("x",)
+            elif nxt == "N" and i < n and p[i] == "{":
+                i = p.find("}", i) + 1 or n
+                yield ("x",)
+            elif nxt.isdigit():
+                while i < n and p[i].isdigit():  # a back-reference or an octal escape
+                    i += 1
+                yield ("x",)
+            elif nxt in _ESCAPED_CLASSES or nxt.isalpha():
+                yield ("x",)
+            else:
+                yield ("c", nxt)
+            continue
+        if c == "[":
+            i = _class_end(p, i)
+            yield ("x",)
+            continue
+        if c == "(":
+            end = _group_end(p, i)
+            if end < 0:
+                yield ("u",)
+                return
+            body: str | None = p[i + 1:end]
+            quantified = end + 1 < n and p[end + 1] in "?*{"
+            if body.startswith("?P<"):
+                body = body[body.index(">") + 1:]
+            elif body.startswith("?:"):
+                body = body[2:]
+            elif body.startswith("?"):
+                body = None  # lookaround, comment, flags: says nothing about what is matched
+            yield ("g", body, quantified)
+            i = end + 1
+            continue
+        if c == "|":
+            yield ("|",)
+        elif c in "?*+{":
+            if c == "{":
+                while i < n and p[i] != "}":
+                    i += 1
+            yield ("q",)
+        elif c in ".^$":
+            yield ("x",)
+        else:
+            yield ("c", c)
+        i += 1
+
+
+def _has_inline_flags(pattern: str) -> bool:
+    return pattern.startswith("(?") and not pattern.startswith(("(?:", "(?P", "(?=", "(?!", "(?<"))
+
+
+def required_literal(pattern: str, min_len: int = 4) -> str | None:
+    """The longest run of plain characters that every match of `pattern` contains, or None.
+
+    Groups are looked into when they are neither alternations nor quantified nor lookarounds;
+    a top-level `|` means no literal is required. A character followed by a quantifier is dropped.
+    """
+    if _has_inline_flags(pattern):
+        return None  # inline flags such as (?i) change what a literal means
+    runs = _required_runs(pattern)
+    if runs is None:
+        return None
+    best = max(runs, key=len, default="")
+    return best if len(best) >= min_len else None
+
+
+def _required_runs(pattern: str) -> list[str] | None:
+    """Literal runs every match contains; None when the pattern is a top-level alternation."""
+    runs: list[str] = []
+    cur: list[str] = []
+    for tok in _tokens(pattern):
+        kind = tok[0]
+        if kind == "c":
+            cur.append(tok[1])
+            continue
+        if kind == "q" and cur:
+            cur.pop()  # the quantified character may be absent (or repeated)
+        if cur:
+            runs.append("".join(cur))
+            cur.clear()
+        if kind == "|":
+            return None
+        if kind == "u":
+            return runs  # unbalanced: what was seen so far still holds
+        if kind == "g" and tok[1] is not None and not tok[2]:
+            inner = _required_runs(tok[1])
+            if inner:
+                runs.extend(inner)
+    if cur:
+        runs.append("".join(cur))
+    return runs
+
+
+def required_clauses(pattern: str, min_len: int = 3) -> list[tuple[str, ...]]:
+    """Clauses every match satisfies: the matched text contains, for each clause, at least one of
+    its literals. [] when nothing is known. Unlike required_literal this sees through
+    alternations: `(?P<k>NVFP4|MXFP4) not supported` gives [("NVFP4", "MXFP4"), (" not supported",)]."""
+    if _has_inline_flags(pattern):
+        return []
+    return _clauses(pattern, min_len)
+
+
+def best_clause(clauses: list[tuple[str, ...]]) -> tuple[str, ...] | None:
+    """The most selective clause: longest shortest literal, then fewest literals."""
+    if not clauses:
+        return None
+    return max(clauses, key=lambda c: (min(len(x) for x in c), -len(c)))
+
+
+def _split_top(p: str) -> list[str]:
+    """The top-level alternatives of `p` (one when it has no top-level `|`)."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    i, n = 0, len(p)
+    while i < n:
+        c = p[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i = _class_end(p, i)
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(p[start:i])
+            start = i + 1
+        i += 1
+    parts.append(p[start:])
+    return parts
+
+
+def _clauses(p: str, min_len: int) -> list[tuple[str, ...]]:
+    branches = _split_top(p)
+    if len(branches) > 1:
+        alts: list[str] = []
+        for b in branches:
+            best = best_clause(_clauses(b, min_len))
+            if best is None:
+                return []  # a branch that needs nothing: the whole needs nothing
+            alts.extend(best)
+        return [tuple(dict.fromkeys(alts))]
+    out: list[tuple[str, ...]] = []
+    cur: list[str] = []
+
+    def flush() -> None:
+        if len(cur) >= min_len:
+            out.append(("".join(cur),))
+        cur.clear()
+
+    for tok in _tokens(p):
+        kind = tok[0]
+        if kind == "c":
+            cur.append(tok[1])
+            continue
+        if kind == "q" and cur:
+            cur.pop()
+        flush()
+        if kind == "u" or kind == "|":
+            break
+        if kind == "g" and tok[1] is not None and not tok[2]:
+            out.extend(_clauses(tok[1], min_len))
+    flush()
+    return out
+
+
+# --- remembered across runs ---------------------------------------------------------------------
+# pattern -> (required_literal, required_clauses), in marshal's format (read back in microseconds,
+# no validation of lists into tuples). Keyed by pattern text, so an edited pattern only misses its
+# own entry; the file name carries this module's size and mtime (a change to the derivation starts
+# a new table) and the interpreter's tag (marshal's format is per Python version).
+_TABLE: dict[str, tuple] | None = None
+_MISSED = False
+_AT_EXIT = False
+_PREFIX = "regex-literals-"
+
+
+def _table_file() -> str | None:
+    import os
+    import sys
+
+    from triage.paths import cache_dir_str
+
+    try:
+        st = os.stat(__file__)
+        tag = sys.implementation.cache_tag or "python"
+        return os.path.join(cache_dir_str(), f"{_PREFIX}{st.st_size}-{st.st_mtime_ns}-{tag}.marshal")
+    except (OSError, RuntimeError):
+        return None
+
+
+def _load() -> dict[str, tuple]:
+    path = _table_file()
+    if path is None:
+        return {}
+    import marshal
+
+    try:
+        with open(path, "rb") as fh:
+            data = marshal.loads(fh.read())
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
+    if type(data) is not dict or not all(type(v) is tuple and len(v) == 2 for v in data.values()):
+        return {}  # not a table this module wrote
+    return data
+
+
+def derived(pattern: str) -> tuple[str | None, tuple[tuple[str, ...], ...]]:
+    """(required_literal(pattern), required_clauses(pattern)), from the remembered table when it
+    holds them."""
+    global _TABLE, _MISSED, _AT_EXIT
+    table = _TABLE
+    if table is None:
+        table = _TABLE = _load()
+    entry = table.get(pattern)
+    if entry is None:
+        entry = table[pattern] = (required_literal(pattern), tuple(required_clauses(pattern)))
+        if not _MISSED:
+            _MISSED = True
+            if not _AT_EXIT:
+                _AT_EXIT = True
+                import atexit
+
+                atexit.register(save_derived)  # patterns met later in the run (lazyre) are kept too
+    return entry
+
+
+def save_derived() -> None:
+    """Write the table back when this run derived entries it did not have (a read-only cache only
+    costs the derivation next time)."""
+    global _MISSED
+    if not _MISSED or _TABLE is None:
+        return
+    _MISSED = False
+    path = _table_file()
+    if path is None:
+        return
+    import marshal
+    import os
+    import time
+
+    folder, name = os.path.split(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(marshal.dumps(_TABLE))
+        os.replace(tmp, path)
+        # Other versions' tables go once a week old: two installed versions must not keep deleting
+        # each other's (one that finds its table gone derives and writes it once more).
+        week_ago = time.time() - 7 * 86400
+        for old in os.listdir(folder):
+            other = os.path.join(folder, old)
+            if old.startswith(_PREFIX) and old != name and os.stat(other).st_mtime < week_ago:
+                os.unlink(other)
+    except OSError:
+        pass
