@@ -34,7 +34,7 @@ def demo_app(hosts=None):
 
     os.chdir(ROOT)
     log = os.path.relpath(DEMO_LOG, ROOT)
-    snap = os.path.relpath(DEMO_SNAPSHOT, ROOT) if DEMO_SNAPSHOT.exists() else None
+    snap = os.path.relpath(DEMO_SNAPSHOT, ROOT) if os.path.exists(DEMO_SNAPSHOT) else None
     recorded = json.loads((ROOT / "tests" / "fixtures" / "tui" / "demo_report.json").read_text(encoding="utf-8"))
 
     def full(opts, scan):

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 from triage import __version__
 
@@ -23,9 +22,10 @@ SUBCOMMANDS = {
     "report": "triage.commands.bugreport",
 }
 
-DEMO_DIR = Path(__file__).parent / "demo"
-DEMO_LOG = DEMO_DIR / "glm5_sm120.log"
-DEMO_SNAPSHOT = DEMO_DIR / "snapshot_rtxpro6000.json"
+# os.path strings, not pathlib: the headless report imports no pathlib at all (start-up, issue 2).
+DEMO_DIR = os.path.join(os.path.dirname(__file__), "demo")
+DEMO_LOG = os.path.join(DEMO_DIR, "glm5_sm120.log")
+DEMO_SNAPSHOT = os.path.join(DEMO_DIR, "snapshot_rtxpro6000.json")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -108,7 +108,7 @@ def _diagnose(argv: list[str]) -> int:
         source = str(DEMO_LOG)
         probe = False
         offline = True
-        if snapshot is None and DEMO_SNAPSHOT.exists():
+        if snapshot is None and os.path.exists(DEMO_SNAPSHOT):
             snapshot = str(DEMO_SNAPSHOT)
     interactive = not (args.json or args.report)
     if interactive:
