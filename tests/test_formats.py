@@ -152,3 +152,83 @@ def test_cli_reads_the_transformed_log_on_stdin(name):
                                              "FLASHMLA_SPARSE"}
     assert top["facts"]["rejected"]["FLASHMLA_SPARSE"] == ["compute capability not supported"]
     assert report["input"]["lines"] == len(data.decode("utf-8", "replace").splitlines()) or name == "gzip"
+
+
+# ---- the prefixes one by one -------------------------------------------------------------------
+
+MSG = "ValueError: No valid attention backend found for cuda"
+
+
+@pytest.mark.parametrize("raw, proc, level", [
+    (f"Feb 14 10:12:44 gpu-node-03 vllm[4191]: (Worker_TP0 pid=8870) ERROR 02-14 21:57:23 [x.py:1] {MSG}", "Worker_TP0 pid=8870", "ERROR"),
+    (f"Feb  4 10:12:44.123456 dgx01 start-vllm.sh[977]: ERROR 02-14 21:57:23 [x.py:1] {MSG}", "", "ERROR"),
+    (f"2026-02-14T10:12:44.123456+0000 gpu-node-03 python3[4191]: {MSG}", "", ""),
+    (f"[pod/vllm-7c9d8b6f5-x2x4z/vllm] 2026-02-14T10:12:44.123456789Z {MSG}", "", ""),
+    (f"2026-02-14 10:12:44,123 - vllm.multiproc_executor - ERROR - {MSG}", "", "ERROR"),
+    (f"(APIServer pid=1) [2026-02-14 10:12:44,123] [ERROR] [core.py:866] {MSG}", "APIServer pid=1", "ERROR"),
+    (f"2026-02-14 10:12:44,123 WARNING vllm.engine: {MSG}", "", "WARNING"),
+    (f"2026-02-14 10:12:44.123 | ERROR    | app.main:run:12 - {MSG}", "", "ERROR"),
+    (f"(RayWorkerWrapper pid=2202490, ip=10.0.0.7) ERROR 02-14 21:57:23 [x.py:1] {MSG} [repeated 7x across cluster]",
+     "RayWorkerWrapper pid=2202490", "ERROR"),
+    (f"(pid=2202490) {MSG}", "pid=2202490", ""),
+    (f"    (EngineCore_DP0 pid=5) ERROR 02-14 21:57:23 [x.py:1] {MSG}", "EngineCore_DP0 pid=5", "ERROR"),
+    (f"  2026-02-14T10:12:44Z {MSG}", "", ""),
+    (f"vllm-1  | 2026-02-14T10:12:44.1Z {MSG}", "", ""),
+])
+def test_prefixes_are_peeled(raw, proc, level):
+    from triage.logread.normalize import parse
+
+    ln = parse(1, raw)
+    assert (ln.text, ln.proc, ln.level) == (MSG, proc, level)
+
+
+@pytest.mark.parametrize("raw, text", [
+    ("vllm-1  |   File \"/x/vllm/core.py\", line 3, in f", "  File \"/x/vllm/core.py\", line 3, in f"),  # compose keeps indentation
+    ("2026-02-14T10:12:44Z INFO 02-14 10:12:44 [api_server.py:1] vLLM API server version 0.11.2",
+     "vLLM API server version 0.11.2"),  # vLLM's header behind a timestamp is not taken for Python logging's
+    ("2026-02-14T10:12:44Z Process EngineCore_DP0:", "Process EngineCore_DP0:"),  # not a host and a command
+    ("    flags |= x", "    flags |= x"),  # source code is not a compose prefix
+])
+def test_what_is_not_a_prefix_stays(raw, text):
+    from triage.logread.normalize import parse
+
+    assert parse(1, raw).text == text
+
+
+def test_indented_paste_keeps_the_traceback_shape():
+    """A bare traceback inside an indented paste: the paste's indentation is learnt from the prefixed
+    lines, and the exception line (as indented as its "Traceback" line) still ends the traceback."""
+    log = "\n".join("    " + ln for ln in [
+        "INFO 02-14 10:12:44 [api_server.py:1] vLLM API server version 0.11.2",
+        "Traceback (most recent call last):",
+        '  File "/usr/lib/python3.12/site-packages/vllm/engine/arg_utils.py", line 10, in create',
+        "    raise ValueError(msg)",
+        "ValueError: max_model_len is too large",
+    ]) + "\n"
+    scan = scan_text(log)
+    [exc] = scan.exceptions
+    assert (exc.type, exc.message, exc.in_traceback, len(exc.frames)) == ("ValueError", "max_model_len is too large", True, 1)
+    assert scan.exceptions[0].frames[0].func == "create"
+
+
+def test_unwrap_leaves_unwrapped_logs_alone():
+    """No fixture was hard-wrapped but one, a paste from a terminal 180 columns wide."""
+    from triage.logread.unwrap import SAMPLE as HEAD, wrap_width
+
+    wrapped = {p.name: w for p in FIXTURES if (w := wrap_width(p.read_bytes()[:HEAD]))}
+    assert wrapped == {"cuda_driver--driver-too-old-12080-wrapped.log": 180}
+    for p in SAMPLE:
+        assert wrap_width(ft.wrap80(_text(p)).encode()) in (80, None)
+
+
+def test_one_cut_row_after_an_exception_is_joined():
+    """A terminal that cut one line only gives no width away; the scanner joins an exception line
+    with the prefix-less row right after it, and keeps that row as a line of its own too."""
+    msg = ("huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or "
+           "'namespace/repo_name': '/data/models/llama'. Use `repo_type` argument if needed.")
+    scan = scan_text(msg[:100] + "\n" + msg[100:] + "\n")
+    assert scan.exceptions[0].message == msg.split(": ", 1)[1]
+    assert scan.lines[0].text == msg and scan.lines[1].text == msg[100:]
+    # a line that ends a sentence was not cut there
+    scan = scan_text("RuntimeError: " + "x" * 80 + ".\nProcess SpawnProcess-1:\n")
+    assert scan.exceptions[0].message == "x" * 80 + "."

@@ -43,17 +43,17 @@ def wrap_width(sample: bytes) -> int | None:
     rows = sample.split(b"\n")
     if len(rows) < 3:
         return None
-    widths = [len(r) for r in rows]  # bytes: an upper bound of the visible width, cheap
-    top = max(widths)
-    if top < MIN_WIDTH:
-        return None
-    # the visible width of the longest rows (colours and multi-byte characters are not columns)
-    cand = [i for i, w in enumerate(widths[:-1]) if w >= MIN_WIDTH]
-    vis = {i: _width(rows[i]) for i in cand}
-    if not vis:
-        return None
-    width = max(vis.values())
-    at = [i for i in cand if vis[i] == width and not starts_record(rows[i + 1])]
+    widths = [len(r) for r in rows[:-1]]  # bytes: an upper bound of the visible width, cheap
+    # The visible width (colours and multi-byte characters are not columns) of the longest rows:
+    # longest in bytes first, until no row left can be as wide as the widest seen.
+    vis: dict[int, int] = {}
+    width = 0
+    for i in sorted(range(len(widths)), key=widths.__getitem__, reverse=True):
+        if widths[i] < max(width, MIN_WIDTH):
+            break
+        vis[i] = _width(rows[i])
+        width = max(width, vis[i])
+    at = [i for i, w in vis.items() if w == width and not starts_record(rows[i + 1])]
     distinct = len({rows[i] for i in at})
     return width if width >= MIN_WIDTH and distinct >= MIN_WRAPPED else None
 
