@@ -3,8 +3,9 @@
 Real logs wrap vLLM's own header (`LEVEL MM-DD HH:MM:SS [file.py:N] `) in layers: ANSI colours,
 CRLF from vLLM's NewLineFormatter, a process tag `(Worker_TP3 pid=4191)` (older
 `(VllmWorker rank=0 pid=1110)`, Ray's `(RayWorkerWrapper pid=..., ip=...)`), torchrun's `[rank0]:`,
-docker compose's `vllm-1  | `, kubectl/journald timestamps. The layers come in any order, so the
-prefixes are peeled in a loop until none applies.
+docker compose's `vllm-1  | `, kubectl/journald timestamps; Python logging's own asctime formats
+when an application configured them, Ray's `[repeated 7x across cluster]`, the indentation of a
+GitHub paste. The layers come in any order, so the prefixes are peeled in a loop until none applies.
 """
 
 from __future__ import annotations
