@@ -219,11 +219,12 @@ def test_small_file_selection_agrees_with_the_streaming_one(tmp_path_factory, li
     """A small file is selected with plain find()s (no regex to compile): the same lines, numbers
     and totals as the streaming selection."""
     from triage.logread.select import _select_python, _select_small
-    from triage.logread.source import open_source
+    from triage.logread.source import chunks, open_source
 
     body = "\n".join(lines).encode("latin-1") + (b"\n" if final_newline and lines else b"")
     p = tmp_path_factory.mktemp("sel") / "s.log"
     p.write_bytes(body)
-    a, b = _select_small(open_source(str(p))), _select_python(open_source(str(p)))
+    src = open_source(str(p))
+    a, b = _select_small(open_source(str(p))), _select_python(src, chunks(src))
     assert list(a.lines) == list(b.lines)
     assert a.totals() == b.totals()

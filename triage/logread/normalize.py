@@ -3,8 +3,9 @@
 Real logs wrap vLLM's own header (`LEVEL MM-DD HH:MM:SS [file.py:N] `) in layers: ANSI colours,
 CRLF from vLLM's NewLineFormatter, a process tag `(Worker_TP3 pid=4191)` (older
 `(VllmWorker rank=0 pid=1110)`, Ray's `(RayWorkerWrapper pid=..., ip=...)`), torchrun's `[rank0]:`,
-docker compose's `vllm-1  | `, kubectl/journald timestamps. The layers come in any order, so the
-prefixes are peeled in a loop until none applies.
+docker compose's `vllm-1  | `, kubectl/journald timestamps; Python logging's own asctime formats
+when an application configured them, Ray's `[repeated 7x across cluster]`, the indentation of a
+GitHub paste. The layers come in any order, so the prefixes are peeled in a loop until none applies.
 """
 
 from __future__ import annotations
@@ -17,16 +18,22 @@ from triage.record import Record
 ANSI_RE = lazy(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 CTRL_RE = lazy(r"[\x00-\x08\x0b-\x1f\x7f]")
 
+_ISO_TIME = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 # (a condition every match meets, the pattern)
 _PREFIXES = [
+    # journald / syslog: "Feb 14 10:12:44 host vllm[1234]: ", -o short-precise "Feb  4 10:12:44.123456 ...",
+    # -o short-iso(-precise) "2026-02-14T10:12:44.123456+0000 host python3[1234]: " (there the pid is
+    # required, so that a timestamped "Process EngineCore_DP0:" is not taken for a host and a command)
+    (lambda s: (s[3:4] == " " and s[9:10] == ":") or s[:1].isdecimal(),
+     lazy(r"(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? [\w.-]+ [\w.@/-]+(?:\[\d+\])?"
+          r"|" + _ISO_TIME + r" [\w.-]+ [\w.@/-]+\[\d+\]): ")),
     # 2026-02-14T10:12:44.123456789Z (kubectl --timestamps, docker logs -t)
-    (lambda s: s[:1].isdecimal(),  # \d is a Unicode decimal digit, as isdecimal()
-     lazy(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?\s+")),
-    # Feb 14 10:12:44 host vllm[1234]:  (journald / syslog)
-    (lambda s: s[3:4] == " " and s[9:10] == ":",
-     lazy(r"[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} [\w.-]+ [\w.@/-]+(?:\[\d+\])?: ")),
-    # docker compose: "vllm-1  | ", "vllm_server_1 | "
-    (lambda s: "|" in s, lazy(r"[A-Za-z0-9][\w.-]*\s+\|\s?(?=\S|$)")),
+    (lambda s: s[:1].isdecimal(), lazy(_ISO_TIME + r"\s+")),
+    # kubectl logs --prefix: "[pod/vllm-7c9d8b6f5-x2x4z/vllm] "
+    (lambda s: s.startswith("[pod/"), lazy(r"\[pod/[^\]\s]+\] ")),
+    # docker compose: "vllm-1  | ", "vllm_server_1 | " (one space after the bar: the line's own
+    # indentation, a traceback's frames, stays)
+    (lambda s: "|" in s, lazy(r"[A-Za-z0-9][\w.-]*\s+\|(?: |$)")),
     # torchrun / torch.distributed: "[rank0]: ", "[rank3]:[W214 ...]"
     (lambda s: s.startswith("[rank"), lazy(r"\[rank\d+\]:\s?")),
 ]
@@ -34,7 +41,7 @@ _PREFIXES = [
 # (EngineCore_DP0 pid=1576), (Worker_TP3_EP3 pid=4191), (VllmWorker rank=0 pid=1110),
 # (RayWorkerWrapper pid=2202490, ip=10.0.0.7), (VllmWorkerProcess pid=221), (APIServer pid=1)
 PROC_RE = lazy(
-    r"\((?P<name>[A-Za-z_][\w-]*)(?: rank=(?P<rank>\d+))? pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s?"
+    r"\((?:(?P<name>[A-Za-z_][\w-]*) )?(?:rank=(?P<rank>\d+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s?"
 )
 
 # vLLM's header: "ERROR 02-14 10:12:44 [multiproc_executor.py:751] ", older "INFO 04-24 16:06:40 worker_base.py:157] "
@@ -45,6 +52,24 @@ HEADER_RE = lazy(
 _LEVEL_WORDS = ("DEBUG", "INFO", "WARN", "ERROR", "CRITICAL")  # what both patterns below start with
 # uvicorn/std logging: "INFO:     127.0.0.1:..." or "ERROR:root:..."
 PLAIN_LEVEL_RE = lazy(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:\s+|(?=\w+:))")
+# Python logging's own formats, when vLLM runs inside an application that configured them:
+# "2026-02-14 10:12:44,123 - vllm.core - ERROR - ", "[2026-02-14 10:12:44,123] [ERROR] [core.py:866] ",
+# "2026-02-14 10:12:44,123 ERROR vllm.core: ", loguru's "2026-02-14 10:12:44.123 | ERROR    | mod:fn:12 - ".
+# Never vLLM's own header behind a timestamp ("...Z INFO 02-14 10:12:44 [...]").
+PYLOG_RE = lazy(
+    r"\[?" + _ISO_TIME + r"\]?\s+(?:[-|]\s+)?(?:[\w.]+\s+-\s+)?"
+    r"\[?(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?"
+    r"(?:\s*[-|]\s+(?:[\w.]+:[\w<>]+:\d+\s+-\s+)?|\s+\[(?P<src>[\w./-]+(?::\d+)?)\]\s?"
+    r"|\s+(?:[a-z_]\w*(?:\.[a-z_]\w*)*:\s)?|:\s*)(?!\d{2}-\d{2} \d{2}:)"
+)
+# Ray prints a line that several workers printed alike once, with this suffix.
+RAY_REPEAT_RE = lazy(r"\s*\[repeated \d+x across cluster\]\s*$")
+# A GitHub paste as an indented code block (or inside an indented fence): spaces before a prefix.
+# (Compose's "name | " must look like a compose service here, not like source code "flags |= x".)
+_INDENTED_PREFIX_RE = lazy(
+    r" +(?=\(\w[\w-]* (?:rank=\d+ )?pid=\d+|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} |\[?\d{4}-\d{2}-\d{2}[T ]"
+    r"|[A-Z][a-z]{2} [ \d]\d \d{2}:|\[rank\d+\]:|\[pod/|[A-Za-z0-9][\w.-]*[-_]\d+ +\| )"
+)
 
 
 class Line(Record):
@@ -79,12 +104,29 @@ def clean(raw: bytes | str) -> str:
     return s
 
 
-def parse(no: int, raw: bytes | str) -> Line:
+def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
+    """`indent`: the indentation of a pasted log, learnt from its lines with a prefix (see
+    paste_indent); removed from lines without one, so that their own indentation is what remains."""
     shown = clean(raw)
     s = shown
+    if s[:1] == " ":
+        m = _INDENTED_PREFIX_RE.match(s)
+        if m:
+            s = s[m.end():]
+        elif indent and s[:indent].isspace():
+            s = s[indent:]
+    if s.endswith("cluster]"):
+        s = RAY_REPEAT_RE.sub("", s)
     proc = level = src = ip = ""
     for _ in range(6):  # layers come in any order; a handful is the most seen in practice
         changed = False
+        if not level and s[:1] in "[0123456789":
+            m = PYLOG_RE.match(s)
+            if m:
+                level = "WARNING" if m.group("level") == "WARN" else m.group("level")
+                src = m.group("src") or ""
+                s = s[m.end():]
+                changed = True
         for may, rx in _PREFIXES:
             m = rx.match(s) if may(s) else None
             if m and m.end() > 0:
@@ -92,10 +134,10 @@ def parse(no: int, raw: bytes | str) -> Line:
                 changed = True
         m = PROC_RE.match(s) if s[:1] == "(" else None
         if m:
-            name = m.group("name")
+            name = m.group("name") or ""  # Ray's task lines: "(pid=2202490) ..."
             if m.group("rank") is not None:
-                name = f"{name} rank={m.group('rank')}"
-            proc = f"{name} pid={m.group('pid')}"
+                name = f"{name} rank={m.group('rank')}".lstrip()
+            proc = f"{name} pid={m.group('pid')}".lstrip()
             ip = m.group("ip") or ip
             s = s[m.end():]
             changed = True
@@ -114,3 +156,10 @@ def parse(no: int, raw: bytes | str) -> Line:
             level = m.group("level")
             s = s[m.end():]
     return Line(no, s, shown, proc, level, src, ip)
+
+
+def paste_indent(ln: Line) -> int:
+    """The indentation a pasted log's prefixed lines carry (0 when they carry none)."""
+    if ln.shown[:1] == " " and (ln.proc or ln.level):
+        return len(ln.shown) - len(ln.shown.lstrip(" "))
+    return 0

@@ -13,16 +13,18 @@ if False:  # for type checkers only: typing costs start-up time
     from typing import Any, Callable, Iterable, Iterator
 
 from triage.logread import extract
-from triage.logread.normalize import Line, parse
+from triage.logread.normalize import Line, parse, paste_indent
 from triage.logread.select import MAX_LINE, iter_lines, select
 from triage.logread.source import LogSource, chunks, open_source
-from triage.logread.traceback import ExceptionRecord, TracebackAssembler
+from triage.logread.traceback import EXC_RE, ExceptionRecord, TracebackAssembler
+from triage.logread.unwrap import RECORD_STARTS
 from triage.record import Record
 
 MAX_HEAD = 15000
 MAX_TAIL = 5000
 COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
 COLLECT_ENV_SPAN = 400
+CUT_MIN = 80  # the narrowest terminal: a shorter line was not cut by one
 
 
 class Scan(Record):
@@ -72,12 +74,24 @@ class Scanner:
         self._tail: collections.deque[Line] = collections.deque(maxlen=MAX_TAIL)
         self._collect_env_at: list[int] = []
         self._in_env_block = False
+        self._indent = 0  # a pasted log's indentation, learnt from its prefixed lines
+        self._prev: Line | None = None  # the line fed last, and the exception it raised (if any)
+        self._prev_exc: ExceptionRecord | None = None
 
     def feed(self, no: int, raw: bytes | str) -> Line:
-        ln = parse(no, raw)
+        ln = parse(no, raw, self._indent)
+        if ln.shown[:1] == " ":
+            self._indent = paste_indent(ln) or self._indent
         key = f"{ln.proc}\x00{ln.text}" if ln.text.startswith((" ", "\t")) else ln.text
+        prev, prev_exc = self._prev, self._prev_exc
+        if prev is not None and no == prev.no + 1 and _cut_row(prev, ln, prev_exc is not None):
+            # A terminal cut the line in two (see unwrap.py): the message gets its rest back.
+            prev.text += ln.text
+            if prev_exc is not None:
+                prev_exc.message += ln.text
         # Traceback frames must reach the assembler every time (each process has its own).
-        self._tb.feed(ln)
+        rec = self._tb.feed(ln)
+        self._prev, self._prev_exc = ln, rec
         extract.extract(ln, self.scan.facts)
         if any(m in ln.text for m in COLLECT_ENV_MARKERS):
             self._collect_env_at.append(no)
@@ -127,6 +141,18 @@ class Scanner:
         return self._collect_env_at
 
 
+def _cut_row(prev: Line, ln: Line, prev_is_exc: bool) -> bool:
+    """`ln` looks like the rest of `prev` cut off by a terminal narrower than `prev`: a row with no
+    prefix at all (nor a traceback's own shape) right after a long exception line or warning/error
+    message that does not end a sentence (a cut falls anywhere; a message that ends with a full stop
+    was not cut there)."""
+    t = ln.text
+    return ((prev_is_exc or prev.level in ("WARNING", "ERROR", "CRITICAL")) and len(prev.shown) >= CUT_MIN
+            and not prev.shown.endswith((".", ":")) and bool(t)
+            and not t[0].isspace() and not ln.proc and not ln.level and len(t) == len(ln.shown)
+            and not t.startswith(RECORD_STARTS) and EXC_RE.match(t) is None)
+
+
 def scan_source(src: LogSource, *, use_grep: bool | None = None,
                 progress: Callable[[int], None] | None = None) -> Scan:
     sel = select(src, use_grep=use_grep)
@@ -153,18 +179,25 @@ def scan_text(text: str | bytes, source: str = "<text>") -> Scan:
     """Scan an in-memory log (tests, the demo); the same selection rules as a file."""
     from triage.logread.select import PREFILTER_RE
 
+    from triage.logread.unwrap import SAMPLE, unwrap_lines, wrap_width
+
     data = text.encode() if isinstance(text, str) else text
     sc = Scanner(source)
     lines = list(iter_lines([data]))
+    numbered: Iterable[tuple[int, bytes]] = enumerate(lines, 1)
+    width = wrap_width(data[:SAMPLE])
+    if width:  # a terminal hard-wrapped it: rows re-joined into lines
+        numbered = unwrap_lines(numbered, width, MAX_LINE)
     want = 0
     env_until = 0
-    for i, raw in enumerate(lines, 1):
+    for i, raw in numbered:
         hit = PREFILTER_RE.search(raw) is not None
         if hit or want or i <= env_until:
             ln = sc.feed(i, raw)
             if any(m in ln.text for m in COLLECT_ENV_MARKERS):
                 env_until = i + COLLECT_ENV_SPAN
-        want = 1 if hit else max(0, want - 1)
+        # the line after a hit; when that one is blank, the next too (a paste with blank lines in between)
+        want = 2 if hit else 1 if want == 2 and not raw.strip() else 0
     return sc.finish(len(data), len(lines))
 
 

@@ -3,8 +3,9 @@
 A failed vLLM log is mostly INFO noise (request lines, throughput); everything a rule or an
 extractor needs sits on lines carrying one of a few words (errors, tracebacks, warnings, the version,
 launch args, backend selection). Both strategies below keep exactly the lines matching PREFILTER,
-plus the line after each (the source line under `File "..."`, the second line of a message),
-with their original 1-based numbers:
+plus the line after each (the source line under `File "..."`, the second line of a message; a blank
+line there does not count, for pastes with a blank line between lines), with their original 1-based
+numbers:
 
 - a regular file goes through `grep -E` (many times faster than any Python loop over 200 MB),
   while a second `grep -c ''` counts lines in parallel;
@@ -31,12 +32,15 @@ from triage.record import Record
 PREFILTER = (
     'Error|ERROR|error|Exception|Traceback|File "|WARN|Warning|CRITICAL|FATAL|Killed|Segmentation|'
     "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env|"
-    "above exception|NumPy|bootstrapping|fatal|only supports|plugin"
+    "above exception|NumPy|bootstrapping|fatal|only supports|plugin|"
+    # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
+    "File \x1b"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 MAX_LINE = 64 * 1024
 BLOCK_MARKER = b"Collecting environment information"
 BLOCK_BYTES = 64 * 1024
+BLOCK_LINES = 400
 CONTEXT_AFTER = 1
 # Below this size a regular file is selected in Python: starting grep (and the thread that counts
 # lines) costs more than reading it here. Both ways select the same lines.
@@ -64,19 +68,46 @@ class Selection(Record):
 
 
 def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
+    data, width = _sniff_wrap(src)
+    if width:
+        return _select_unwrapped(data, width)
     if use_grep is None and src.is_plain_file:
         size = _size(src.path)
         if size <= GREP_MIN_BYTES:
             # A small file is read faster here than grep and a thread can be started (issue 2).
             if 0 <= size <= MAX_LINE and _prefilter_literals() is not None:
                 return _select_small(src)
-            return _select_python(src)
+            return _select_python(src, data)
     grep = _which_grep() if use_grep is not False else None
     if grep and src.is_plain_file:
         return _select_grep(src, grep)
     if grep:
-        return _select_grep_stream(src, grep)
-    return _select_python(src)
+        return _select_grep_stream(src, grep, data)
+    return _select_python(src, data)
+
+
+def _sniff_wrap(src: LogSource) -> tuple[Iterator[bytes], int | None]:
+    """Whether a terminal hard-wrapped the log (see unwrap.py), from its head. A stream cannot be
+    read twice: its chunks are handed back, the head included."""
+    from triage.logread.unwrap import SAMPLE, wrap_width
+
+    if src.is_plain_file:
+        assert src.path is not None
+        try:
+            with open(src.path, "rb") as fh:
+                head = fh.read(SAMPLE)
+        except OSError:
+            return chunks(src), None  # the strategies below report it
+        return chunks(src), wrap_width(head)
+    it = chunks(src)
+    head = next(it, b"")
+    return _prepend(head, it), wrap_width(head[:SAMPLE])
+
+
+def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    if first:
+        yield first
+    yield from rest
 
 
 def _size(path: str | None) -> int:
@@ -113,7 +144,7 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
     t = threading.Thread(target=count, daemon=True)
     t.start()
     proc = subprocess.Popen(
-        [grep, "-n", "-a", "-E", f"-A{CONTEXT_AFTER}", "-e", PREFILTER, "--", src.path],
+        [grep, "-n", "-a", "-E", f"-A{CONTEXT_AFTER + 1}", "-e", PREFILTER, "--", src.path],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
     )
     assert proc.stdout is not None
@@ -133,7 +164,7 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
     return Selection(gen(), totals)
 
 
-def _select_grep_stream(src: LogSource, grep: str) -> Selection:
+def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Selection:
     """A pipe or a gzip file: we read (and decompress) it, count it, and feed grep from a thread."""
     import subprocess
     import threading
@@ -142,7 +173,7 @@ def _select_grep_stream(src: LogSource, grep: str) -> Selection:
     proc = subprocess.Popen(
         # --line-buffered and an unbuffered stdin: a live pipe (vLLM still writing) must reach the
         # reader line by line, not when a 4 KB buffer fills.
-        [grep, "--line-buffered", "-n", "-a", "-E", f"-A{CONTEXT_AFTER}", "-e", PREFILTER],
+        [grep, "--line-buffered", "-n", "-a", "-E", f"-A{CONTEXT_AFTER + 1}", "-e", PREFILTER],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, bufsize=0,
     )
     assert proc.stdin is not None and proc.stdout is not None
@@ -155,7 +186,7 @@ def _select_grep_stream(src: LogSource, grep: str) -> Selection:
         last = b"\n"
         keep = 0  # bytes of a collect-env block still to keep
         try:
-            for chunk in chunks(src):
+            for chunk in data:
                 if keep:
                     no, got = sel_blocks[-1]
                     sel_blocks[-1] = (no, got + chunk[:keep])
@@ -204,7 +235,10 @@ def _select_grep_stream(src: LogSource, grep: str) -> Selection:
 
 
 def _grep_lines(fh) -> Iterator[tuple[int, bytes]]:
-    """Parse `grep -n -A1` output: "N:text" for a match, "N-text" for context, "--" between groups."""
+    """Parse `grep -n -A2` output: "N:text" for a match, "N-text" for context, "--" between groups.
+    Of the context, the second line after a match is kept only when the first is blank."""
+    hit = -1  # number of the last match
+    blank_after = False  # the line after it is blank
     for raw in iter_lines(_pipe_chunks(fh)):
         i = 0
         n = len(raw)
@@ -212,7 +246,15 @@ def _grep_lines(fh) -> Iterator[tuple[int, bytes]]:
             i += 1
         if i == 0 or i >= n:
             continue
-        yield int(raw[:i]), raw[i + 1:]
+        no = int(raw[:i])
+        line = raw[i + 1:]
+        if raw[i] == 58:  # ':' a match
+            hit = no
+        elif no == hit + 1:
+            blank_after = not line.strip()
+        elif not (no == hit + 2 and blank_after):
+            continue
+        yield no, line
 
 
 def _pipe_chunks(fh) -> Iterator[bytes]:
@@ -286,28 +328,35 @@ def _select_small(src: LogSource) -> Selection:
     out: list[tuple[int, bytes]] = []
     n = len(data)
     pos = no = want = 0
+    first_ctx = False  # the next context line is the first after a match (a blank one does not count)
     while pos < n:
         le = data.find(b"\n", pos)
         if le < 0:
             le = n
         no += 1
+        line = data[pos:le]
         if pos in starts:
-            out.append((no, data[pos:le]))
+            out.append((no, line))
             want = CONTEXT_AFTER
+            first_ctx = True
         elif want:
-            out.append((no, data[pos:le]))
+            out.append((no, line))
             want -= 1
+            if first_ctx and not line.strip():
+                want += 1
+            first_ctx = False
         pos = le + 1
     return Selection(iter(out), lambda: (n, no))
 
 
-def _select_python(src: LogSource) -> Selection:
+def _select_python(src: LogSource, data: Iterable[bytes]) -> Selection:
     state = {"bytes": 0, "lines": 0}
 
     def gen() -> Iterator[tuple[int, bytes]]:
         lineno = 0  # lines fully consumed so far
         want_next = 0  # context lines still owed after a match
-        for buf, nlines, nbytes in _line_blocks(chunks(src)):
+        first_ctx = False  # the next context line is the first after a match (a blank one does not count)
+        for buf, nlines, nbytes in _line_blocks(data):
             state["bytes"] += nbytes
             pos = 0
             size = len(buf)
@@ -321,6 +370,12 @@ def _select_python(src: LogSource) -> Selection:
                     want_next -= 1
                     if PREFILTER_RE.search(line):
                         want_next = CONTEXT_AFTER
+                        first_ctx = True
+                    elif first_ctx and not line.strip():
+                        want_next += 1
+                        first_ctx = False
+                    else:
+                        first_ctx = False
                     yield lineno, line
                     pos = le + 1
                     continue
@@ -337,6 +392,7 @@ def _select_python(src: LogSource) -> Selection:
                 lineno += 1
                 yield lineno, buf[ls:min(le, ls + MAX_LINE)]
                 want_next = CONTEXT_AFTER
+                first_ctx = True
                 pos = le + 1
             if pos < size:
                 lineno += buf.count(b"\n", pos, size) + (0 if buf.endswith(b"\n") else 1)
@@ -382,6 +438,37 @@ def _line_blocks(data: Iterable[bytes]) -> Iterator[tuple[bytes, int, int]]:
         yield block, 0, nbytes
     if pending:
         yield pending, 0, 0
+
+
+# ---- a hard-wrapped paste ------------------------------------------------------------------
+
+def _select_unwrapped(data: Iterable[bytes], width: int) -> Selection:
+    """Rows re-joined into lines first (a paste: small), then the same selection as above."""
+    from triage.logread.unwrap import unwrap_lines
+
+    state = {"bytes": 0, "lines": 0}
+
+    def counted() -> Iterator[tuple[int, bytes]]:
+        def sized() -> Iterator[bytes]:
+            for chunk in data:
+                state["bytes"] += len(chunk)
+                yield chunk
+        for no, row in enumerate(iter_lines(sized()), 1):
+            state["lines"] = no
+            yield no, row
+
+    def gen() -> Iterator[tuple[int, bytes]]:
+        want = 0
+        env_until = 0  # a pasted collect-env block is kept whole
+        for no, line in unwrap_lines(counted(), width, MAX_LINE):
+            hit = PREFILTER_RE.search(line) is not None
+            if hit or want or no <= env_until:
+                yield no, line
+                if BLOCK_MARKER in line:
+                    env_until = no + BLOCK_LINES
+            want = 2 if hit else 1 if want == 2 and not line.strip() else 0
+
+    return Selection(gen(), lambda: (state["bytes"], state["lines"]))
 
 
 def read_all_lines(src: LogSource) -> Iterator[tuple[int, bytes]]:

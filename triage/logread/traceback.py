@@ -61,7 +61,7 @@ class ExceptionRecord(Record):
 
 
 class _ProcState:
-    __slots__ = ("frames", "in_tb", "chained", "last_exc", "tb_start")
+    __slots__ = ("frames", "in_tb", "chained", "last_exc", "tb_start", "tb_indent")
 
     def __init__(self) -> None:
         self.frames: list[Frame] = []
@@ -69,6 +69,7 @@ class _ProcState:
         self.chained = False
         self.last_exc: ExceptionRecord | None = None
         self.tb_start = 0
+        self.tb_indent = 0  # the "Traceback" line's indentation: its exception line has the same
 
 
 class TracebackAssembler:
@@ -90,6 +91,7 @@ class TracebackAssembler:
             st.in_tb = True
             st.frames = []
             st.tb_start = line.no
+            st.tb_indent = len(text) - len(text.lstrip())
             return None
         if stripped.startswith((CHAIN_CAUSE, CHAIN_CONTEXT)):
             st.chained = True
@@ -102,8 +104,8 @@ class TracebackAssembler:
                 if len(self.frame_files) < 5000:
                     self.frame_files.add(m.group("file"))
                 return None
-            if not text or text[0].isspace() or stripped.startswith(("^", "~", "…", "...")):
-                return None  # source line or caret marker under a frame
+            if not stripped or len(text) - len(text.lstrip()) > st.tb_indent or stripped.startswith(("^", "~", "…", "...")):
+                return None  # source line or caret marker under a frame (indented deeper than the traceback)
             m = EXC_IN_TB_RE.match(stripped) or EXC_RE.match(stripped)
             if m and (":" in stripped or EXC_RE.match(stripped)):
                 rec = ExceptionRecord(m.group("type"), (m.group("msg") or "").strip(), line,

@@ -192,16 +192,22 @@ def parse_reasons(text: str) -> dict[str, list[str]]:
 
 def _join_wrapped(scan: Scan, idx: int) -> tuple[str, list[Line]]:
     """The message may be wrapped over several lines (each with the log header): join them until
-    the reasons' braces close."""
+    the reasons' braces close. A row with no prefix at all after a tagged line is the rest of a line
+    a terminal cut (a paste narrower than the log): it is joined as it is, without a space."""
     first = scan.lines[idx]
     text = first.text
     used = [first]
     j = idx + 1
     while text.count("{") > text.count("}") and j < len(scan.lines) and len(used) < 40:
         nxt = scan.lines[j]
-        if nxt.proc == first.proc and nxt.no == used[-1].no + 1:
-            text += nxt.text if text.endswith((" ", "[", "{")) else " " + nxt.text.strip()
-            used.append(nxt)
+        if nxt.no == used[-1].no + 1:
+            if nxt.proc == first.proc:
+                text += nxt.text if text.endswith((" ", "[", "{")) else " " + nxt.text.strip()
+                used.append(nxt)
+            elif not nxt.proc and not nxt.level and nxt.text and len(nxt.text) == len(nxt.shown):
+                if not text.endswith(nxt.text):  # the scanner may have joined it already
+                    text += nxt.text
+                used.append(nxt)
         j += 1
     return text, used
 
