@@ -611,4 +611,29 @@ RULES = [
                    r" backend (?:currently )?does not support (?P<feature>attention sinks|sinks|sliding window|alibi|"
                    r"logits soft ?cap|block-?sparse|encoder|cross[- ]attention|[\w -]{3,30}?)(?:[,.;]|$)"],
          playbook="attention-backend", confidence=0.85),
+    # Sparse MLA backends that only take a packed KV layout (vllm/v1/attention/backends/mla/
+    # flashinfer_mla_sparse_sm120.py; the B12X path): a bf16 KV cache reaches them when the model's
+    # KV dtype was forced (--kv-cache-dtype bfloat16) or not canonicalised by this vLLM.
+    Rule(signature="attention.sparse_kv_layout_required", category="attention_backend",
+         title="{backend} needs the packed fp8_ds_mla KV cache; this launch gave it kv_cache_dtype {kv_cache_dtype}",
+         fix="Launch with --kv-cache-dtype fp8 (vLLM stores it as fp8_ds_mla for this backend) or drop the "
+             "--kv-cache-dtype override. If the model needs a bf16 KV cache (NoPE models such as GLM-5.3-Flash, "
+             "whose rows have no 64-wide RoPE part), this backend cannot serve it: triage's bundled backend "
+             "takes bf16 KV (`triage apply sparse-mla`, then --attention-backend CUSTOM).",
+         patterns=[r"(?P<backend>FLASHINFER_MLA_SPARSE_SM120|B12X sparse MLA) requires the packed fp8_ds_mla "
+                   r"(?:or nvfp4 )?KV cache(?: layout)?; got kv_cache_dtype='?(?P<kv_cache_dtype>[\w]+)'?"],
+         playbook="attention-sparse-mla", confidence=0.95),
+    # csrc/cache_kernels.cu, concat_and_cache_mla: the fp8_ds_mla row is 512 fp8 latents, 4 scales
+    # and a 64-wide RoPE part; a NoPE model (qk_rope_head_dim=0, head size 512) has no RoPE part.
+    Rule(signature="attention.fp8_ds_mla_shape", category="attention_backend",
+         title="The fp8_ds_mla KV cache cannot hold this model's MLA rows ({what})",
+         fix="fp8_ds_mla is DeepSeek-V3.2's 656-byte row (512 latents + 64 RoPE values); NoPE models such as "
+             "GLM-5.3-Flash do not have that shape. Drop --kv-cache-dtype fp8 so the KV cache stays bf16 (on "
+             "H100/H200 FLASHMLA_SPARSE takes it). On SM12x the only upstream sparse backend "
+             "(FLASHINFER_MLA_SPARSE_SM120) insists on fp8_ds_mla: use triage's bundled backend, which takes "
+             "head size 512 with a bf16 KV cache (`triage apply sparse-mla`, then --attention-backend CUSTOM).",
+         patterns=[r"(?P<what>pe_dim must be 64 for fp8_ds_mla)", r"(?P<what>kv_lora_rank must be 512 for fp8_ds_mla)",
+                   r"(?P<what>kv_cache\.size\(2\) must be 656 bytes for fp8_ds_mla)"],
+         playbook="attention-sparse-mla", confidence=0.95),
+
 ]
