@@ -130,6 +130,14 @@ RULES = [
                    r"Sparse Attention Indexer CUDA op requires DeepGEMM",
                    r"No module named 'deep_gemm'", r"deep_gemm.{0,40}(?:is not installed|not available)"],
          facts=_deepgemm_facts, playbook="kernel-library", confidence=0.85),
+    Rule(signature="kernels.deepgemm_jit_failed", category="kernel_library",
+         title="A DeepGEMM JIT kernel failed to load on this GPU ({error})",
+         fix="DeepGEMM's kernels target SM90/SM100 and are refused elsewhere (e.g. SM12x): set VLLM_USE_DEEP_GEMM=0 "
+             "(and VLLM_MOE_USE_DEEP_GEMM=0) so vLLM uses its Triton/CUTLASS paths, or install a DeepGEMM that "
+             "supports this GPU.",
+         # DeepGEMM's JIT runtime (deep_gemm/include/deep_gemm/jit/handle.hpp) reports driver errors this way
+         patterns=[r"CUDA driver error \([^)]*jit/handle\.hpp:\d+\): \d+ \((?P<error>CUDA_ERROR_\w+)"],
+         playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.flashmla_unavailable", category="kernel_library",
          title="FlashMLA kernels are not in this vLLM build",
          fix="vllm._flashmla_C was not compiled for this GPU (FlashMLA supports SM90/SM100 only): drop the FLASHMLA "
