@@ -5,6 +5,13 @@ from __future__ import annotations
 from triage.rules.base import Rule
 
 RULES = [
+    Rule(signature="distributed.nixl_unavailable", category="distributed",
+         title="The NixlConnector KV transfer needs NIXL, which is not installed",
+         fix="--kv-transfer-config selects NixlConnector (disaggregated prefill) but the `nixl` package cannot be "
+             "imported: install the NIXL build for this CUDA (e.g. `pip install nixl` / nixl_cu13) in vLLM's "
+             "environment, or choose another kv_connector.",
+         patterns=[r"RuntimeError: NIXL is not available"],
+         playbook="distributed", confidence=0.9),
     Rule(signature="distributed.nccl_shm", category="distributed",
          title="NCCL could not create its shared-memory segment (/dev/shm too small or not writable)",
          fix="Give the container enough shared memory: `docker run --ipc=host` or `--shm-size=16g` "

@@ -22,6 +22,13 @@ RULES = [
                    r"(?P<detail>NVML Shared Library Not Found)", r"(?P<detail>NVMLError_LibraryNotFound)",
                    r"(?P<detail>NVMLError_DriverNotLoaded|NVML.{0,20}Driver Not Loaded)"],
          playbook="environment", confidence=0.9),
+    Rule(signature="environment.nvml_invalid_device", category="environment",
+         title="NVML rejected a GPU index: this process sees a GPU that does not exist for it",
+         fix="The process asked NVML for a device index it cannot see (CUDA_VISIBLE_DEVICES / Ray placement "
+             "hands it no or other GPUs): check CUDA_VISIBLE_DEVICES and, with Ray or data parallel, that every "
+             "engine runs on a node with its GPUs (`ray status`, one GPU bundle per rank).",
+         patterns=[r"NVMLError_InvalidArgument"],
+         playbook="environment", confidence=0.8),
     Rule(signature="environment.port_in_use", category="environment",
          title="The API server's port is already in use ({port})",
          fix="Another process (often a previous vLLM) holds the port: stop it (`ss -ltnp | grep :{port}`) or "

@@ -132,7 +132,7 @@ RULES = [
                    r"(?P<kernel>torch\._scaled_mm) is only supported on (?:CUDA )?devices with compute capability",
                    # MoE backend oracles: no kernel for this GPU/model/quant combination
                    r"No (?P<kernel>(?:NvFp4|MxFp4|Mxfp4|Fp8|FP8|NVFP4|MXFP4|W4A8|Int4|WNA16)[\w ]{0,12}? MoE) backend supports the deployment configuration",
-                   r"(?P<kernel>(?:NvFp4|MxFp4|Fp8) MoE backend '\w+') does not support the deployment configuration",
+                   r"(?P<kernel>(?:NvFp4|MxFp4|Mxfp4|MxFp8|Mxfp8|Fp8) MoE backend '\w+') does not support the deployment configuration",
                    r"(?P<kernel>FlashInfer|CUTLASS|Marlin) kernels unavailable for \w+ on current platform",
                    r"(?P<kernel>\[FP4 gemm Runner\]) Failed to run cutlass FP4 gemm"],
          playbook="quantization", confidence=0.85),

@@ -8,7 +8,34 @@ if False:  # for type checkers only (importing typing costs start-up time)
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
+from triage.rules.wrappers import is_wrapper
+
+# Errors of Python itself inside FlashInfer's own code: the installed FlashInfer release does not run
+# on this interpreter / with these packages (a broken or mismatched release), not a vLLM bug.
+_FI_CODE_ERRORS = ("TypeError", "SyntaxError", "NameError", "AttributeError", "ImportError", "ModuleNotFoundError")
+
+
+def _flashinfer_crashed(scan: Scan) -> Diagnosis | None:
+    for exc in scan.exceptions:
+        if is_wrapper(exc.text) or exc.short_type not in _FI_CODE_ERRORS or not exc.frames:
+            continue
+        last = exc.frames[-1]
+        if "/flashinfer/" not in last.file:
+            continue
+        where = "flashinfer/" + last.file.rsplit("/flashinfer/", 1)[-1]
+        return Diagnosis(
+            category="kernel_library", signature="kernels.flashinfer_crashed",
+            title=f"FlashInfer's own code fails in {where}: {exc.text[:120]}",
+            confidence=0.75, evidence=[Evidence(exc.line.no, exc.line.shown)],
+            facts={"exception": exc.type, "message": exc.message[:300], "where": where},
+            fix=Fix("The installed FlashInfer release does not run in this environment (Python version or a "
+                    "dependency it expects): install the flashinfer-python (and flashinfer-cubin / jit-cache) "
+                    "version this vLLM pins, or the next patch release that fixes it; `pip show flashinfer-python` "
+                    "and `python -V` show what is there.", "kernel-library"),
+            first_line=exc.line.no)
+    return None
 
 
 def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
@@ -130,6 +157,17 @@ RULES = [
                    r"Sparse Attention Indexer CUDA op requires DeepGEMM",
                    r"No module named 'deep_gemm'", r"deep_gemm.{0,40}(?:is not installed|not available)"],
          facts=_deepgemm_facts, playbook="kernel-library", confidence=0.85),
+    Rule(signature="kernels.deepgemm_jit_failed", category="kernel_library",
+         title="A DeepGEMM JIT kernel failed to load on this GPU ({error})",
+         fix="DeepGEMM's kernels target SM90/SM100 and are refused elsewhere (e.g. SM12x): set VLLM_USE_DEEP_GEMM=0 "
+             "(and VLLM_MOE_USE_DEEP_GEMM=0) so vLLM uses its Triton/CUTLASS paths, or install a DeepGEMM that "
+             "supports this GPU.",
+         # DeepGEMM's JIT runtime (deep_gemm/include/deep_gemm/jit/handle.hpp) reports driver errors this way
+         patterns=[r"CUDA driver error \([^)]*jit/handle\.hpp:\d+\): \d+ \((?P<error>CUDA_ERROR_\w+)"],
+         playbook="kernel-library", confidence=0.85),
+    Rule(signature="kernels.flashinfer_crashed", category="kernel_library",
+         title="FlashInfer's own code fails in {where}", fix="", check=lambda scan, env: _flashinfer_crashed(scan),
+         playbook="kernel-library", confidence=0.75),
     Rule(signature="kernels.flashmla_unavailable", category="kernel_library",
          title="FlashMLA kernels are not in this vLLM build",
          fix="vllm._flashmla_C was not compiled for this GPU (FlashMLA supports SM90/SM100 only): drop the FLASHMLA "

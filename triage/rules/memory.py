@@ -65,6 +65,12 @@ RULES = [
              "--gpu-memory-utilization, use --kv-cache-dtype fp8, or add GPUs.",
          patterns=[r"max seq len \((?P<max_model_len>\d+)\),\s*\(?(?P<needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \((?P<available_gib>-?[\d.]+) GiB\)(?:.*?estimated maximum model length is (?P<estimated>\d+))?"],
          facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),
+    Rule(signature="kv_cache.mamba_blocks_below_max_num_seqs", category="kv_cache_memory",
+         title="max_num_seqs {max_num_seqs} exceeds the {blocks} Mamba state blocks this memory budget holds",
+         fix="Hybrid (Mamba / linear-attention) models keep one state block per running sequence: lower "
+             "--max-num-seqs to at most {blocks}, or raise --gpu-memory-utilization / lower --max-model-len.",
+         patterns=[r"max_num_seqs \((?P<max_num_seqs>\d+)\) exceeds available Mamba cache blocks \((?P<blocks>\d+)\)"],
+         playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="kv_cache.no_memory_for_blocks", category="kv_cache_memory",
          title="No GPU memory is left for the KV cache after loading the model",
          fix="The weights and activations fill the GPU: raise --gpu-memory-utilization, lower --max-num-seqs / "
@@ -89,6 +95,14 @@ RULES = [
                    r"RuntimeError: CUDA out of memory"],
          facts=lambda m, line, scan: _with_suffix(_oom_facts(m, line, scan)),
          playbook="gpu-oom", confidence=0.9),
+    Rule(signature="cudagraph.mode_unsupported", category="cudagraph_capture",
+         title="cudagraph_mode {mode} is not supported by the attention backend ({backend})",
+         fix="This attention backend cannot run inside a {mode} CUDA graph: launch with "
+             "--compilation-config '{{\"cudagraph_mode\": \"PIECEWISE\"}}' (or FULL_AND_PIECEWISE / FULL_DECODE_ONLY), "
+             "pick another attention backend, or upgrade to a vLLM that downgrades the mode by itself.",
+         # only the error: the warning form ends in "; setting cudagraph_mode=PIECEWISE" and is harmless
+         patterns=[r"CUDAGraphMode\.(?P<mode>\w+) is not supported with (?P<backend>[\w.]+) backend \(support: AttentionCGSupport\.(?P<support>\w+)\); please try"],
+         playbook="cudagraph-capture", confidence=0.9),
     Rule(signature="cudagraph.capture_failed", category="cudagraph_capture",
          title="CUDA graph capture failed",
          fix="An op that cannot be captured ran during CUDA graph capture: launch with --enforce-eager to confirm, "
