@@ -1,5 +1,5 @@
-"""Real failure logs reconstructed from public threads (tests/logs/unseen/expected-b.yaml): the top
-diagnosis must carry the thread's established category (and rule, when the entry names one); a log whose
+"""Real failure logs reconstructed from public threads (tests/logs/unseen/expected-b.yaml, and
+expected-c.yaml for the newest vLLM releases, V1 engine, v0.11+): the top diagnosis must carry the thread's established category (and rule, when the entry names one); a log whose
 only oddities are harmless warnings or a normal shutdown must give no diagnosis above 0.5 and exit 3."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from triage.logread import scan_path
 from triage.model import CATEGORIES, EXIT_NO_FAILURE, Report
 
 UNSEEN = Path(__file__).parent / "logs" / "unseen"
-EXPECTED = yaml.safe_load((UNSEEN / "expected-b.yaml").read_text())
+EXPECTED = {name: exp for f in ("expected-b.yaml", "expected-c.yaml")
+            for name, exp in yaml.safe_load((UNSEEN / f).read_text()).items()}
 
 
 def test_every_entry_has_a_log_and_a_source():
