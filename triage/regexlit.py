@@ -31,9 +31,8 @@ def _class_end(p: str, i: int) -> int:
     return j + 1
 
 
-def _group_end(p: str, i: int) -> int:
-    """Index of the ')' closing the '(' at p[i], or -1."""
-    depth = 0
+def _structure(p: str, i: int = 0):
+    """(index, char) of each '(', ')' and '|' of `p` from i on, outside escapes and character classes."""
     n = len(p)
     while i < n:
         c = p[i]
@@ -43,13 +42,21 @@ def _group_end(p: str, i: int) -> int:
         if c == "[":
             i = _class_end(p, i)
             continue
+        if c in "()|":
+            yield i, c
+        i += 1
+
+
+def _group_end(p: str, i: int) -> int:
+    """Index of the ')' closing the '(' at p[i], or -1."""
+    depth = 0
+    for j, c in _structure(p, i):
         if c == "(":
             depth += 1
         elif c == ")":
             depth -= 1
             if depth == 0:
-                return i
-        i += 1
+                return j
     return -1
 
 
@@ -179,23 +186,14 @@ def _split_top(p: str) -> list[str]:
     parts: list[str] = []
     depth = 0
     start = 0
-    i, n = 0, len(p)
-    while i < n:
-        c = p[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            i = _class_end(p, i)
-            continue
+    for i, c in _structure(p):
         if c == "(":
             depth += 1
         elif c == ")":
             depth -= 1
-        elif c == "|" and depth == 0:
+        elif depth == 0:
             parts.append(p[start:i])
             start = i + 1
-        i += 1
     parts.append(p[start:])
     return parts
 
