@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -79,35 +78,9 @@ def _cursor_shown(app: Any) -> bool:
     return top <= lv.cursor < top + lv.scrollable_content_region.height
 
 
-@dataclass
-class Result:
-    status: str
-    message: str = ""
-    returncode: int | None = None
-    stdout: str = ""
-    stderr: str = ""
-    timed_out: bool = False
-
-
-@dataclass
-class View:
-    """The shape of triage.playbooks.engine.StepView (what the Fix view reads)."""
-
-    step_id: str
-    kind: str
-    title: str
-    text: str = ""
-    needs: str | None = None
-    argv: list[str] | None = None
-    lines: list[str] = field(default_factory=list)
-    commands: list[list[str]] = field(default_factory=list)
-    diff: str = ""
-    choices: list[tuple[str, str]] = field(default_factory=list)
-    default: str | None = None
-    result: Result | None = None
-    where: str = "this machine"
-    dry_run: bool = False
-    error: str = ""
+# The Fix view reads the engine's own step shapes: the scripted session hands it the real classes.
+from triage.playbooks.engine import StepResult as Result  # noqa: E402
+from triage.playbooks.engine import StepView as View  # noqa: E402
 
 
 class ScriptedSession:
