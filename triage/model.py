@@ -38,6 +38,13 @@ CATEGORIES: dict[str, str] = {
     "environment": "host or container: no GPU visible, unsupported OS, port already bound",
 }
 
+# The upgrade verdicts of the report's `upgrade` object, in words for people (text report, TUI).
+UPGRADE_VERDICTS: dict[str, str] = {
+    "fixes": "upgrading fixes this",
+    "does-not-fix": "upgrading does not fix this",
+    "unknown": "unknown whether upgrading fixes this",
+}
+
 # Exit codes of spec/report.md.
 EXIT_DIAGNOSED = 0
 EXIT_INTERNAL = 1

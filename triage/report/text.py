@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-from triage.model import Diagnosis, Report
+from triage.model import UPGRADE_VERDICTS, Diagnosis, Report
 
 
 def _describe_install(env: dict[str, Any]) -> str:
@@ -107,8 +107,7 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
             con.print(f"      {escape(str(h.get('why', '')))}  {h.get('url', '')}")
     if report.upgrade:
         u = report.upgrade
-        verdict = {"fixes": "upgrading fixes this", "does-not-fix": "upgrading does not fix this",
-                   "unknown": "unknown whether upgrading fixes this"}.get(u.get("verdict"), u.get("verdict"))
+        verdict = UPGRADE_VERDICTS.get(u.get("verdict"), u.get("verdict"))
         target = f" (to {u['target_version']})" if u.get("target_version") else ""
         con.print(f"\n[bold]Upgrade[/]: {escape(str(verdict))}{target}")
         ev = u.get("evidence")

@@ -13,13 +13,9 @@ from textual.containers import Vertical, VerticalScroll
 from textual.markup import escape
 from textual.widgets import DataTable, Static
 
-from triage.model import Report
+from triage.model import UPGRADE_VERDICTS, Report
 
-VERDICTS = {
-    "fixes": ("$success", "upgrading fixes this"),
-    "does-not-fix": ("$error", "upgrading does not fix this"),
-    "unknown": ("$warning", "unknown whether upgrading fixes this"),
-}
+VERDICT_STYLES = {"fixes": "$success", "does-not-fix": "$error", "unknown": "$warning"}
 STATE_STYLE = {"open": "green", "merged": "magenta", "closed": "red"}
 
 
@@ -32,7 +28,8 @@ def upgrade_markup(report: Report | None, *, busy: str = "") -> str:
         out.append("[b]Upgrade[/] [$text-muted]not assessed yet[/]" if busy else
                    "[b]Upgrade[/] [$text-muted]not assessed (no failure, or upstream lookup not available)[/]")
         return "\n".join(out)
-    style, words = VERDICTS.get(str(u.get("verdict")), ("$warning", str(u.get("verdict"))))
+    verdict = str(u.get("verdict"))
+    style, words = VERDICT_STYLES.get(verdict, "$warning"), UPGRADE_VERDICTS.get(verdict, verdict)
     target = f" (to {escape(str(u['target_version']))})" if u.get("target_version") else ""
     out.append(f"[b]Upgrade[/] [{style} b]{escape(words)}[/]{target}")
     ev = u.get("evidence")
