@@ -129,7 +129,9 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
                     from triage.remote import SSHRunner
 
                     runner = SSHRunner(host)  # versions come from the remote installer
-                py = python or (env.get("python") or {}).get("executable")
+                from triage.probes.interpreter import runnable_python
+
+                py = runnable_python(env, python)
                 upstream.lookup(report, offline=offline, python=py, runner=runner)
             except Exception as exc:
                 report.warnings.append(f"upstream search failed: {type(exc).__name__}: {exc}")

@@ -31,12 +31,9 @@ last_queries: list[str] = []
 
 
 def _python_of(report: Any, python: str | None) -> str | None:
-    if python:
-        return python
-    py = (report.environment or {}).get("python")
-    if isinstance(py, dict):
-        return py.get("executable")
-    return py if isinstance(py, str) else None
+    from triage.probes.interpreter import runnable_python
+
+    return runnable_python(report.environment, python)
 
 
 def _versions(runner: Any, python: str | None, cache: Cache, timeout: float) -> advisor.Available:
