@@ -211,6 +211,9 @@ class StepView:
     where: str = "this machine"
     dry_run: bool = False
     error: str = ""  # the previous answer was not accepted
+    # The interpreter a log or a snapshot named that confirming this step would run: only a person
+    # answering this very question may allow it (not --yes).
+    unvouched: str | None = None
 
 
 # --- probes -----------------------------------------------------------------------------------
@@ -411,6 +414,11 @@ class Session:
 
     def _view(self, step: Step, **kw: Any) -> StepView:
         text = render_text(step.get("text") or step.get("question") or "", self.facts)
+        if kw.get("needs") == "confirm" and isinstance(self.runner, GuardedRunner):
+            py = str(self.facts.get("target_python"))
+            shown = [*(kw.get("argv") or []), *(a for c in kw.get("commands") or [] for a in c)]
+            if self.runner.needs_consent(py) and (step.kind in ("apply", "check") or py in shown):
+                kw["unvouched"] = py
         return StepView(
             step_id=step.id,
             kind=step.kind,
@@ -813,6 +821,10 @@ class ConsoleFrontEnd:
         if v.needs is None or v.needs == "ack":
             return None
         if v.needs == "confirm":
+            if v.unvouched and (self.yes or not self.interactive):
+                self.say(f"    not confirmed: it runs {v.unvouched}, which the log or a snapshot names; "
+                         "answer in a terminal, or pass --python")
+                return False
             if self.yes:
                 self.say("    (confirmed by --yes)")
                 return True
