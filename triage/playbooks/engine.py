@@ -782,7 +782,9 @@ class ConsoleFrontEnd:
         self._awaiting: str | None = None
 
     def say(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+        from triage.sanitize import clean
+
+        self.out.write(clean(text) + "\n")  # facts and command output may carry terminal control
         self.out.flush()
 
     def _ask(self, prompt: str) -> str | None:

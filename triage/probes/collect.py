@@ -28,6 +28,13 @@ class HostProbe:
     facts: dict[str, Any] = field(default_factory=dict)
     findings: list[dict[str, str]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        # Facts and errors come from other machines, snapshots and NVML: no terminal control in them.
+        from triage.sanitize import clean_tree
+
+        self.host, self.error = clean_tree(self.host), clean_tree(self.error)
+        self.facts, self.findings = clean_tree(self.facts), clean_tree(self.findings)
+
     def to_json(self) -> dict[str, Any]:
         return {"host": self.host, "ok": self.ok, "error": self.error, "facts": self.facts,
                 "findings": self.findings}

@@ -17,13 +17,13 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
 from triage.logread import Scan
 from triage.logread.source import InputError
 from triage.model import Report
+from triage.sanitize import tui_markup as escape  # cleaned of terminal control, markup escaped
 from triage.tui import intake
 from triage.tui.intake import LiveLog, Options
 from triage.tui.panes.diagnosis import DiagnosisPane

@@ -7,10 +7,10 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.markup import escape
 from textual.widgets import Static
 
 from triage.model import Diagnosis, Report
+from triage.sanitize import tui_markup as escape  # cleaned of terminal control, markup escaped
 from triage.tui.logview import LogView
 
 

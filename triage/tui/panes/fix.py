@@ -15,10 +15,10 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.markup import escape
 from textual.widgets import Input, Log, OptionList, Static
 from textual.widgets.option_list import Option
 
+from triage.sanitize import tui_markup as escape  # cleaned of terminal control, markup escaped
 from triage.tui import fixflow
 
 class _Split:
