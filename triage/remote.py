@@ -28,6 +28,20 @@ import asyncssh
 from triage.runner import Result
 
 
+# What one remote command may send back: the probe's JSON is tens of KB; a host that sends more (a
+# 50 MB line, /dev/zero) is cut off there, and the rest is never read.
+MAX_OUTPUT = 8 << 20
+MAX_LINE = 1 << 20  # a line kept in an error message is cut far shorter (clip_line)
+
+
+def clip_line(text: str, limit: int = 300) -> str:
+    """One line of a remote error for people: cleaned of terminal control, at most `limit` characters."""
+    from triage.sanitize import clean
+
+    text = clean(text[: limit * 4])
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
 class RemoteError(Exception):
     """A host could not be reached or refused us; the message is for people."""
 
@@ -138,6 +152,14 @@ def describe_error(exc: BaseException, target: Target, timeout: float | None = N
     return f"{target.spec}: {type(exc).__name__}: {exc}"
 
 
+def _text(data: bytearray) -> str:
+    """Output as text, with lines longer than MAX_LINE cut (nothing downstream needs one longer)."""
+    text = bytes(data).decode("utf-8", "replace")
+    if len(text) <= MAX_LINE or all(len(line) <= MAX_LINE for line in text.split("\n")):
+        return text
+    return "\n".join(line if len(line) <= MAX_LINE else line[:MAX_LINE] + " ..." for line in text.split("\n"))
+
+
 # ------------------------------------------------------------------ a loop for the sync API
 _loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
@@ -190,16 +212,45 @@ class SSHRunner:
         command = shlex.join(args)
         try:
             # Without input, stdin is /dev/null (as LocalRunner does): a command reading it gets EOF.
-            stdin: dict[str, Any] = {"input": input} if input else {"stdin": asyncssh.DEVNULL}
-            proc = await conn.run(command, timeout=timeout, check=False, encoding="utf-8", errors="replace",
-                                  **stdin)
-        except asyncssh.TimeoutError as exc:
-            return Result(args, 124, str(exc.stdout or ""), str(exc.stderr or "") + f"\ntimed out after {timeout:g}s",
-                          timed_out=True)
+            proc = await conn.create_process(command, encoding=None,
+                                             stdin=asyncssh.PIPE if input else asyncssh.DEVNULL)
         except (asyncssh.Error, OSError) as exc:
             raise RemoteError(describe_error(exc, self.target)) from None
-        code = proc.exit_status if proc.exit_status is not None else -1
-        return Result(args, code, str(proc.stdout or ""), str(proc.stderr or ""))
+        out, err = bytearray(), bytearray()
+        note = ""
+
+        async def pump(stream: Any, buf: bytearray) -> None:
+            nonlocal note
+            while True:
+                chunk = await stream.read(65536)
+                if not chunk:
+                    return
+                room = MAX_OUTPUT - len(out) - len(err)
+                buf += chunk[:max(0, room)]
+                if len(chunk) > room:
+                    note = f"\noutput cut at {MAX_OUTPUT >> 20} MB: the host sent more"
+                    proc.close()
+                    return
+
+        async def talk() -> None:
+            if input:
+                proc.stdin.write(input.encode())
+                proc.stdin.write_eof()
+            await asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
+            if not note:
+                await proc.wait_closed()
+
+        try:
+            await asyncio.wait_for(talk(), timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            proc.close()
+            return Result(args, 124, _text(out), _text(err) + f"\ntimed out after {timeout:g}s", timed_out=True)
+        except (asyncssh.Error, OSError, BrokenPipeError) as exc:
+            proc.close()
+            if not (out or err):
+                raise RemoteError(describe_error(exc, self.target)) from None
+        code = proc.exit_status if proc.exit_status is not None and not note else -1
+        return Result(args, code, _text(out), _text(err) + note)
 
     def run(self, argv: Sequence[str], *, timeout: float = 60.0, input: str | None = None,
             env: dict[str, str] | None = None) -> Result:

@@ -33,6 +33,8 @@ class HostProbe:
         from triage.sanitize import clean_tree
 
         self.host, self.error = clean_tree(self.host), clean_tree(self.error)
+        if isinstance(self.error, str) and len(self.error) > 2000:
+            self.error = self.error[:2000] + " ..."
         self.facts, self.findings = clean_tree(self.facts), clean_tree(self.findings)
 
     def to_json(self) -> dict[str, Any]:
@@ -303,9 +305,12 @@ def interpret_result(res: Any, py: str, where: str, timeout: float) -> tuple[dic
         return raw, None, False
     if res.timed_out:
         return None, f"the probe timed out after {timeout:g}s on {where}", False
-    tail = (res.stderr or res.stdout).strip().splitlines()
-    err = f"{py}: " + (tail[-1] if tail else f"exit {res.returncode}")
-    missing = res.returncode in (-1, 126, 127) or "No such file" in res.stderr or "not found" in res.stderr
+    tail = (res.stderr or res.stdout)[-4096:].strip().splitlines()
+    last = tail[-1] if tail else f"exit {res.returncode}"
+    err = f"{py}: " + (last if len(last) <= 300 else last[:300] + " ...")
+    cut = "output cut at" in res.stderr[-200:]
+    missing = not cut and (res.returncode in (-1, 126, 127) or "No such file" in res.stderr
+                           or "not found" in res.stderr)
     if missing:
         return None, f"no usable Python on {where} ({err})", True
     return None, f"the probe failed with {err}", False
