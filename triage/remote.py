@@ -87,18 +87,60 @@ def parse_target(spec: str) -> Target:
     return Target(spec=s, host=host, user=user, port=port)
 
 
-def known_hosts_files() -> list[str]:
-    home = Path("~").expanduser()
-    cands = [home / ".ssh" / "known_hosts", home / ".ssh" / "known_hosts2",
-             Path("/etc/ssh/ssh_known_hosts"), Path("/etc/ssh/ssh_known_hosts2")]
-    return [str(p) for p in cands if p.is_file()]
+USER_KNOWN_HOSTS = ["~/.ssh/known_hosts", "~/.ssh/known_hosts2"]
+GLOBAL_KNOWN_HOSTS = ["/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"]
+
+
+def _ssh_config(target: Target) -> Any:
+    """~/.ssh/config as it applies to `target` (asyncssh's parser), or None."""
+    import getpass
+
+    path = Path("~", ".ssh", "config").expanduser()
+    if not path.is_file():
+        return None
+    try:
+        from asyncssh.config import SSHClientConfig
+
+        return SSHClientConfig.load(None, [path], False, False, False, getpass.getuser(), target.user or (),
+                                    target.host, target.port or ())
+    except Exception:  # another asyncssh's signature, or an unreadable config: ssh's defaults
+        return None
+
+
+def _expand(path: str, target: Target | None) -> str:
+    import getpass
+    import os
+
+    home = str(Path("~").expanduser())
+    tokens = {"%%": "%", "%d": home, "%u": getpass.getuser(), "%h": target.host if target else "",
+              "%n": target.host if target else ""}
+    for k, v in tokens.items():
+        path = path.replace(k, v)
+    return os.path.expandvars(os.path.expanduser(path))
+
+
+def known_hosts_files(target: Target | None = None) -> list[str]:
+    """The known_hosts files ssh would check for `target`: UserKnownHostsFile and GlobalKnownHostsFile
+    from ~/.ssh/config when set (`none` means no file: every key is then unknown), else ssh's defaults."""
+    user, glob = USER_KNOWN_HOSTS, GLOBAL_KNOWN_HOSTS
+    cfg = _ssh_config(target) if target is not None else None
+    if cfg is not None:
+        u, g = cfg.get("UserKnownHostsFile", None), cfg.get("GlobalKnownHostsFile", None)
+        user = list(u) if isinstance(u, list) else user
+        glob = list(g) if isinstance(g, list) else glob
+    out = []
+    for p in user + glob:
+        full = _expand(p, target)
+        if Path(full).is_file() and full not in out:
+            out.append(full)
+    return out
 
 
 def _resolved(target: Target) -> tuple[str, int]:
     """HostName and Port after ~/.ssh/config, for messages and the known_hosts lookup."""
     try:
         opts = asyncssh.SSHClientConnectionOptions(host=target.host, port=target.port or (),
-                                                   known_hosts=known_hosts_files() or b"")
+                                                   known_hosts=known_hosts_files(target) or b"")
         return str(opts.host), int(opts.port)
     except Exception:
         return target.host, target.port or 22
@@ -112,7 +154,7 @@ def _host_key_message(target: Target) -> str:
         addrs |= {str(ai[4][0]) for ai in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)}
     except OSError:
         pass
-    for path in known_hosts_files():
+    for path in known_hosts_files(target):
         try:
             kh = asyncssh.read_known_hosts(path)
         except Exception:
@@ -126,8 +168,10 @@ def _host_key_message(target: Target) -> str:
                 return (f"host key of {target.spec} ({shown}) has CHANGED: it does not match {path}. "
                         "Someone may be intercepting the connection, or the host was reinstalled; verify the "
                         f"new key with its administrator, then remove the old one: ssh-keygen -R '{shown}'")
+    login = f"{target.user}@{target.host}" if target.user else target.host
+    ssh = shlex.join(["ssh"] + (["-p", str(target.port)] if target.port else []) + [login])
     return (f"host key of {target.spec} ({shown}) is not known: it is not in known_hosts. Verify and accept it "
-            f"once with `ssh {target.spec}` (or add the verified key to ~/.ssh/known_hosts), then retry")
+            f"once with `{ssh}` (or add the verified key to ~/.ssh/known_hosts), then retry")
 
 
 def describe_error(exc: BaseException, target: Target, timeout: float | None = None) -> str:
@@ -191,7 +235,8 @@ class SSHRunner:
         async with self._lock:
             if self._conn is None:
                 t = self.target
-                kwargs: dict[str, Any] = {"known_hosts": known_hosts_files() or b"",
+                # Never None (that turns checking off), whatever the config says.
+                kwargs: dict[str, Any] = {"known_hosts": known_hosts_files(t) or b"",
                                           "connect_timeout": self.connect_timeout}
                 if t.port:
                     kwargs["port"] = t.port

@@ -720,8 +720,9 @@ class Session:
             self.recorder.note(text)
 
     def _run(self, argv: list[str], *, timeout: float, env: dict[str, str] | None) -> Result:
+        recorder = self._recorder()  # before running: what cannot be recorded does not run
         r = self.runner.run(argv, timeout=timeout, env=env)
-        self._recorder().command(argv, r, self.runner.where)
+        recorder.command(argv, r, self.runner.where)
         return r
 
 

@@ -81,6 +81,7 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
     out = out or sys.stdout
     color = out.isatty() and not os.environ.get("NO_COLOR")
     con = Console(file=out, force_terminal=color, no_color=not color, highlight=False, soft_wrap=not out.isatty())
+    con.on_broken_pipe = _reader_gone  # type: ignore[method-assign]  # rich would exit 1
     src = "standard input" if report.source == "-" else report.source
     con.print(Text(f"triage: {src} ({report.lines:,} lines, {report.bytes:,} bytes)", style="bold"))
     if not report.input_complete:
@@ -120,6 +121,15 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
         con.print("\n[bold]Harmless[/] (recognised, not the cause): " + "; ".join(escape(n.title) for n in report.notes))
     for w in report.warnings:
         con.print(f"[dim]note: {escape(w)}[/]")
+
+
+def _reader_gone() -> None:
+    """The reader went away (`triage ... --report | head -1`): stop writing, as triage.cli does."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise BrokenPipeError
 
 
 def _diagnosis(con, d: Diagnosis, i: int, log_name: str, escape, fix_hint: str | None = None) -> None:
