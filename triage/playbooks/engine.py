@@ -91,7 +91,7 @@ def derive_facts(
 
 
 def refresh_derived(facts: dict[str, Any]) -> None:
-    gpus = facts.get("gpus") or []
+    gpus = facts.get("gpus") if isinstance(facts.get("gpus"), list) else []  # a rule's fact may be a count
     first = gpus[0] if gpus and isinstance(gpus[0], dict) else {}
     cc = facts.get("compute_capability") or first.get("compute_capability")
     if cc is not None:
