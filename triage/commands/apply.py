@@ -104,6 +104,12 @@ def main(
             runner = _remote_runner(args.host) if args.host else LocalRunner()
         except LookupError as exc:
             return _err(str(exc))
+    if isinstance(runner, LocalRunner):
+        from triage.probes.interpreter import refuse_reason
+
+        why = refuse_reason(args.python)
+        if why:
+            return _err(why)
     try:
         facts = action.checked(runner, args.python)
     except action.ApplyError as exc:
