@@ -78,7 +78,7 @@ def message_match(f: Facets, title: str, body: str) -> tuple[float, str]:
     phrase = _norm(f.phrase or msg.phrase)
     specific_phrase = bool(phrase) and not is_generic(phrase) and len(phrase.split()) >= 3
     key = [t.lower() for t in msg.key]
-    key_found = [t for t in key if t in text]
+    key_found = [t for t in key if _contains_token(text, t)]
     best, label = 0.0, ""
     if specific_phrase and phrase in _norm(title):
         best, label = 1.0, "same error in the title"
@@ -101,6 +101,13 @@ def message_match(f: Facets, title: str, body: str) -> tuple[float, str]:
         if s > best:
             best, label = s, "similar message" if overlap >= 0.5 else ""
     return best, label
+
+
+def _contains_token(text: str, tok: str) -> bool:
+    # Titles cut long tokens (a mangled C++ symbol): a long enough head of one counts.
+    if tok in text:
+        return True
+    return len(tok) >= 32 and tok[:24] in text
 
 
 def release_minors(text: str) -> set[tuple[int, int]]:

@@ -54,8 +54,8 @@ _SPECIFIC = [
          needles=("quantization",)),
     lazy(r"KeyError: '(?P<key>[^']{2,60})'", needles=("KeyError",)),
     lazy(r"version [`'](?P<abi>(?:GLIBCXX|CXXABI|GLIBC)_[\d.]+)' not found", needles=("not found",)),
-    lazy(r"(?P<flag>--[a-z][\w-]{2,})", needles=("--",)),
 ]
+_FLAG = lazy(r"(?<![\w-])(--[a-z][\w-]{2,})", needles=("--",))  # a flag a message names, often as advice
 _QUOTED = lazy(r"[`'\"]([A-Za-z_][\w.-]{2,60})[`'\"]")
 _CAMEL = lazy(r"\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*){1,6})\b")
 _SNAKE = lazy(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+){1,5})\b", needles=("_",))
@@ -146,7 +146,7 @@ def _collect(text: str) -> tuple[list[str], list[str]]:
     for b in backends if len(backends) <= 2 else []:
         add(key, b)
     plain = _PATHISH.sub(" ", text)  # pieces of paths and model ids are not what failed
-    for rx in (_ENVVAR, _QUOTED, _CAMEL, _DOTTED, _SNAKE):
+    for rx in (_ENVVAR, _QUOTED, _FLAG, _CAMEL, _DOTTED, _SNAKE):
         for m in rx.finditer(plain):
             tok = m.group(1)
             if tok in _BACKEND_SET or _FILE_OR_TYPE.search(tok):
