@@ -15,7 +15,9 @@ import re
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any, Callable
 
+from triage.capabilities import load_capabilities
 from triage.model import Diagnosis
+from triage_sparse_mla.support import indexer_note
 
 # Backends that implement sparse (DSA) MLA in upstream vLLM releases before the SM12x one, and the
 # compute capabilities they accept (vllm/v1/attention/backends/mla/*: supports_compute_capability).
@@ -31,10 +33,8 @@ def _capability(backend: str) -> dict[str, Any] | None:
     """The capability-table entry (triage/upstream/capabilities.yaml) that names `backend`: the one place
     where the releases that have it are written down."""
     try:
-        from triage.upstream.advisor import load_capabilities
-
         caps = load_capabilities()
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError):
         return None
     return next((c for c in caps if backend in (c.get("backends") or [])), None)
 
@@ -169,11 +169,7 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
                          "triage's bundled Triton backend (`triage apply sparse-mla`) is the way to run it")
             d.facts["missing_backend"] = f"sparse MLA for {gpu_family(cc)}"
         if d.facts.get("case") != "sparse_backend_rejects_config" and cc[0] not in (9, 10):
-            try:
-                from triage_sparse_mla.support import indexer_note
-            except ImportError:  # pragma: no cover - shipped together
-                indexer_note = None
-            note = indexer_note(cc) if indexer_note else None
+            note = indexer_note(cc)
             if note:
                 _add_line(d, note)
     elif cc and cc[0] == 12 and mla and not sparse:
