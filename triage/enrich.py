@@ -16,6 +16,8 @@ if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any, Callable
 
 from triage.capabilities import load_capabilities
+from triage.computecap import env_cc
+from triage import versions
 from triage.model import Diagnosis
 from triage_sparse_mla.support import indexer_note
 
@@ -48,11 +50,6 @@ def _release_of(version: Any) -> str | None:
     return v
 
 
-def _cc(v: Any) -> tuple[int, int] | None:
-    m = re.match(r"^\s*(\d+)\.(\d+)", str(v)) if v is not None else None
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
 def gpu_family(cc: tuple[int, int]) -> str:
     major, minor = cc
     if major == 12:
@@ -70,15 +67,18 @@ def _truthy(v: Any) -> bool:
     return v is True or str(v).strip().lower() in ("true", "1", "yes")
 
 
+def _major_minor(v: Any) -> tuple[int, int] | None:
+    """A CUDA version ("12.8", "13.0") to compare as major.minor."""
+    p = versions.parse(v)
+    if p is None:
+        return None
+    rel = p.release + (0,)
+    return rel[0], rel[1]
+
+
 def _env_cc(env: dict[str, Any]) -> tuple[int, int] | None:
-    cc = _cc(env.get("compute_capability"))
-    if cc:
-        return cc
-    for g in env.get("gpus") or []:
-        cc = _cc(g.get("compute_capability")) if isinstance(g, dict) else None
-        if cc:
-            return cc
-    return None
+    cc = env_cc(env)
+    return (cc.major, cc.minor) if cc else None
 
 
 def _vllm_words(env: dict[str, Any]) -> str:
@@ -183,9 +183,7 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
 
 
 def _ge(a: str, b: str) -> bool:
-    from triage.upstream import versions as V
-
-    return V.ge(a, b)
+    return versions.ge(a, b)
 
 
 def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
@@ -216,7 +214,7 @@ def _cuda_driver(d: Diagnosis, env: dict[str, Any]) -> None:
     for key in ("driver_version", "cuda_driver_version", "torch_cuda_version"):
         if env.get(key) is not None:
             d.facts.setdefault(key, env[key])
-    drv, tcu = _cc(env.get("cuda_driver_version")), _cc(env.get("torch_cuda_version"))
+    drv, tcu = _major_minor(env.get("cuda_driver_version")), _major_minor(env.get("torch_cuda_version"))
     if drv and tcu:
         too_old = tcu > drv
         d.facts["driver_too_old_for_torch"] = too_old

@@ -11,6 +11,7 @@ if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
 from triage import upstream
+from triage.computecap import parse_cc
 from triage.diagnose import diagnose
 from triage.enrich import enrich
 from triage.logread import Scan, scan_source
@@ -50,11 +51,11 @@ def merge_probe(env: dict[str, Any], facts: dict[str, Any], host: str) -> None:
         else:
             env[key] = value
     gpus = env.get("gpus") or []
-    ccs = sorted({str(g.get("compute_capability")) for g in gpus if g.get("compute_capability")})
+    ccs = sorted({str(g.get("compute_capability")) for g in gpus if parse_cc(g.get("compute_capability"))},
+                 key=parse_cc)
     if ccs:
         env["compute_capability"] = ccs[0] if len(ccs) == 1 else env.get("compute_capability", ccs[0])
-        major = ccs[0].split(".")[0]
-        env["gpu_family"] = f"SM{major}x"
+        env["gpu_family"] = f"SM{parse_cc(ccs[0]).major}x"
     pk = env.get("packages") or {}
     if pk.get("vllm"):
         env["vllm_version"] = pk["vllm"]

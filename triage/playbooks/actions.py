@@ -25,8 +25,9 @@ from typing import Any, Protocol
 from triage.actions import sparse_mla
 from triage.actions.sparse_mla import InstallResult, Recorder
 from triage.playbooks import edits
-from triage.playbooks.conditions import Version, InvalidVersion, lookup
+from triage.playbooks.conditions import lookup
 from triage.runner import Result, Runner
+from triage.versions import InvalidVersion, Version
 from triage.transcript import is_local
 
 INSTALL_TIMEOUT = 3600.0

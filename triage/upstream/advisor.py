@@ -15,8 +15,9 @@ if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
 from triage.capabilities import load_capabilities
+from triage.computecap import env_cc
 from triage.record import Record
-from triage.upstream import versions as V
+from triage import versions as V
 from triage.upstream.facets import Facets
 
 INSTALLER_TIMEOUT = 8.0
@@ -106,14 +107,9 @@ def _uv_versions(runner: Any, python: str, *, timeout: float) -> Available:
 # --- which table entries speak to this failure -------------------------------------------------
 
 def _cc_major(env: dict[str, Any], f: Facets) -> int | None:
-    cc = env.get("compute_capability")
-    gpus = env.get("gpus") or []
-    if not cc and isinstance(gpus, list) and gpus and isinstance(gpus[0], dict):
-        cc = gpus[0].get("compute_capability")
+    cc = env_cc(env)
     if cc:
-        m = re.match(r"\s*(\d+)", str(cc))
-        if m:
-            return int(m.group(1))
+        return cc.major
     if f.gpu_family and re.match(r"^\d+", f.gpu_family[0]):
         return int(float(f.gpu_family[0]))
     return None
