@@ -8,7 +8,7 @@ from typing import Any
 from triage.actions.sparse_mla import InstallResult
 from triage.runner import LocalRunner, Result
 
-# Environment facts as the probes (issue 3) record them: one small dict per machine.
+# Environment facts as the probes record them: one small dict per machine.
 SNAPSHOTS: dict[str, dict[str, Any]] = {
     "sm120-nightly": {
         "vllm_version": "0.16.0rc2.dev313+g662205d34",
@@ -82,7 +82,7 @@ SNAPSHOTS: dict[str, dict[str, Any]] = {
     "no-probe": {},
 }
 
-# One diagnosis per category (plus variants), with the facts the lead's rules extract.
+# One diagnosis per category (plus variants), with the facts the rules extract.
 DIAGNOSES: dict[str, dict[str, Any]] = {
     "attention_backend": {
         "category": "attention_backend", "signature": "attention.no_valid_backend",

@@ -234,7 +234,7 @@ def test_apply_and_undo_through_the_real_transcript(venv, capsys):
 
 
 def test_flagship_playbook_installs_the_real_backend_and_undo_removes_it(venv, tmp_path, capsys):
-    """Issue 5's flagship, bundled branch, with the real installer (no stand-in): the playbook
+    """The flagship playbook's bundled-backend branch, with the real installer (no stand-in): the playbook
     installs triage_sparse_mla into the venv that runs (a stand-in) vLLM, edits the launch script,
     and `triage undo` reverts both."""
     from tests.playbook_support import diagnosis, snapshot, upstream_unknown

@@ -13,6 +13,7 @@ import sys
 
 from triage import __version__
 from triage.demo import DEMO_LOG, DEMO_SNAPSHOT
+from triage.model import EXIT_INTERNAL, EXIT_USAGE
 
 SUBCOMMANDS = {
     "probe": "triage.commands.probe",
@@ -81,12 +82,11 @@ def _internal(exc: BaseException) -> int:
         raise exc
     print(f"triage: internal error: {type(exc).__name__}: {exc} (set TRIAGE_DEBUG=1 for the traceback; "
           "please report it)", file=sys.stderr)
-    return 1
+    return EXIT_INTERNAL
 
 
 def _diagnose(argv: list[str]) -> int:
     from triage.logread.source import InputError
-    from triage.model import EXIT_USAGE
 
     parser = _parser()
     args = parser.parse_args(argv)

@@ -19,7 +19,6 @@ import base64
 import hashlib
 import importlib.util
 import json
-import os
 import secrets
 import tempfile
 import zipfile
@@ -80,7 +79,7 @@ def write_wheel(dest_dir: str | Path, files: dict[str, bytes], name: str, versio
     entry_points.txt and RECORD. `files` maps archive paths to contents."""
     norm = name.replace("-", "_")
     di = f"{norm}-{version}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if summary:
         meta.append(f"Summary: {summary}")
     meta.append(f"Requires-Python: {requires_python}")

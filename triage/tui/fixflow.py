@@ -1,4 +1,4 @@
-"""The TUI's thin adapter to the playbook engine (triage.playbooks, issue 5).
+"""The TUI's thin adapter to the playbook engine (triage.playbooks).
 
 The engine walks a playbook and hands out StepViews; the TUI shows them and answers. This module
 picks the playbook, builds the Session, and gives the engine a Runner that streams a command's output

@@ -7,10 +7,8 @@ really install (`pip index versions`), and nightly wheels show up when their ind
 
 from __future__ import annotations
 
-import os
 import re
 from triage.lazyre import AUTO, lazy
-from functools import lru_cache
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
