@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import AUTO, lazy
+from triage.computecap import parse_cc
 from triage.record import Record
 
 if False:  # for type checkers only (importing typing costs start-up time)
@@ -157,12 +158,10 @@ def gpu_families_in(text: str) -> dict[str, str]:
 
 def family_of_cc(cc: str | None) -> tuple[str, str] | None:
     """Family key and label for a compute capability like "12.0"."""
-    if not cc:
+    parsed = parse_cc(cc)
+    if not parsed:
         return None
-    m = re.match(r"\s*(\d+)(?:\.(\d+))?", str(cc))
-    if not m:
-        return None
-    major, minor = int(m.group(1)), int(m.group(2) or 0)
+    major, minor = parsed.major, parsed.minor
     if major == 12:
         return "12", "SM12x"
     if major == 10 or major == 11:
