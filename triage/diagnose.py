@@ -214,7 +214,8 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
             fix=Fix("triage has no rule for this failure yet; the exception above is the first real error. "
                     "Search upstream for its message, or file it with `triage report --log FILE`.", None),
             first_line=exc.line.no)
-    wrappers = [ln for ln in scan.lines if is_wrapper(ln.text)]
+    # an INFO line ("Parent process exited, terminating worker") is how a clean shutdown reads too
+    wrappers = [ln for ln in scan.lines if ln.level not in ("INFO", "DEBUG") and is_wrapper(ln.text)]
     for ln in scan.lines:
         if ln.level in ("ERROR", "CRITICAL") and not is_wrapper(ln.text) and ln.no not in harmless_lines \
                 and ln.no not in used_lines and not ln.text.startswith((" ", "Traceback")):
