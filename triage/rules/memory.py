@@ -140,5 +140,6 @@ RULES += [
                    r"GPU KV cache size: 0 tokens",  # V1 kv_cache_utils
                    # V1 scheduler / block pool: the assertion's source line under its frame
                    r"assert (?:num_gpu_blocks is not None and |isinstance\(num_gpu_blocks, int\) and )num_gpu_blocks > 0"],
-         facts=_budget_facts, playbook="kv-cache-memory", confidence=0.85),
+         # secondary: the error vLLM raises next (when the log has it) says the same more exactly
+         facts=_budget_facts, playbook="kv-cache-memory", confidence=0.85, secondary=True),
 ]
