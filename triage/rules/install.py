@@ -64,3 +64,17 @@ RULES = [
                    r"torch version mismatch.{0,80}"],
          playbook="install-mismatch", confidence=0.75),
 ]
+
+
+# NumPy 2's banner: printed (not raised) before the import that fails; a paste often holds only it.
+RULES += [
+    Rule(signature="install.numpy_abi_banner", category="install_mismatch",
+         title="A package compiled against NumPy 1.x is imported under NumPy 2",
+         fix="Pin numpy<2 in this environment (`pip install 'numpy<2'`) or upgrade the package that was built "
+             "against NumPy 1.x (the traceback under the banner names it).",
+         patterns=[r"A module that was compiled using NumPy 1\.x cannot be run in",
+                   r"modules must be compiled with NumPy 2\.0",
+                   r"numpy\.dtype size changed, may indicate binary incompatibility"],
+         # secondary: the error raised under the banner (install.numpy_abi) says the same, when present
+         playbook="install-mismatch", confidence=0.8, secondary=True),
+]

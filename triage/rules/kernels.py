@@ -223,3 +223,24 @@ RULES = [
                    r"CUDA error: unspecified launch failure", r"cudaErrorLaunchFailure"],
          playbook="kernel-library", confidence=0.7),
 ]
+
+
+# An optional kernel package a chosen backend or model needs is not installed (vLLM's own words).
+RULES += [
+    Rule(signature="kernels.package_missing", category="kernel_library",
+         title="A kernel package this launch needs is not installed ({package})",
+         fix="Install the package vLLM names, in the version your vLLM release expects (see its "
+             "requirements/cuda.txt), or choose a backend that does not need it.",
+         patterns=[r"FlashInfer backend is not available\. Please install the package",
+                   r"Please install (?P<package>flashinfer) \(>= ?[\d.]+\)",
+                   r"pip install (?P<package>flashinfer-python)",
+                   r"Please install (?P<package>flash[_-]attn)",
+                   r"to be installed\. Please install (?P<package>flash-attn) first",
+                   r"(?P<package>tilelang) is required for \w+ but is not installed",
+                   r"pip install (?P<package>fbgemm-gpu-genai)",
+                   r"All2All kernels .{0,80}are not available\. See (?P<package>tools/ep_kernels)",
+                   r"No module named '(?P<package>triton_kernels|flash_mla|causal_conv1d|mamba_ssm|xformers|sgl_kernel|"
+                   r"deep_ep|pplx_kernels|aiter|tilelang|fla|cuda\.bindings|flashinfer_cubin|flashinfer_jit_cache)"
+                   r"[\w.]*'"],
+         playbook="kernel-library", confidence=0.85),
+]
