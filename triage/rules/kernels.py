@@ -244,3 +244,23 @@ RULES += [
                    r"[\w.]*'"],
          playbook="kernel-library", confidence=0.85),
 ]
+
+# A kernel built on the fly (FlashInfer, DeepGEMM, torch extensions) needs a CUDA toolchain the machine lacks,
+# or Triton's compiler itself failed.
+RULES += [
+    Rule(signature="kernels.jit_toolchain_missing", category="kernel_library",
+         title="A kernel must be compiled at start-up, but the CUDA toolchain is not there",
+         fix="Install the CUDA toolkit that matches torch's CUDA (nvcc, and ninja) and set CUDA_HOME to it, use "
+             "an image that ships it (vllm/vllm-openai), or install the library's precompiled wheels (e.g. "
+             "flashinfer-cubin / flashinfer-jit-cache) so nothing is compiled.",
+         patterns=[r"CUDA_HOME environment variable is not set", r"Ninja is required to load C\+\+ extensions",
+                   r"nvcc: (?:not found|command not found)"],
+         playbook="kernel-library", confidence=0.85),
+    Rule(signature="triton.llvm_failed", category="triton_compile",
+         title="Triton's compiler failed while lowering a kernel (LLVM / MLIR pass)",
+         fix="This Triton cannot compile the kernel for this GPU: upgrade Triton with torch (new GPUs need the "
+             "newest), clear ~/.triton/cache, or avoid the kernel (another --attention-backend / --moe-backend, "
+             "--enforce-eager).",
+         patterns=[r"PassManager::run failed", r"LLVM ERROR: (?P<detail>.{1,160})", r"LLVM Translation failed"],
+         playbook="triton-compile", confidence=0.8),
+]

@@ -324,3 +324,15 @@ RULES += [
                    r"Speculative decoding requires usage of the V2 block manager"],
          playbook="speculative-decoding", confidence=0.85),
 ]
+
+RULES += [
+    Rule(signature="model_loading.checkpoint_mismatch", category="model_loading",
+         title="The checkpoint's weights do not fit the model vLLM built (missing or differently shaped weights)",
+         fix="The checkpoint and the model vLLM builds disagree: a --quantization that does not match the "
+             "checkpoint's quantization_config, a quantized checkpoint that this --tensor-parallel-size cannot "
+             "split, an incomplete download, or a model revision newer than this vLLM. Drop --quantization, try "
+             "another --tensor-parallel-size, re-download, or upgrade vLLM.",
+         patterns=[r"Following weights were not initialized from checkpoint: ",
+                   r"Attempted to load weight \(torch\.Size\(\[[\d, ]*\]\)\) into parameter \(torch\.Size\(\[[\d, ]*\]\)\)"],
+         playbook="model-loading", confidence=0.8),
+]
