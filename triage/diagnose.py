@@ -224,6 +224,23 @@ def guess_category(exc: ExceptionRecord) -> str:
     return "engine_config" if exc.short_type in ("ValueError", "TypeError", "AssertionError", "KeyError") else "environment"
 
 
+def _raise_site(scan: Scan, exc: ExceptionRecord) -> str:
+    """For a bare exception (`AssertionError`, a short message): the source line printed under the
+    last frame (`assert num_spec_tokens > 0 ...`) and the frame's function, whose words say more."""
+    if len(exc.message) >= 40 or not exc.frames:
+        return ""
+    words = [exc.frames[-1].func]
+    lines = scan.lines
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i] is exc.line or lines[i].no == exc.line.no and lines[i].text == exc.line.text:
+            for ln in lines[max(0, i - 3):i]:
+                t = ln.text.strip()
+                if ln.proc == exc.line.proc and t and not t.startswith(("File ", "^", "~", "Traceback")):
+                    words.append(t)
+            break
+    return " " + " ".join(words)
+
+
 def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diagnosis | None:
     candidates = [e for e in scan.exceptions
                   if not is_wrapper(e.text) and e.line.no not in harmless_lines and e.line.no not in used_lines
@@ -234,7 +251,7 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         exc = min(in_tb, key=lambda e: e.line.no)
         while exc.caused_by is not None and not is_wrapper(exc.caused_by.text):
             exc = exc.caused_by
-        worded = category_from_words(exc.type, exc.message)
+        worded = category_from_words(exc.type, exc.message + _raise_site(scan, exc))
         if worded is not None:
             cat, basis = worded
             conf = WORDED_CONFIDENCE
