@@ -44,6 +44,7 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
     (("out of memory", "OutOfMemory", "CUBLAS_STATUS_ALLOC_FAILED"), "gpu_oom"),
     (("no kernel image", "is not compatible with the current PyTorch installation", "too old to be supported"),
      "unsupported_gpu"),
+    (("CUDA driver initialization failed", "No HIP GPUs", "Too many open files"), "environment"),
     (("NVIDIA driver", "CUDA driver version", "driver version is insufficient", "cudaErrorInsufficientDriver",
       "forward compatibility", "NVML"), "cuda_driver"),
     (("NCCL", "nccl", "Gloo", "gloo", "ProcessGroup", "TCPStore", "c10d", "all_reduce", "Ray cluster", "placement group",

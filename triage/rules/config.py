@@ -163,3 +163,13 @@ RULES += [
                    r"Input prompt \((?P<prompt>\d+) tokens\) is too long and exceeds limit of (?P<max_model_len>\d+)"],
          playbook="engine-config", confidence=0.85),
 ]
+
+RULES += [
+    Rule(signature="config.pp_unsupported_model", category="engine_config",
+         title="This model cannot be split with pipeline parallelism in this vLLM",
+         fix="The model class does not implement pipeline parallelism (SupportsPP): drop "
+             "--pipeline-parallel-size and use --tensor-parallel-size (or data parallelism) instead, or upgrade "
+             "vLLM if a newer release adds it.",
+         patterns=[r"Pipeline parallelism is not supported for this model\. Supported models implement the `SupportsPP`"],
+         playbook="engine-config", confidence=0.9),
+]

@@ -78,3 +78,13 @@ RULES += [
          # secondary: the error raised under the banner (install.numpy_abi) says the same, when present
          playbook="install-mismatch", confidence=0.8, secondary=True),
 ]
+
+RULES += [
+    Rule(signature="install.core_c_mismatch", category="install_mismatch",
+         title="vLLM's compiled core (_core_C) was built for another torch than the one installed",
+         fix="vLLM's wheel pins one torch version: reinstall vLLM into a clean environment so pip brings the torch "
+             "it was built for (`pip install vllm==X` without installing torch afterwards), or use the "
+             "vllm/vllm-openai image.",
+         patterns=[r"Tried to instantiate class '_core_C\.\w+', but it does not exist"],
+         playbook="install-mismatch", confidence=0.9),
+]

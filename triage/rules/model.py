@@ -336,3 +336,13 @@ RULES += [
                    r"Attempted to load weight \(torch\.Size\(\[[\d, ]*\]\)\) into parameter \(torch\.Size\(\[[\d, ]*\]\)\)"],
          playbook="model-loading", confidence=0.8),
 ]
+
+RULES += [
+    Rule(signature="model_support.transformers_too_new", category="model_support",
+         title="The installed transformers is newer than this vLLM supports (it already defines '{name}')",
+         fix="vLLM registers its own config for this model type, which this transformers now ships itself: install "
+             "the transformers version your vLLM release pins (`pip install 'transformers<X'` per its "
+             "requirements), or upgrade vLLM.",
+         patterns=[r"'(?P<name>[\w.-]+)' is already used by a Transformers config, pick another name"],
+         playbook="model-support", confidence=0.9),
+]
