@@ -217,3 +217,9 @@ def test_fallback_reads_a_bare_assertion_by_its_source_line():
         + W + "    assert self.drafter.num_speculative_tokens == len(draft_token_ids[0])\n"
         + W + "AssertionError\n")
     assert d.category == "speculative_decoding" and d.facts["category_decided"] is True
+
+
+def test_a_tuple_inside_other_text_is_left_alone():
+    s = scan_text("(APIServer pid=1) INFO 02-14 10:00:00 [utils.py:233] non-default args: {'model': 'm', "
+                  "'allowed_media_domains': ('a.example', 'b.example')}\n")
+    assert s.facts["launch_args"]["allowed_media_domains"] == ("a.example", "b.example")

@@ -45,21 +45,20 @@ def expand(text: str) -> tuple[bool, list[str]] | None:
 
 
 def _tuple(text: str) -> list[str] | None:
+    """The whole message is the tuple: the line is the tuple alone, or "SomeError: (...)"."""
     for mark in ("('", '("'):
         i = text.find(mark)
-        while i >= 0:
-            head = text[:i].rstrip()
-            if not head or head.endswith(":"):
-                break
-            i = text.find(mark, i + 1)
-        else:
+        if i < 0:
+            continue
+        head = text[:i].strip()
+        if head and not (head.endswith(":") and " " not in head and head[:-1].replace(".", "_").isidentifier()):
             continue
         rest = text[i:].rstrip()
-        end = rest.rfind(")")
-        if end < 0:
+        if not rest.endswith(")"):
             continue
-        val = _literal(rest[:end + 1])
-        if isinstance(val, tuple) and len(val) > 1 and all(isinstance(p, str) for p in val):
+        end = len(rest) - 1
+        val = _literal(rest)
+        if isinstance(val, tuple) and val and all(isinstance(p, str) for p in val):
             joined = ""
             for p in val:
                 sep = "" if not joined or joined[-1:].isspace() or p[:1].isspace() else " "
