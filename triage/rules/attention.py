@@ -15,6 +15,7 @@ from triage.lazyre import lazy
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
+from triage.computecap import parse_cc
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
@@ -213,11 +214,8 @@ def _join_wrapped(scan: Scan, idx: int) -> tuple[str, list[Line]]:
 
 
 def _cc_major(env: dict[str, Any]) -> int | None:
-    cc = env.get("compute_capability")
-    try:
-        return int(str(cc).split(".")[0]) if cc else None
-    except ValueError:
-        return None
+    cc = parse_cc(env.get("compute_capability"))
+    return cc.major if cc else None
 
 
 def rejects_gpu(reasons: list[str]) -> bool:
