@@ -635,3 +635,14 @@ RULES = [
          playbook="attention-sparse-mla", confidence=0.95),
 
 ]
+
+# xFormers (the default attention of older vLLM on pre-Ampere GPUs) has no kernel for these inputs.
+RULES += [
+    Rule(signature="attention.xformers_no_operator", category="attention_backend",
+         title="xFormers has no attention kernel for these inputs on this GPU",
+         fix="xFormers' memory_efficient_attention has no kernel for this GPU / dtype / head size: use --dtype "
+             "half on pre-Ampere GPUs, pick another attention backend (VLLM_ATTENTION_BACKEND / "
+             "--attention-backend), or install the xformers build that matches torch.",
+         patterns=[r"No operator found for `memory_efficient_attention_(?:forward|backward)` with inputs"],
+         playbook="attention-backend", confidence=0.85),
+]
