@@ -24,7 +24,7 @@ BACKENDS: dict[str, dict[str, Any]] = {
                               "kv": ["auto", "float16", "bfloat16"]},
     "TRITON_MLA": {"cc": None, "sparse": False, "dtypes": ["float16", "bfloat16"], "gpus": "any CUDA GPU"},
     "FLASHINFER_MLA_SPARSE_SM120": {"cc": [12], "sparse": True, "dtypes": ["bfloat16"],
-                                    "gpus": "RTX PRO 6000 / RTX 50xx / GB10 (SM12x), in vLLM releases after PR #43477",
+                                    "gpus": "RTX PRO 6000 / RTX 50xx / GB10 (SM12x), in vLLM 0.24.0 and newer (PR #43477)",
                                     "kv": ["auto", "fp8", "fp8_e4m3", "fp8_ds_mla"], "heads": [576],
                                     # its impl raises unless the cache is fp8_ds_mla; only newer releases
                                     # rewrite auto/fp8 to it (vllm PR #47527), so name it outright
