@@ -227,8 +227,8 @@ def _cuda_driver(d: Diagnosis, env: dict[str, Any]) -> None:
         if too_old:
             _add_line(d, f"The NVIDIA driver {env.get('driver_version')} supports CUDA up to "
                          f"{env['cuda_driver_version']}, but torch was built for CUDA {env['torch_cuda_version']}: "
-                         "CUDA initialisation fails (Error 803, 'system has unsupported display driver / cuda "
-                         "driver combination') until the driver is upgraded or torch matches it")
+                         "CUDA initialisation fails until the driver is upgraded or torch matches it (forward "
+                         "compatibility bridges this only on data-center GPUs)")
         else:
             _add_line(d, f"The driver's CUDA {env['cuda_driver_version']} is new enough for torch's CUDA "
                          f"{env['torch_cuda_version']}: look for compat libraries (cuda-compat, LD_LIBRARY_PATH) "

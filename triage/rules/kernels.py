@@ -67,6 +67,7 @@ def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
 # DeepGEMM ..."), the start-up kernel warm-up (model_executor/warmup/deep_gemm_warmup.py, run even for bf16
 # models: vllm#41849), or the FP8 block-scaled GEMMs / MoE.
 DSA_INDEXER_FUNCS = ("fp8_mqa_logits", "fp8_paged_mqa_logits", "sparse_attn_indexer", "get_paged_mqa_logits_metadata")
+DSA_MODEL_NAME_RE = re.compile(r"(?i)deepseek-v3\.2|deepseek-v4|glm-5")
 DSA_ARCHS = ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "Glm5NextForConditionalGeneration",
              "DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM")
 
@@ -89,13 +90,22 @@ def _deepgemm_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any
                or any("sparse_attn_indexer" in f or f.endswith("indexer.py") for f in files))
     warmup = any("warmup" in f for f in files) or any("warmup" in f for f in funcs)
     arch = scan.facts.get("architecture")
+    model = str(scan.facts.get("model") or "")
+    dsa_model = arch in DSA_ARCHS or bool(DSA_MODEL_NAME_RE.search(model)) or any(
+        "index_topk" in ln.text or "FLASHMLA_SPARSE" in ln.text or "SPARSE_SM120" in ln.text for ln in scan.lines)
     out: dict[str, Any] = {"library": "deep_gemm"}
-    if indexer:
-        out.update(dsa_indexer=True, use_sparse=True, what="the DSA sparse indexer (fp8_mqa_logits / fp8_paged_mqa_logits)",
-                   advice=("The DSA indexer of this sparse-attention model scores tokens with DeepGEMM; the attention "
-                           "backend alone does not replace it. DeepGEMM has these kernels for SM90/SM100 (and SM120 since "
-                           "deepseek-ai/DeepGEMM#324): install the DeepGEMM this vLLM pins in its environment. On SM8x no "
-                           "vLLM release has another indexer (Triton fallbacks only in open PRs #38476/#47629)."))
+    if indexer or dsa_model:
+        out.update(dsa_indexer=True, use_sparse=True,
+                   what="the DSA sparse indexer (fp8_mqa_logits / fp8_paged_mqa_logits)" if indexer else
+                        "the DSA sparse indexer of this DeepSeek-V3.2/GLM-5-class model",
+                   advice=("Install the DeepGEMM this vLLM pins, in vLLM's own environment: the lightning indexer of "
+                           "DSA sparse-attention models scores tokens with DeepGEMM's fp8_mqa_logits on every vLLM "
+                           "release, so VLLM_USE_DEEP_GEMM=0 cannot help here (it only switches the FP8 GEMMs/MoE to "
+                           "other kernels), and an attention backend does not replace the indexer. DeepGEMM has these "
+                           "kernels for SM90/SM100 (SM120 since deepseek-ai/DeepGEMM#324); on SM8x no vLLM release has "
+                           "another indexer (Triton fallbacks only in open PRs #38476/#47629)."))
+        if not indexer:
+            out["dsa_model"] = True
     elif warmup:
         out.update(dsa_indexer=False, what="the DeepGEMM kernel warm-up at start-up",
                    advice=("vLLM warms up DeepGEMM's FP8 kernels at start-up even when the model does not use them: "
@@ -105,10 +115,6 @@ def _deepgemm_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any
         out.update(dsa_indexer=False, what="FP8 block-scaled GEMMs / MoE",
                    advice=("DeepGEMM's FP8 block GEMMs exist for SM90/SM100: install the deep_gemm this vLLM pins, or run "
                            "without it (VLLM_USE_DEEP_GEMM=0 picks the Triton/CUTLASS FP8 kernels)."))
-    if arch in DSA_ARCHS and not indexer:
-        out["dsa_model"] = True
-        out["advice"] += (" This is a DSA model: once DeepGEMM is off, its sparse indexer still needs DeepGEMM on "
-                          "every vLLM release.")
     return out
 
 
