@@ -10,6 +10,7 @@ from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
+from triage.rules.vendor import vendor
 from triage.rules.wrappers import is_wrapper
 
 # Errors of Python itself inside FlashInfer's own code: the installed FlashInfer release does not run
@@ -38,26 +39,89 @@ def _flashinfer_crashed(scan: Scan) -> Diagnosis | None:
     return None
 
 
-def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
-    gd = m.groupdict()
-    out: dict[str, Any] = {"need": ""}
-    if gd.get("required") and gd.get("limit"):
-        req, lim = int(gd["required"]), int(gd["limit"])
-        out["shared_required"] = req
-        out["shared_limit"] = lim
-        out["need"] = f" ({req} > {lim} bytes)"
-        # SM120/SM121 (RTX PRO 6000, RTX 50xx, GB10) have ~99 KB per block, far below Hopper's 227 KB:
-        # configs tuned on H100 overflow there.
-        if lim <= 101376:
-            out["note"] = "this GPU has at most ~99 KB of shared memory per block (SM8.6/8.9/12.x class)"
-    # the kernel that failed, from the traceback frames around it
+# Shared memory per block (NVIDIA) / LDS per workgroup (AMD), as Triton reports the hardware limit.
+SMEM_LIMITS = {
+    "nvidia": {65536: "64 KB per block (Turing: T4, RTX 20xx)", 98304: "96 KB per block (V100, SM70)",
+               101376: "99 KB per block (SM86/SM89/SM12x: RTX 30/40/50, L4/L40, RTX PRO 6000, GB10)",
+               166912: "163 KB per block (A100/A800, SM80)", 232448: "227 KB per block (H100/H200/B200, SM90/SM100)"},
+    "amd": {65536: "64 KB of LDS per workgroup (AMD Instinct MI200/MI300, gfx90a/gfx942)",
+            163840: "160 KB of LDS per workgroup (MI350/MI355, gfx950)"},
+}
+SMEM_NUMBERS_RE = re.compile(r"Required: (?P<required>\d+), Hardware limit: (?P<limit>\d+)")
+
+
+def _kernel_of(scan: Scan, line: Line) -> tuple[str | None, str | None]:
+    """(kind, where) of the kernel that failed, from the innermost vLLM frame of the traceback around it."""
     for exc in scan.exceptions:
         if exc.line.no >= line.no - 2 and exc.frames:
             for fr in reversed(exc.frames):
                 if "/vllm/" in fr.file:
-                    out["kernel_caller"] = f"{fr.file.split('/vllm/', 1)[-1]}:{fr.line} ({fr.func})"
-                    break
+                    rel = fr.file.split("/vllm/", 1)[-1]
+                    where = f"{rel}:{fr.line} ({fr.func})"
+                    low = f"{rel} {fr.func}".lower()
+                    if "fused_moe" in low and "lora" not in low:
+                        return "moe", where
+                    if "decode_attention" in low or "mla" in low or "decode_att" in low:
+                        return "mla_decode", where
+                    if "lora" in low:
+                        return "lora", where
+                    if "attention" in low:
+                        return "attention", where
+                    return "other", where
             break
+    return None, None
+
+
+def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    gd = m.groupdict()
+    out: dict[str, Any] = {"need": ""}
+    req = lim = None
+    if gd.get("required") and gd.get("limit"):
+        req, lim = int(gd["required"]), int(gd["limit"])
+    else:  # the message wrapped: the numbers are on the next line(s) of the same process
+        for ln in scan.lines:
+            if line.no < ln.no <= line.no + 3 and ln.proc == line.proc:
+                mm = SMEM_NUMBERS_RE.search(ln.text)
+                if mm:
+                    req, lim = int(mm.group("required")), int(mm.group("limit"))
+                    break
+    who = vendor(scan)
+    if who:
+        out["vendor"] = who
+    if req and lim:
+        out["shared_required"] = req
+        out["shared_limit"] = lim
+        out["need"] = f" ({req} > {lim} bytes)"
+        note = SMEM_LIMITS.get(who or "nvidia", {}).get(lim)
+        if note:
+            out["note"] = f"this GPU has {note}"
+    kind, where = _kernel_of(scan, line)
+    if where:
+        out["kernel_caller"] = where
+    size = f"{req} bytes against this GPU's {lim}" if req and lim else "more than this GPU has"
+    if kind == "mla_decode":
+        out["kernel"] = "vLLM's Triton MLA decode kernel"
+        out["advice"] = (f"vLLM's Triton MLA decode kernel (triton_decode_attention: a 512+64-wide latent tile, "
+                         f"num_stages 2) asks {size}. The fix is in that kernel: one pipeline stage for large MLA tiles "
+                         "(vllm PR #46728; ROCm already uses one): upgrade to a vLLM that has it, or apply it to "
+                         "vllm/v1/attention/ops/triton_decode_attention.py. Fused-MoE configs and --enforce-eager do "
+                         "not change this kernel.")
+    elif kind == "moe":
+        out["kernel"] = "The fused-MoE Triton kernel"
+        out["advice"] = (f"The fused-MoE tile config (block sizes, num_stages) asks {size}: it was tuned for a GPU with "
+                         "more shared memory. Use a vLLM release with configs for this GPU, or tune one "
+                         "(benchmarks/kernels/benchmark_moe.py --tune) and point VLLM_TUNED_CONFIG_FOLDER at it.")
+    else:
+        out["kernel"] = "A Triton kernel"
+        out["advice"] = (f"A Triton kernel's tiles (block sizes, num_stages) ask {size}: use a vLLM (and the triton it "
+                         "pins) with configs for this GPU, or choose another backend for the failing op; report it "
+                         "upstream with the kernel name" + (f" ({where})" if where else "") + ".")
+    if out.get("note"):
+        out["advice"] = f"{out['note'][0].upper()}{out['note'][1:]}. {out['advice']}"
+    if who == "amd":
+        out["advice"] += (" On ROCm use the vLLM build for your ROCm release (its Triton and kernel configs target "
+                          "the Instinct LDS size); ROCm's AITER kernels (VLLM_ROCM_USE_AITER=1) avoid several Triton "
+                          "paths.")
     return out
 
 
@@ -184,10 +248,8 @@ RULES = [
                    r"AssertionError: vllm\._flashmla(?:_extension)?_C is not available"],
          playbook="kernel-library", confidence=0.85),
     Rule(signature="triton.out_of_shared_memory", category="triton_compile",
-         title="A Triton kernel needs more shared memory than this GPU has{need}",
-         fix="The kernel's tile config (block sizes, num_stages) was tuned for a GPU with more shared memory "
-             "(Hopper: 227 KB; SM12x: ~99 KB): use a vLLM version with configs for this GPU, a tuned config file "
-             "(e.g. VLLM_TUNED_CONFIG_FOLDER for fused MoE), or --enforce-eager / another backend for the failing op.",
+         title="{kernel} needs more shared memory than this GPU has{need}",
+         fix="{advice}",
          patterns=[r"out of resource: shared memory, Required: (?P<required>\d+), Hardware limit: (?P<limit>\d+)",
                    r"out of resource: shared memory"],
          facts=_smem_facts, playbook="triton-compile", confidence=0.9),
