@@ -36,7 +36,11 @@ def _invalid_choice(m, line, scan) -> dict:
     gd = m.groupdict()
     value, flag = gd.get("value") or "", gd.get("flag") or ""
     choices = _choices(gd.get("choices") or "")
-    out: dict = {"choices": choices, "valid": ", ".join(choices) if len(choices) <= 24 else
+    if not choices:
+        shown = f"'{value}'" if value else "the value given"
+        return {"value_q": shown, "advice": f"{flag} exists, but {shown} is not one of its values in this vLLM: "
+                                            f"`vllm serve --help` lists the values {flag} takes."}
+    out: dict = {"value_q": f"'{value}'", "choices": choices, "valid": ", ".join(choices) if len(choices) <= 24 else
                  ", ".join(choices[:24]) + f", ... ({len(choices)} in all)"}
     low = {c.lower(): c for c in choices}
     closest = low.get(value.lower()) or low.get(CHOICE_ALIASES.get(value.lower(), ""))
@@ -83,10 +87,13 @@ RULES = [
          patterns=[r"error: unrecognized arguments: (?P<flag>.+)", r"error: ambiguous option: (?P<flag>--[\w-]+)"],
          facts=_argv_hint, playbook="engine-config", confidence=0.95),
     Rule(signature="config.invalid_choice", category="engine_config",
-         title="{flag} does not accept '{value}' in this vLLM",
+         title="{flag} does not accept {value_q} in this vLLM",
          fix="{advice}",
          # argparse: the flag is known, the value is not one of its choices (the message lists them)
-         patterns=[r"error: argument (?P<flag>--[\w-]+)(?:/[\w-]+)*: invalid choice: '?(?P<value>[^'(]*?)'? \(choose from (?P<choices>.+)\)"],
+         patterns=[r"error: argument (?P<flag>--[\w-]+)(?:/[\w-]+)*: invalid choice: '(?P<value>[^']*)'(?: \(choose from (?P<choices>[^)]*))?",
+                   r"error: argument (?P<flag>--[\w-]+)(?:/[\w-]+)*: invalid choice: (?P<value>[^\s'(]+)(?: \(choose from (?P<choices>[^)]*))?",
+                   # cut by a narrow terminal before the value ended
+                   r"error: argument (?P<flag>--[\w-]+)(?:/[\w-]+)*: invalid choice"],
          facts=_invalid_choice, playbook="engine-config", confidence=0.95),
     Rule(signature="config.max_model_len_too_large", category="engine_config",
          title="--max-model-len {max_model_len} exceeds the model's maximum context ({max_position_embeddings})",

@@ -18,7 +18,7 @@ if False:  # for type checkers only (importing typing costs start-up time)
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 
-NO_VALID_RE = lazy(r"No valid attention backend found for (?P<device>\w+) with (?P<rest>.*)")
+NO_VALID_RE = lazy(r"No valid attention backend found for (?P<device>\w+) with\s*(?P<rest>.*)")
 SOME_INVALID_RE = lazy(r"Some attention backends are not valid for (?P<device>\w+) with (?P<rest>.*)")
 SELECTED_RE = lazy(
     r"Selected backend (?:AttentionBackendEnum\.|_Backend\.|Backend\.)?(?P<backend>[A-Z][A-Z0-9_]+)"
@@ -155,24 +155,47 @@ def parse_reasons(text: str) -> dict[str, list[str]]:
     return out
 
 
+NEW_RECORD_RE = re.compile(r"\s*(?:Traceback|File \"|During handling|The above exception|[\w.]*(?:Error|Exception)\b:|"
+                           r"(?:INFO|WARNING|ERROR|DEBUG)\b)")
+
+
+def _complete(text: str) -> bool:
+    """The selector's message has ended: its reasons' braces (or the selected backend's list) are closed."""
+    if "{" in text:
+        return text.count("{") <= text.count("}")
+    if "Reason: [" in text or "Reasons: [" in text:
+        return text.count("[") <= text.count("]")
+    return False
+
+
 def join_wrapped(scan: Scan, idx: int) -> tuple[str, list[Line]]:
-    """The message may be wrapped over several lines (each with the log header): join them until
-    the reasons' braces close. A row with no prefix at all after a tagged line is the rest of a line
-    a terminal cut (a paste narrower than the log): it is joined as it is, without a space."""
+    """The message may be wrapped over several lines: by the logger (each line with the log header), by a
+    terminal (a row with no prefix, cut mid-word: joined as it is) or by hand in a paste (an indented row:
+    joined with a space). Rows are joined until the reasons close, or a row starts something else."""
     first = scan.lines[idx]
     text = first.text
     used = [first]
     j = idx + 1
-    while text.count("{") > text.count("}") and j < len(scan.lines) and len(used) < 40:
+    while not _complete(text) and j < len(scan.lines) and len(used) < 40:
         nxt = scan.lines[j]
-        if nxt.no == used[-1].no + 1:
-            if nxt.proc == first.proc:
-                text += nxt.text if text.endswith((" ", "[", "{")) else " " + nxt.text.strip()
-                used.append(nxt)
-            elif not nxt.proc and not nxt.level and nxt.text and len(nxt.text) == len(nxt.shown):
-                if not text.endswith(nxt.text):  # the scanner may have joined it already
+        if nxt.no != used[-1].no + 1:
+            break
+        if nxt.proc == first.proc and nxt.proc:
+            if NEW_RECORD_RE.match(nxt.text):
+                break
+            text += nxt.text if text.endswith((" ", "[", "{")) else " " + nxt.text.strip()
+            used.append(nxt)
+        elif not nxt.proc and not nxt.level and nxt.text and len(nxt.text) == len(nxt.shown):
+            if NEW_RECORD_RE.match(nxt.text):
+                break
+            if not text.endswith(nxt.text.strip()):  # the scanner may have joined it already
+                if nxt.text[:1].isspace() or text.endswith((",", ".", ";", ":", ")", "]", "}")):
+                    text = text.rstrip() + " " + nxt.text.strip()
+                else:
                     text += nxt.text
-                used.append(nxt)
+            used.append(nxt)
+        else:
+            break
         j += 1
     return text, used
 

@@ -21,20 +21,23 @@ def _diagnose(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         t = ln.text
         if "attention backend" not in t and "Selected backend" not in t:
             continue
-        m = NO_VALID_RE.search(t)
-        if m:
+        if "No valid attention backend found" in t:
             text, used = join_wrapped(scan, idx)
             m = NO_VALID_RE.search(text)
-            assert m is not None
-            fields, reasons_text = parse_config(m.group("rest"))
-            rejected = parse_reasons(reasons_text)
-            return _build(scan, env, "attention.no_valid_backend", fields, rejected, used, m.group("device"))
+            if m:
+                fields, reasons_text = parse_config(m.group("rest"))
+                rejected = parse_reasons(reasons_text)
+                return _build(scan, env, "attention.no_valid_backend", fields, rejected, used, m.group("device"))
         m = SELECTED_RE.search(t)
+        used = [ln]
+        if m is None and "Selected backend" in t and "is not valid" in t:
+            text, used = join_wrapped(scan, idx)
+            m = SELECTED_RE.search(text)
         if m:
             reasons = [r.strip().strip("'\"") for r in split_top(m.group("reasons").strip()[1:-1])]
             fields = fields_nearby(scan, idx)
             return _build(scan, env, "attention.selected_backend_invalid", fields,
-                          {m.group("backend"): reasons}, [ln], "cuda", selected=m.group("backend"))
+                          {m.group("backend"): reasons}, used, "cuda", selected=m.group("backend"))
         m = OLD_INVALID_RE.search(t)
         if m:
             return Diagnosis(
