@@ -165,7 +165,7 @@ def _deepgemm_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any
                    advice=("Install the DeepGEMM this vLLM pins, in vLLM's own environment: the lightning indexer of "
                            "DSA sparse-attention models scores tokens with DeepGEMM's fp8_mqa_logits on every vLLM "
                            "release, so VLLM_USE_DEEP_GEMM=0 cannot help here (it only switches the FP8 GEMMs/MoE to "
-                           "other kernels), and an attention backend does not replace the indexer. DeepGEMM has these "
+                           "other kernels), and the attention backend alone does not replace it. DeepGEMM has these "
                            "kernels for SM90/SM100 (SM120 since deepseek-ai/DeepGEMM#324); on SM8x no vLLM release has "
                            "another indexer (Triton fallbacks only in open PRs #38476/#47629)."))
         if not indexer:

@@ -28,7 +28,9 @@ BACKENDS: dict[str, dict[str, Any]] = {
                                     "kv": ["auto", "fp8", "fp8_e4m3", "fp8_ds_mla"], "heads": [576],
                                     # its impl raises unless the cache is fp8_ds_mla; only newer releases
                                     # rewrite auto/fp8 to it (vllm PR #47527), so name it outright
-                                    "kv_fix": "fp8_ds_mla"},
+                                    "kv_fix": "fp8_ds_mla",
+                                    # the first release with it (PyPI wheels: absent in 0.23.0, present in 0.24.0)
+                                    "since": "0.24.0"},
     "TRITON_MLA_SPARSE": {"cc": None, "sparse": True, "dtypes": ["float16", "bfloat16"],
                           "gpus": "any CUDA GPU (open PRs #38476/#47629 only, not in a release)",
                           "kv": ["auto", "float16", "bfloat16"], "heads": [576]},
@@ -109,8 +111,9 @@ def explain(fields: dict[str, Any], rejected: dict[str, list[str]], env: dict[st
                 heads = info.get("heads")
                 nope = (" (head size 512 = 512-wide latent with no RoPE part: a NoPE model such as GLM-5.3-Flash,"
                         " qk_rope_head_dim 0)") if head == 512 else ""
-                parts.append(f"does not take head size {head}" + (f" (takes {', '.join(map(str, heads))})" if heads else "")
-                             + nope)
+                parts.append((f"does not take head size {head}" if head is not None else
+                              "does not take this model's head size (the message does not print it)")
+                             + (f" (takes {', '.join(map(str, heads))})" if heads else "") + nope)
                 if sparse and head == 512:
                     needs.append("with a vLLM whose sparse backend takes NoPE head size 512")
             elif r.startswith("block_size not supported"):

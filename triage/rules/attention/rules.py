@@ -74,6 +74,8 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
     facts["would_work"] = would
     major = cc_major(merged_env)
     gpu = f" (compute capability {cc})" if cc else ""
+    fix_sparse_tail = ("Upgrade to a vLLM with a sparse MLA backend for this GPU if one exists, or install triage's "
+                       "bundled Triton backend (`triage apply sparse-mla`) and launch with --attention-backend CUSTOM.")
     if sparse:
         playbook = "attention-sparse-mla"
         here = sparse_here(rejected) if not selected else {}
@@ -111,8 +113,7 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
                 facts["case"] = "sparse_mla_unsupported_gpu"
             title = f"No sparse MLA attention backend for this DSA model on this GPU{gpu}"
             fix = ("This model (DeepSeek-V3.2 / GLM-5 family) needs a sparse MLA backend; the ones this vLLM tried do not "
-                   "run on this GPU. Upgrade to a vLLM with a sparse MLA backend for this GPU if one exists, or install "
-                   "triage's bundled Triton backend (`triage apply sparse-mla`) and launch with --attention-backend CUSTOM.")
+                   "run on this GPU. " + fix_sparse_tail)
     elif mla:
         title = f"No MLA attention backend accepts this configuration{gpu}"
         fix = ("Every MLA backend rejected the configuration; the reasons below say which flag (dtype, "
@@ -124,15 +125,91 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
                "(dtype, --kv-cache-dtype, --block-size, --attention-backend) or GPU would change that.")
         playbook = "attention-backend"
     if selected:
-        title = f"The selected attention backend {selected} cannot run this configuration{gpu}"
-        fix = (f"{selected} was chosen explicitly (--attention-backend, -ac.backend or VLLM_ATTENTION_BACKEND) "
-               "and rejects this model/GPU: drop the override to let vLLM choose, or pick a backend that fits. "
-               + (fix if sparse else ""))
+        who, how = chosen_by(scan, selected)
+        facts["chosen_by"] = who
+        version = merged_env.get("vllm_version")
+        explanation = [("Only the selected backend was tried: vLLM did not look for another one."
+                        if ln.startswith("None of the listed backends is a sparse MLA backend") else ln)
+                       for ln in explanation]
+        reasons = ", ".join(rejected.get(selected) or [])
+        better = _better_sparse(version, major) if sparse else None
+        if better:
+            facts["backend_for_this_gpu"] = better
+        if who == "vllm":
+            title = f"vLLM itself selected {selected}, which cannot run this configuration{gpu}"
+            fix = (f"The launch names no attention backend ({how}): vLLM{' ' + str(version) if version else ''}'s own "
+                   f"platform code chose {selected} and then rejected it ({reasons}). This is vLLM's choice, not a "
+                   "flag of yours: name a backend that fits with --attention-backend"
+                   + (f" {better}" if better else " (see the reasons below)")
+                   + ", or use a vLLM release that does not force it (report it upstream).")
+        else:
+            by = how or "--attention-backend, -ac.backend or VLLM_ATTENTION_BACKEND"
+            title = f"The selected attention backend {selected} cannot run this configuration{gpu}"
+            fix = (f"{selected} was chosen explicitly ({by}) and rejects this model/GPU ({reasons}): drop the override "
+                   "to let vLLM choose" + (f" (this vLLM has {better} for it)" if better else "")
+                   + ", or pick a backend that fits.")
+            if sparse and not better:
+                fix += (" If vLLM's own choice then finds no sparse MLA backend for this GPU: "
+                        + fix_sparse_tail[0].lower() + fix_sparse_tail[1:])
     return Diagnosis(
         category="attention_backend", signature=signature, title=title, confidence=0.95,
         evidence=[Evidence(ln.no, ln.shown) for ln in used[:6]], facts=facts,
         fix=Fix(fix.strip(), playbook), first_line=used[0].no, explanation=explanation,
     )
+
+
+FORCED_RE = lazy(r"(?i)forc(?:e|ing)\w* (?:the )?(?P<b>[A-Z][A-Z0-9_]+)(?: attention)? backend|"
+                 r"(?P<b2>[A-Z][A-Z0-9_]+) backend (?:is )?forced")
+ENV_BACKEND_RE = lazy(r"VLLM_ATTENTION_BACKEND[=: '\"]+(?P<b>[A-Z][A-Z0-9_]+)")
+FLAG_BACKEND_RE = lazy(r"(?:--attention-backend|-ac\.backend|--attention-config\.backend)[= ]['\"]?(?P<b>[A-Z][A-Z0-9_]+)")
+
+
+def chosen_by(scan: Scan, backend: str) -> tuple[str | None, str]:
+    """Who picked `backend`: 'user' (a flag or VLLM_ATTENTION_BACKEND in the log), 'vllm' (its platform code
+    forced it, or the launch's non-default args name no backend), or None when the log does not say."""
+    args = scan.facts.get("launch_args")
+    if isinstance(args, dict):
+        ab = args.get("attention_backend")
+        ac = args.get("attention_config")
+        if ab is None and isinstance(ac, dict):
+            ab = ac.get("backend")
+        elif ab is None and isinstance(ac, str) and "backend" in ac:
+            ab = ac
+        if ab is not None and backend in str(ab).upper():
+            return "user", f"--attention-backend {backend} in the launch's non-default args"
+    for ln in scan.lines:
+        t = ln.text
+        if "VLLM_ATTENTION_BACKEND" in t:
+            m = ENV_BACKEND_RE.search(t)
+            if m and m.group("b") == backend:
+                return "user", f"VLLM_ATTENTION_BACKEND={backend}"
+        if "backend" in t:
+            m = FLAG_BACKEND_RE.search(t)
+            if m and m.group("b") == backend:
+                return "user", f"--attention-backend {backend} on the launch line"
+            m = FORCED_RE.search(t)
+            if m and (m.group("b") or m.group("b2")) == backend:
+                return "vllm", f"vLLM logged that it forces {backend}"
+    if isinstance(args, dict) and args:
+        return "vllm", "its non-default args have no attention backend"
+    return None, ""
+
+
+def _better_sparse(version: Any, major: int | None) -> str | None:
+    """The sparse MLA backend this vLLM picks by itself on this GPU, when the table says it has one."""
+    from triage.upstream import versions as V
+
+    if major in (9, 10):
+        return "FLASHMLA_SPARSE"
+    since = BACKENDS["FLASHINFER_MLA_SPARSE_SM120"].get("since")
+    v = str(version or "")
+    if major == 12 and since and v and not v.startswith("0.1.dev"):
+        try:
+            if V.ge(v, since):
+                return "FLASHINFER_MLA_SPARSE_SM120"
+        except (ValueError, TypeError):
+            return None
+    return None
 
 
 # --- `--attention-backend CUSTOM` with nothing registered in that slot ---------------------------------
