@@ -123,3 +123,15 @@ def test_load_snapshot_errors(tmp_path):
         load_snapshot(tmp_path / "missing.json")
     p.write_text(json.dumps({"host": "h", "ok": True, "error": None, "facts": {"gpus": []}, "findings": []}))
     assert load_snapshot(p).host == "h"
+
+
+def test_unrecognised_failure_gets_no_area_specific_lines():
+    """The fallback's category is a guess from the traceback: the enrichers of that area must not add their story."""
+    env = {"driver_version": "550.127.05", "cuda_driver_version": "12.4", "torch_cuda_version": "12.9",
+           "compute_capability": "12.0", "gpus": [{"index": 0, "name": "NVIDIA RTX PRO 6000", "processes": [
+               {"pid": 7, "name": "python", "used_memory_mib": 9000}]}]}
+    for cat in ("cuda_driver", "attention_backend", "gpu_oom", "kernel_library"):
+        d = Diagnosis(category=cat, signature="generic.unrecognized_exception", title="Unrecognised failure: KeyError: 'x'",
+                      confidence=0.35, facts={"use_sparse": True})
+        enrich([d], env)
+        assert d.explanation == [] and "driver_too_old_for_torch" not in d.facts and "gpu_processes" not in d.facts, cat

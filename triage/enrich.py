@@ -289,6 +289,9 @@ def enrich(diagnoses: list[Diagnosis], env: dict[str, Any]) -> None:
     if not env:
         return
     for d in diagnoses:
+        if d.signature.startswith("generic."):
+            # No rule recognised it: its category is a guess, and area-specific lines would pose as a diagnosis.
+            continue
         for applies, fn in ENRICHERS:
             if applies(d):
                 fn(d, env)
