@@ -34,9 +34,9 @@ PREFILTER = (
     "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env|"
     "above exception|NumPy|bootstrapping|fatal|only supports|plugin|"
     # the memory budget and the start-up phase: what the memory rules' explanations are made of
-    "memory|loading took|apturing|"
+    "memory|loading took|apturing|Model Runner|"
     # rows of a wrapped message whose first row was kept (attention reasons, shared-memory numbers)
-    "not supported|Reasons|use_mla|requires|Hardware limit|"
+    "not supported|Reasons|use_mla|requires|Hardware limit|Ray cluster|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
     "File \x1b"
 )

@@ -115,12 +115,14 @@ def memory_budget(scan: Scan) -> dict[str, Any]:
     return out
 
 
-def util_that_fits(b: dict[str, Any], kv_room_gib: float = 2.0) -> float | None:
-    """The --gpu-memory-utilization that leaves about `kv_room_gib` for the KV cache, from the logged parts;
-    None when the parts are not in the log or no utilization up to 0.95 would do."""
+def util_that_fits(b: dict[str, Any], kv_room_gib: float | None = None) -> float | None:
+    """The --gpu-memory-utilization that leaves some room (default: 5% of the GPU, at least 0.5 GiB) for the KV
+    cache, from the logged parts; None when the parts are not in the log or no utilization up to 0.95 would do."""
     total, weights = b.get("total_gib"), b.get("weights_gib")
     if not total or weights is None:
         return None
+    if kv_room_gib is None:
+        kv_room_gib = max(0.5, 0.05 * total)
     need = weights + b.get("activation_gib", 0.0) + b.get("non_torch_gib", 0.0) + kv_room_gib
     util = need / total
     util = int(util * 20 + 0.999) / 20  # up to the next 0.05

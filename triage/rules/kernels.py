@@ -51,9 +51,15 @@ SMEM_NUMBERS_RE = re.compile(r"Required: (?P<required>\d+), Hardware limit: (?P<
 
 
 def _kernel_of(scan: Scan, line: Line) -> tuple[str | None, str | None]:
-    """(kind, where) of the kernel that failed, from the innermost vLLM frame of the traceback around it."""
+    """(kind, where) of the kernel that failed, from the innermost vLLM frame of the traceback around it
+    (a kernel library's own frame, AITER's for instance, is named first when it is innermost)."""
     for exc in scan.exceptions:
         if exc.line.no >= line.no - 2 and exc.frames:
+            lib = next((fr for fr in reversed(exc.frames) if "-packages/" in fr.file and not fr.file.split(
+                "-packages/", 1)[-1].startswith(("triton/", "torch/", "vllm/"))), None)
+            if lib is not None:
+                rel = lib.file.split("-packages/", 1)[-1]
+                return "library", f"{rel}:{lib.line} ({lib.func})"
             for fr in reversed(exc.frames):
                 if "/vllm/" in fr.file:
                     rel = fr.file.split("/vllm/", 1)[-1]
@@ -61,7 +67,7 @@ def _kernel_of(scan: Scan, line: Line) -> tuple[str | None, str | None]:
                     low = f"{rel} {fr.func}".lower()
                     if "fused_moe" in low and "lora" not in low:
                         return "moe", where
-                    if "decode_attention" in low or "mla" in low or "decode_att" in low:
+                    if "decode_att" in low:
                         return "mla_decode", where
                     if "lora" in low:
                         return "lora", where
@@ -106,6 +112,13 @@ def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
                          "(vllm PR #46728; ROCm already uses one): upgrade to a vLLM that has it, or apply it to "
                          "vllm/v1/attention/ops/triton_decode_attention.py. Fused-MoE configs and --enforce-eager do "
                          "not change this kernel.")
+    elif kind == "library":
+        owner = where.split("/", 1)[0] if where else "a kernel library"
+        out["kernel"] = f"A Triton kernel of {owner}"
+        out["advice"] = (f"{owner}'s Triton kernel ({where}) asks {size}: its block configuration was tuned for a GPU "
+                         f"with more shared memory. Install the {owner} version this vLLM release pins for this GPU, or a "
+                         f"vLLM release whose {owner} has a configuration for it; report it to {owner} with this kernel "
+                         "name. vLLM's own fused-MoE configs do not change this kernel.")
     elif kind == "moe":
         out["kernel"] = "The fused-MoE Triton kernel"
         out["advice"] = (f"The fused-MoE tile config (block sizes, num_stages) asks {size}: it was tuned for a GPU with "

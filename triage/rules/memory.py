@@ -14,14 +14,17 @@ from triage.rules.budget import memory_budget, phase_of, util_that_fits
 def _oom_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     """The phase from the traceback (or vLLM's own words), and the first fix that phase calls for."""
     funcs: list[str] = []
+    files: list[str] = []
     message = line.text
     for exc in scan.exceptions:
         if exc.line.no == line.no:
             funcs = [f.func for f in exc.frames]
+            files = [f.file for f in exc.frames]
             message = exc.message
             cause = exc.caused_by
             while not funcs and cause is not None:  # vLLM re-raised it: the frames are on the cause
                 funcs = [f.func for f in cause.frames]
+                files = [f.file for f in cause.frames]
                 cause = cause.caused_by
             break
     phase = phase_of(funcs, message)
@@ -30,21 +33,31 @@ def _oom_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     b = memory_budget(scan)
     out: dict[str, Any] = {"phase": phase} if phase else {}
     out["phase_suffix"] = f" during {phase}" if phase else ""
+    # vllm/v1/worker/gpu/ is Model Runner V2 (vllm/v1/worker/gpu_model_runner.py the legacy one): its memory
+    # accounting differs (the capability table knows the releases where it reserved nothing for CUDA graphs)
+    if any("/v1/worker/gpu/" in f for f in files) or any("Using V2 Model Runner" in ln.text for ln in scan.lines):
+        out["model_runner"] = "v2"
     util = b.get("util")
     util_s = f" (now {util:g})" if util else ""
     seqs = (scan.facts.get("launch_args") or {}).get("max_num_seqs")
-    m2 = re.search(r"warming up sampler with (\d+) dummy requests", message)
-    n = int(m2.group(1)) if m2 else seqs
+    n = seqs
+    for ln in scan.lines:
+        m2 = re.search(r"warming up sampler with (\d+) dummy requests", ln.text) if "warming up sampler" in ln.text else None
+        if m2:
+            n = int(m2.group(1))
+            break
     if phase == "sampler warm-up":
         out["advice"] = (f"The weights and KV cache fit; the sampler's warm-up with {n or 'max_num_seqs'} dummy requests did "
                          f"not. Lower --max-num-seqs (e.g. {max(16, (n or 256) // 2)}), or leave more headroom outside "
                          f"the KV cache with a lower --gpu-memory-utilization{util_s}. A smaller model or more GPUs is "
                          "not needed.")
     elif phase == "CUDA graph capture":
+        v2 = (" This vLLM runs Model Runner V2 (vllm/v1/worker/gpu/): VLLM_USE_V2_MODEL_RUNNER=0 switches to the legacy "
+              "runner, which reserves memory for the graphs." if out.get("model_runner") == "v2" else "")
         out["advice"] = (f"The weights and KV cache fit; capturing CUDA graphs needed memory outside vLLM's budget. Lower "
                          f"--gpu-memory-utilization{util_s} by 0.03-0.05 to leave room for the graphs, or capture fewer "
                          "sizes (--max-num-seqs, or -cc.cudagraph_capture_sizes / --cuda-graph-sizes), or skip graphs "
-                         "with --enforce-eager (slower decode). A smaller model or more GPUs is not needed.")
+                         "with --enforce-eager (slower decode). A smaller model or more GPUs is not needed." + v2)
     elif phase == "memory profiling" or phase == "warm-up":
         out["advice"] = ("The profiling batch (--max-num-batched-tokens tokens through the model) needed more activation "
                          "memory than was free: lower --max-num-batched-tokens (and --max-model-len), or for multimodal "
