@@ -103,7 +103,9 @@ def explain(fields: dict[str, Any], rejected: dict[str, list[str]], env: dict[st
                     needs.append(f"with --dtype {ok[-1]}")
             elif r.startswith("kv_cache_dtype not supported") or "does not support fp8_ds_mla" in r:
                 ok = info.get("kv")
-                parts.append(f"does not take KV-cache dtype {kv}" + (f" (takes {', '.join(ok)})" if ok else ""))
+                parts.append((f"does not take KV-cache dtype {kv}" if kv is not None else
+                              "does not take this launch's KV-cache dtype (the message does not print it)")
+                             + (f" (takes {', '.join(ok)})" if ok else ""))
                 alt = kv_suggestion(name, kv)
                 needs.append(f"with --kv-cache-dtype {alt}" if alt else
                              "with another --kv-cache-dtype (or a vLLM version that accepts it)")

@@ -132,7 +132,10 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
                         if ln.startswith("None of the listed backends is a sparse MLA backend") else ln)
                        for ln in explanation]
         reasons = ", ".join(rejected.get(selected) or [])
-        better = _better_sparse(version, major) if sparse else None
+        # vLLM forces CUTLASS_MLA / FLASHINFER_MLA only on compute capability 10.x: its choice says which GPU
+        gpu_major = major if major is not None else (10 if who == "vllm" and selected in ("CUTLASS_MLA", "FLASHINFER_MLA")
+                                                     else None)
+        better = _better_sparse(version, gpu_major) if sparse else None
         if better:
             facts["backend_for_this_gpu"] = better
         if who == "vllm":
@@ -191,7 +194,7 @@ def chosen_by(scan: Scan, backend: str) -> tuple[str | None, str]:
             if m and (m.group("b") or m.group("b2")) == backend:
                 return "vllm", f"vLLM logged that it forces {backend}"
     if isinstance(args, dict) and args:
-        return "vllm", "its non-default args have no attention backend"
+        return "vllm", "the non-default args it logged list none"
     return None, ""
 
 
