@@ -176,7 +176,7 @@ def _deepgemm_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any
                    what="the DSA sparse indexer (fp8_mqa_logits / fp8_paged_mqa_logits)" if indexer else
                         "the DSA sparse indexer of this DeepSeek-V3.2/GLM-5-class model",
                    advice=("Install the DeepGEMM this vLLM pins, in vLLM's own environment: the lightning indexer of "
-                           "DSA sparse-attention models scores tokens with DeepGEMM's fp8_mqa_logits on every vLLM "
+                           "DSA sparse-attention models scores tokens with DeepGEMM's fp8_mqa_logits on NVIDIA GPUs in every vLLM "
                            "release, so VLLM_USE_DEEP_GEMM=0 cannot help here (it only switches the FP8 GEMMs/MoE to "
                            "other kernels), and the attention backend alone does not replace it. DeepGEMM has these "
                            "kernels for SM90/SM100 (SM120 since deepseek-ai/DeepGEMM#324); on SM8x no vLLM release has "
