@@ -1,4 +1,4 @@
-"""Diagnoses the upstream tests share, built the way the lead's rules build them."""
+"""Diagnoses the upstream tests share, built the way the rules build them."""
 
 from __future__ import annotations
 

@@ -33,7 +33,6 @@ PY_PATH_RE = lazy(
     r'(?P<prefix>/[^"\s]*?)/lib/(?P<py>python\d\.\d+)/(?P<kind>site-packages|dist-packages)/(?P<pkg>[\w.-]+)',
     needles=("/lib/python",),
 )
-CONDA_PY_RE = lazy(r'(?P<prefix>[A-Za-z]:\\[^"]*?)\\Lib\\site-packages\\', needles=("\\Lib\\site-packages\\",))
 NON_DEFAULT_RE = lazy(r"non-default args: (?P<d>\{.*\})\s*$", needles=("non-default args: {",))
 NAMESPACE_RE = lazy(r"args: Namespace\((?P<a>.*)\)\s*$", needles=("args: Namespace(",))
 CONFIG_MODEL_RE = lazy(r"with config: model='(?P<m>[^']*)'", needles=("with config: model='",))
@@ -68,8 +67,6 @@ TORCH_RE = lazy(r"^\s*PyTorch version\s*:\s*(?P<v>\S+)", needles=("PyTorch versi
 PIP_RE = lazy(r"^\s*\[(?:pip3?|conda)\]\s+(?P<name>[\w.-]+)(?:==|\s+)(?P<v>[\w.+!-]+)", needles=("[pip", "[conda]"))
 PYVER_RE = lazy(r"^\s*Python version\s*:\s*(?P<v>\d+\.\d+(?:\.\d+)?)", needles=("Python version",))
 OS_RE = lazy(r"^\s*OS\s*:\s*(?P<v>.+)$", needles=("OS",))
-TORCH_WARN_VER_RE = lazy(r"current PyTorch install(?:ation)? supports CUDA capabilities (?P<v>[\w ]+)",
-                         needles=("current PyTorch install",))
 
 
 def _gpu_family(cc: str) -> str:

@@ -30,8 +30,14 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
+from triage import upstream
+from triage.diagnose import diagnose
 from triage.launch import serve_argv
-from triage.playbooks.actions import ActionContext, Preview, default_actions
+from triage.logread import scan_source
+from triage.logread.source import open_source
+from triage.model import Report
+from triage.actions import sparse_mla
+from triage.playbooks.actions import SPARSE_MLA_MODULE, ActionContext, Preview, default_actions
 from triage.playbooks.conditions import Condition, lookup
 from triage.playbooks.load import PLACEHOLDER_RE, Playbook, Step, is_outcome
 from triage.runner import LocalRunner, Result, Runner
@@ -106,7 +112,7 @@ def refresh_derived(facts: dict[str, Any]) -> None:
         facts["gpu_count"] = len(gpus)
     if first.get("memory_total_mib") is not None:
         facts["gpu_memory_mib"] = first["memory_total_mib"]
-    from triage.probes.interpreter import runnable_python
+    from triage.interpreter import runnable_python
 
     trusted = runnable_python(facts, facts.get("_python_override"))
     py = trusted or lookup(facts, "python.executable")
@@ -219,36 +225,27 @@ class StepView:
 # --- probes -----------------------------------------------------------------------------------
 
 
-def default_upstream(facts: dict[str, Any], report: Any = None, offline: bool = False) -> dict[str, Any]:
+def default_upstream(facts: dict[str, Any], report: Report | None = None, offline: bool = False) -> dict[str, Any]:
     """What upstream knows, as facts under `upstream`: verdict (fixes|does-not-fix|unknown),
-    target_version, hits. Uses the report's own upstream section when it has one, else
-    triage.upstream.lookup when that module exists, else says "unknown"."""
-    upgrade = getattr(report, "upgrade", None) if report is not None else None
-    hits = getattr(report, "upstream", None) if report is not None else None
+    target_version, hits. Uses the report's own upstream section when it has one, else runs
+    triage.upstream.lookup on the report (which fills report.upstream and report.upgrade)."""
+    upgrade = report.upgrade if report is not None else None
+    hits = report.upstream if report is not None else None
     source = "report"
-    if upgrade is None and not offline:
+    if upgrade is None and not offline and report is not None and report.diagnoses:
         try:
-            from triage import upstream as up  # issue 4
-        except ImportError:
-            up = None
-        fn = getattr(up, "lookup", None) if up is not None else None
-        if callable(fn):
-            from triage.playbooks.actions import _call
-
-            try:
-                got = _call(fn, report=report, diagnosis=(report.diagnoses[0] if report is not None and report.diagnoses else None),
-                            environment=facts, facts=facts, offline=offline)
-            except Exception as exc:  # the network and GitHub fail in many ways; degrade to unknown
-                return {"verdict": "unknown", "why": f"upstream lookup failed: {exc}", "source": "triage.upstream"}
-            if isinstance(got, dict):
-                upgrade = got.get("upgrade", got if "verdict" in got else None)
-                hits = got.get("upstream", got.get("hits", hits))
-            else:
-                upgrade = getattr(got, "upgrade", None)
-                hits = getattr(got, "upstream", getattr(got, "hits", hits))
-            source = "triage.upstream"
+            upstream.lookup(report, offline=False)
+        except Exception as exc:  # the network and GitHub fail in many ways; degrade to unknown
+            return {"verdict": "unknown", "why": f"upstream lookup failed: {exc}", "source": "triage.upstream"}
+        upgrade, hits = report.upgrade, report.upstream
+        source = "triage.upstream"
     if not upgrade:
-        why = "offline" if offline else "no upstream lookup available"
+        if offline:
+            why = "offline"
+        elif report is None or not report.diagnoses:
+            why = "no diagnosis to look up upstream"
+        else:
+            why = "the upstream lookup gave no verdict"
         return {"verdict": "unknown", "why": why, "hits": len(hits or []), "source": source}
     out = {
         "verdict": upgrade.get("verdict", "unknown"),
@@ -264,20 +261,19 @@ def default_upstream(facts: dict[str, Any], report: Any = None, offline: bool = 
 
 
 def sparse_mla_probe() -> dict[str, Any]:
-    from triage.playbooks.actions import SPARSE_MLA_MODULE, _load_sparse_mla
-
-    mod = _load_sparse_mla()
-    return {"available": mod is not None and callable(getattr(mod, "apply", None)), "module": SPARSE_MLA_MODULE}
+    """Whether the bundled backend can be installed from here: its package ships with triage."""
+    try:
+        sparse_mla.package_version()
+    except (OSError, ValueError):
+        return {"available": False, "module": SPARSE_MLA_MODULE}
+    return {"available": True, "module": SPARSE_MLA_MODULE}
 
 
 def default_diagnose(path: str) -> list[dict[str, Any]] | None:
-    """Diagnoses of a log file, or None when the diagnosis pipeline is not available."""
-    try:
-        from triage.pipeline import build_report
-    except ImportError:
-        return None
-    report = build_report(path, offline=True, probe=False)
-    return [d.to_json() if hasattr(d, "to_json") else d for d in report.diagnoses]
+    """Diagnoses of a log file, from the log alone: a verify step asks only which failure it shows
+    (the machine's facts and upstream add explanation, never change the signature)."""
+    diagnoses, _notes = diagnose(scan_source(open_source(path)))
+    return [d.to_json() for d in diagnoses]
 
 
 # --- the session ------------------------------------------------------------------------------
@@ -654,7 +650,7 @@ class Session:
             res = StepResult("fail", msg)
         elif diags is None and step.get("diagnose", True) and r is None:
             self.facts["verify"] = {"ok": None}
-            res = StepResult("unknown", "cannot diagnose the log here (triage.pipeline is not available)")
+            res = StepResult("unknown", "cannot diagnose the log here")
         else:
             ok = ran_ok or (r is not None and r.timed_out and step.get("ready") is None)
             self.facts["verify"] = {"ok": ok}
@@ -753,7 +749,7 @@ class GuardedRunner:
         if argv and self.needs_consent(argv[0]):
             return Result(argv, -1, "", f"not run: {argv[0]} was named by the log or a snapshot and not confirmed")
         if argv and argv[0] == self.facts.get("target_python") and isinstance(self.inner, LocalRunner):
-            from triage.probes.interpreter import refuse_reason
+            from triage.interpreter import refuse_reason
 
             why = refuse_reason(argv[0])
             if why:

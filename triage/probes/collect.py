@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from triage.computecap import parse_cc
 from triage.runner import LocalRunner, Runner
 from triage.versions import cuda_from_tag, decode_vllm_version
 
@@ -167,7 +168,7 @@ def build_facts(raw: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, str
         "cuda_driver_version": gpu.get("cuda_driver_version"),
         "nvml_source": gpu.get("nvml_source"),
     }
-    ccs = sorted({g["compute_capability"] for g in gpus if _version_tuple(g.get("compute_capability"))})
+    ccs = sorted({g["compute_capability"] for g in gpus if parse_cc(g.get("compute_capability"))}, key=parse_cc)
     if ccs:
         facts["compute_capability"] = ccs[0] if len(ccs) == 1 else None
         facts["compute_capabilities"] = ccs
@@ -280,9 +281,10 @@ def env_findings(facts: dict[str, Any]) -> list[dict[str, str]]:
 
 def _arch_runs(arch_list: list[str], cc: str) -> bool:
     """sm_XY runs on exactly XY (same major, minor >= for binary compatibility); compute_XY PTX JITs upward."""
-    t = _version_tuple(cc)
-    if not t:
+    parsed = parse_cc(cc)
+    if not parsed:
         return True
+    t = (parsed.major, parsed.minor)
     for a in arch_list:
         m = re.match(r"^(sm|compute)_(\d+)(\d)[a-z]?$", a)
         if not m:
@@ -387,7 +389,7 @@ def gather_local(*, python: str | None = None, python_prefix: str | None = None,
     probe script in the interpreter the user named (after refuse_reason)."""
     from triage.probes.gpu import probe_gpus
     from triage.probes.host import probe_host
-    from triage.probes.interpreter import refuse_reason
+    from triage.interpreter import refuse_reason
     from triage.probes.pyenv import probe_pyenv, probe_pyenv_at
 
     raw: dict[str, Any] = {"errors": {}}
