@@ -95,9 +95,3 @@ def clean_object(obj: Any) -> Any:
 
     return walk(obj, 0)
 
-
-def tui_markup(value: Any) -> str:
-    """A value for a Textual markup template: cleaned, its markup escaped."""
-    from textual.markup import escape
-
-    return escape(clean(str(value)))

@@ -83,7 +83,7 @@ def main(
         except RuntimeError as exc:
             return _err(str(exc))
     if isinstance(runner, LocalRunner):
-        from triage.probes.interpreter import refuse_reason
+        from triage.interpreter import refuse_reason
 
         why = refuse_reason(args.python)
         if why:

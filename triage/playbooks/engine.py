@@ -725,7 +725,7 @@ class Session:
 class GuardedRunner:
     """The session's runner: an interpreter the log or a snapshot names (target_python when not
     trusted) runs only once the operator confirmed a step showing it, and a local one never from a
-    path another user could have written (probes.interpreter.refuse_reason)."""
+    path another user could have written (triage.interpreter.refuse_reason)."""
 
     def __init__(self, inner: Runner, facts: dict[str, Any]):
         self.inner = inner

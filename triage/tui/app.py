@@ -23,9 +23,9 @@ from textual.widgets import ContentSwitcher, Footer, Static
 from triage.logread import Scan
 from triage.logread.source import InputError
 from triage.model import Report
-from triage.sanitize import tui_markup as escape  # cleaned of terminal control, markup escaped
 from triage.tui import intake
 from triage.tui.intake import LiveLog, Options
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 from triage.tui.panes.diagnosis import DiagnosisPane
 from triage.tui.panes.fix import FixPane
 from triage.tui.panes.machine import MachinePane

@@ -12,7 +12,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
-from triage.sanitize import tui_markup as escape  # cleaned of terminal control, markup escaped
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+
 
 HELP = """\
 # triage: keys

@@ -10,8 +10,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from triage.model import Diagnosis, Report
-from triage.sanitize import tui_markup as escape  # cleaned of terminal control, markup escaped
 from triage.tui.logview import LogView
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 
 def _fact_value(v: Any) -> str:

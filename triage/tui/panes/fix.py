@@ -18,8 +18,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Input, Log, OptionList, Static
 from textual.widgets.option_list import Option
 
-from triage.sanitize import tui_markup as escape  # cleaned of terminal control, markup escaped
 from triage.tui import fixflow
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 class _Split:
     """Writes a first line to the head and the rest to the intro area below it."""

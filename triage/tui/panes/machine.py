@@ -13,7 +13,7 @@ from textual.widgets import DataTable, Static
 
 from triage.model import Report
 from triage.report.text import machine_lines
-from triage.sanitize import tui_markup as escape  # cleaned of terminal control, markup escaped
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 SEVERITY = {"error": "$error", "warning": "$warning", "info": "$text-muted"}
 

@@ -13,7 +13,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from triage.model import UPGRADE_VERDICTS, Report
-from triage.sanitize import tui_markup as escape  # cleaned of terminal control, markup escaped
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 VERDICT_STYLES = {"fixes": "$success", "does-not-fix": "$error", "unknown": "$warning"}
 STATE_STYLE = {"open": "green", "merged": "magenta", "closed": "red"}
