@@ -150,3 +150,44 @@ def test_retry_after_is_capped_and_per_base(tmp_path, fake_github):
     assert r.status == "rate_limited" and "retry in 3600s" in r.message
     assert RateGate(base=fake_github.url).wait_needed() <= 900
     assert RateGate(base="http://127.0.0.1:1").wait_needed() == 0  # another API base is not blocked
+
+
+def test_tui_shows_no_control_from_outside(tmp_path):
+    """The TUI in a pty: the diagnosis with its log view, then the Machine and Upstream views."""
+    import pty
+    import select
+
+    log, snap = hostile_log(tmp_path), hostile_snapshot(tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", TEXTUAL_ANIMATIONS="none",
+               TRIAGE_HOME=str(tmp_path / "home"))
+    env.pop("TRIAGE_NO_TUI", None)
+    pid, master = pty.fork()
+    if pid == 0:
+        os.chdir(str(ROOT))
+        os.execvpe(sys.executable, [sys.executable, "-m", "triage", "--log", str(log), "--snapshot", str(snap),
+                                    "--offline"], env)
+    out, keys, status, at = b"", [b"2", b"3", b"1", b"q"], None, None
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            r, _w, _x = select.select([master], [], [], 0.1)
+            if r:
+                try:
+                    out += os.read(master, 65536)
+                except OSError:
+                    pass
+            if b"ROOT CAUSE" in out and keys and (at is None or time.monotonic() - at > 1.5):
+                os.write(master, keys.pop(0))
+                at = time.monotonic()
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = os.waitstatus_to_exitcode(st)
+                break
+    finally:
+        if status is None:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(master)
+    assert status == 0 and b"ROOT CAUSE" in out and b"RTX PRO 6000" in out  # the Machine view was drawn
+    for bad in (b"pwned-title", b"c1-title", b"ZWNobyBwd25lZA", "\x9b".encode(), "\x9d".encode()):
+        assert bad not in out, bad
