@@ -67,3 +67,13 @@ def test_host_key_hint_is_a_valid_ssh_command(lab, machines):
     srv = lab.server(host_env(machines, "a", "t4"), trusted=False)
     [probe] = probe_hosts([f"tester@127.0.0.1:{srv.port}"], timeout=30)
     assert not probe.ok and f"`ssh -p {srv.port} tester@127.0.0.1`" in probe.error
+
+
+def test_global_known_hosts_file_from_the_config(lab, machines):
+    srv = lab.server(host_env(machines, "a", "t4"), trusted=False)
+    (lab.home / "global_kh").write_text(srv.known_hosts_line())
+    (lab.home / ".ssh" / "empty_kh").write_text("")
+    lab.config(f"Host g\n  HostName 127.0.0.1\n  Port {srv.port}\n  UserKnownHostsFile ~/.ssh/empty_kh\n"
+               f"  GlobalKnownHostsFile {lab.home / 'global_kh'}\n")
+    [probe] = probe_hosts(["g"], timeout=60)
+    assert probe.ok, probe.error
