@@ -748,7 +748,7 @@ class GuardedRunner:
         argv = [str(a) for a in argv]
         if argv and self.needs_consent(argv[0]):
             return Result(argv, -1, "", f"not run: {argv[0]} was named by the log or a snapshot and not confirmed")
-        if argv and argv[0] == self.facts.get("target_python") and isinstance(self.inner, LocalRunner):
+        if argv and argv[0] == self.facts.get("target_python") and self.inner.where == LocalRunner.where:
             from triage.interpreter import refuse_reason
 
             why = refuse_reason(argv[0])
