@@ -13,7 +13,6 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from triage.computecap import parse_cc
@@ -436,14 +435,22 @@ def _same_env(python: str) -> bool:
         os.path.abspath(sys.prefix), "bin")
 
 
+MAX_SNAPSHOT = 64 << 20  # a fleet of hundreds of hosts is a few MB
+
+
 def load_snapshot(path: str | os.PathLike[str]) -> HostProbe:
     """A recorded `triage probe --json` (first host) or a bare HostProbe object. ValueError when not one."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as fh:  # a FIFO or /dev/zero too: at most MAX_SNAPSHOT bytes are read
+            raw = fh.read(MAX_SNAPSHOT + 1)
     except OSError as exc:
         raise ValueError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ValueError(f"snapshot {path} is not JSON: {exc}") from None
+    if len(raw) > MAX_SNAPSHOT:
+        raise ValueError(f"snapshot {path} is larger than {MAX_SNAPSHOT >> 20} MB: not a `triage probe --json`")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"snapshot {path} is not JSON: {type(exc).__name__}") from None
     if isinstance(data, dict) and isinstance(data.get("hosts"), list) and data["hosts"]:
         data = data["hosts"][0]
     if not isinstance(data, dict) or not isinstance(data.get("facts"), dict):
