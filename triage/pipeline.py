@@ -6,7 +6,6 @@ each later stage is optional and degrades to "not known" rather than failing the
 
 from __future__ import annotations
 
-import time
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
@@ -70,7 +69,6 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
                  python: str | None = None, snapshot: str | None = None, fd: int | None = None,
                  scan: Scan | None = None) -> Report:
     """Read `source` ("-" for stdin, or a path) and diagnose it. Raises InputError for bad input."""
-    t0 = time.monotonic()
     if scan is None:
         scan = scan_source(open_source(source, fd))
     env = environment_from_log(scan)
@@ -120,5 +118,4 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
             upstream.lookup(report, offline=offline, python=py, runner=runner)
         except Exception as exc:
             report.warnings.append(f"upstream search failed: {type(exc).__name__}: {exc}")
-    report.elapsed_s = round(time.monotonic() - t0, 3)  # type: ignore[attr-defined]
     return report

@@ -240,15 +240,15 @@ def default_upstream(facts: dict[str, Any], report: Report | None = None, offlin
             why = "the upstream lookup gave no verdict"
         return {"verdict": "unknown", "why": why, "hits": len(hits or []), "source": source}
     out = {
-        "verdict": upgrade.get("verdict", "unknown"),
-        "target_version": upgrade.get("target_version"),
-        "evidence": upgrade.get("evidence"),
+        "verdict": upgrade.verdict,
+        "target_version": upgrade.target_version,
+        "evidence": upgrade.evidence,
         "hits": len(hits or []),
         "source": source,
     }
     if hits:
         top = hits[0]
-        out["top"] = f"#{top.get('number')} {top.get('title')} ({top.get('url')})"
+        out["top"] = f"#{top.number} {top.title} ({top.url})"
     return out
 
 

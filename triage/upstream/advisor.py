@@ -14,6 +14,7 @@ if False:  # for type checkers only (importing typing costs start-up time)
 
 from triage.capabilities import load_capabilities
 from triage.computecap import env_cc
+from triage.model import Upgrade
 from triage.record import Record
 from triage import versions as V
 from triage.upstream.facets import Facets
@@ -209,7 +210,7 @@ def patched_files(env: dict[str, Any]) -> list[str]:
 
 
 def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits: list[dict[str, Any]] | None = None,
-           offline: bool = False) -> dict[str, Any]:
+           offline: bool = False) -> Upgrade:
     installed = _installed_version(env)
     evidence: list[str] = []
     applicable: list[dict[str, Any]] = []
@@ -310,15 +311,7 @@ def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits:
                 verdict, target = "fixes", fixed_in if target is None else target
 
     files = patched_files(env)
-    out: dict[str, Any] = {
-        "verdict": verdict,
-        "target_version": target,
-        "evidence": evidence,
-        "overwrites": files,
-    }
-    if files:
-        out["keep_patches"] = (f"an upgrade replaces these {len(files)} hand-patched file(s); save them first with "
-                               f"`{KEEP_PATCHES_CMD}` and re-apply after (or drop the ones the new version makes unneeded)")
-    if avail.known or avail.message:
-        out["available"] = avail.to_json()
-    return out
+    keep = (f"an upgrade replaces these {len(files)} hand-patched file(s); save them first with "
+            f"`{KEEP_PATCHES_CMD}` and re-apply after (or drop the ones the new version makes unneeded)") if files else None
+    return Upgrade(verdict, target, evidence, files, keep,
+                   avail.to_json() if avail.known or avail.message else None)

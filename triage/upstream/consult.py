@@ -14,6 +14,7 @@ import time
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
+from triage.model import UpstreamHit
 from triage.upstream import advisor
 from triage.upstream.cache import Cache, human_age
 from triage.upstream.facets import diagnosis_facets
@@ -244,7 +245,7 @@ def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None
             h["age"] = human_age(age)
         h.pop("updated_at", None)
 
-    report.upstream = hits
+    report.upstream = [UpstreamHit.from_json(h) for h in hits]
     for m in _messages(results):
         if m not in report.warnings:
             report.warnings.append(m)
