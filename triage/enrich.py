@@ -12,8 +12,7 @@ vllm_version, vllm_install, packages, patched_files. Every key may be missing.
 from __future__ import annotations
 
 import re
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any, Callable
+from typing import Any, Callable
 
 from triage.capabilities import load_capabilities
 from triage.computecap import env_cc

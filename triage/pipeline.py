@@ -6,8 +6,7 @@ each later stage is optional and degrades to "not known" rather than failing the
 
 from __future__ import annotations
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage import upstream
 from triage.computecap import parse_cc

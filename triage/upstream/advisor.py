@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import AUTO, lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.capabilities import load_capabilities
 from triage.computecap import env_cc

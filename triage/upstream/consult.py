@@ -11,8 +11,7 @@ user is told which. With offline=True nothing leaves the machine: cache only.
 from __future__ import annotations
 
 import time
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.model import UpstreamHit
 from triage.upstream import advisor

@@ -9,8 +9,7 @@ call catches that and moves to the next release. `fixed_in_basis` says which ste
 
 from __future__ import annotations
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.upstream.cache import Cache
 from triage.upstream.rank import parse_time

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.upstream.facets import (
     Facets,

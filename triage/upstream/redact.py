@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import re
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Iterable
+from typing import Iterable
 
 # Secrets with a recognisable shape: GitHub, Hugging Face, OpenAI-style, Slack, AWS keys, JWTs,
 # and any "token=..." / "Authorization: Bearer ..." pair. The needles (literals every match
