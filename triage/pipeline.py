@@ -15,6 +15,7 @@ from triage.enrich import enrich
 from triage.logread import Scan, scan_source
 from triage.logread.source import InputError, open_source
 from triage.model import Report
+from triage.interpreter import runnable_python
 from triage.versions import decode_vllm_version
 
 
@@ -113,7 +114,7 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
                 from triage.remote import SSHRunner  # asyncssh: only for a remote host
 
                 runner = SSHRunner(host)  # versions come from the remote installer
-            py = python or (env.get("python") or {}).get("executable")
+            py = runnable_python(env, python)
             upstream.lookup(report, offline=offline, python=py, runner=runner)
         except Exception as exc:
             report.warnings.append(f"upstream search failed: {type(exc).__name__}: {exc}")

@@ -112,10 +112,15 @@ def refresh_derived(facts: dict[str, Any]) -> None:
         facts["gpu_count"] = len(gpus)
     if first.get("memory_total_mib") is not None:
         facts["gpu_memory_mib"] = first["memory_total_mib"]
-    py = facts.get("_python_override") or lookup(facts, "python.executable")
+    from triage.interpreter import runnable_python
+
+    trusted = runnable_python(facts, facts.get("_python_override"))
+    py = trusted or lookup(facts, "python.executable")
     if not py and facts.get("python_prefix"):
         py = os.path.join(str(facts["python_prefix"]), "bin", "python")
     facts["target_python"] = py or "python3"
+    # An interpreter the log or a snapshot names runs only after the operator confirms a step with it.
+    facts["target_python_trusted"] = not py or py == trusted
     kind = lookup(facts, "vllm_install.kind")
     if kind:
         facts["install_kind"] = kind
@@ -212,6 +217,9 @@ class StepView:
     where: str = "this machine"
     dry_run: bool = False
     error: str = ""  # the previous answer was not accepted
+    # The interpreter a log or a snapshot named that confirming this step would run: only a person
+    # answering this very question may allow it (not --yes).
+    unvouched: str | None = None
 
 
 # --- probes -----------------------------------------------------------------------------------
@@ -288,7 +296,7 @@ class Session:
         self.playbook = playbook
         self.facts = dict(facts)
         self.facts["dry_run"] = dry_run
-        self.runner: Runner = runner or LocalRunner()
+        self.runner: Runner = GuardedRunner(runner or LocalRunner(), self.facts)
         self.dry_run = dry_run
         self.actions = actions if actions is not None else default_actions()
         self._recorder_factory = recorder_factory or _default_recorder
@@ -321,9 +329,18 @@ class Session:
         if view is None or step is None:
             return None
         if view.needs == "confirm":
+            if step.kind == "check":  # a check that runs an interpreter the log names
+                if not answer:
+                    res = StepResult("unknown", f"not run: running {self.facts.get('target_python')} was declined")
+                    return self._replace(step, res, step.get("on_unknown") or step.get("on_fail"), argv=self._argv)
+                if isinstance(self.runner, GuardedRunner):
+                    self.runner.allow(str(self.facts.get("target_python")))
+                return self._show(self._run_check(step, self._argv or []))
             if not answer:
                 self._note(f"declined: {step.id}")
                 return self._go(step.get("on_decline") or DECLINED)
+            if isinstance(self.runner, GuardedRunner):
+                self.runner.allow(str(self.facts.get("target_python")))
             return self._execute(step)
         if view.needs == "choice":
             keys = {k for k, _l in view.choices}
@@ -393,6 +410,11 @@ class Session:
 
     def _view(self, step: Step, **kw: Any) -> StepView:
         text = render_text(step.get("text") or step.get("question") or "", self.facts)
+        if kw.get("needs") == "confirm" and isinstance(self.runner, GuardedRunner):
+            py = str(self.facts.get("target_python"))
+            shown = [*(kw.get("argv") or []), *(a for c in kw.get("commands") or [] for a in c)]
+            if self.runner.needs_consent(py) and (step.kind in ("apply", "check") or py in shown):
+                kw["unvouched"] = py
         return StepView(
             step_id=step.id,
             kind=step.kind,
@@ -454,22 +476,35 @@ class Session:
                 res = StepResult("not-run", "dry run: this read-only check is not run; assuming it passes")
                 self._pending_target = step.get("on_pass")
                 return self._view(step, argv=argv, result=res)
-            r = self._run(argv, timeout=float(step.get("timeout") or TIMEOUTS["check"]), env=self._env(step))
-            out = (r.stdout or "") + (r.stderr or "")
-            if step.get("capture"):
-                value = out.strip()
-                if step.get("pattern"):
-                    m = re.search(str(step.get("pattern")), out, re.MULTILINE)
-                    value = (m.group(1) if m and m.groups() else m.group(0)) if m else None
-                self.facts[step.get("capture")] = value
-                refresh_derived(self.facts)
-            if step.get("expect") is None:
-                status = "pass" if r.ok else "fail"
-                res = StepResult(status, "timed out" if r.timed_out else f"exit status {r.returncode}", r.returncode, r.stdout, r.stderr, r.timed_out)
-                return self._checked(step, argv, res)
-            base = StepResult("", "", r.returncode, r.stdout, r.stderr, r.timed_out)
-        else:
-            base = StepResult("", result_msg)
+            if argv and isinstance(self.runner, GuardedRunner) and self.runner.needs_consent(argv[0]):
+                self._argv = argv
+                py = argv[0]
+                text = render_text(step.get("text") or "", self.facts)
+                ask = (f"This check runs {py}, which was named by the log or a snapshot, not by you: "
+                       "triage runs nothing from a log without asking.")
+                return self._view(step, argv=argv, needs="confirm", text=(text + "\n" if text else "") + ask)
+            return self._run_check(step, argv)
+        return self._judge_check(step, None, StepResult("", result_msg))
+
+    def _run_check(self, step: Step, argv: list[str]) -> StepView:
+        r = self._run(argv, timeout=float(step.get("timeout") or TIMEOUTS["check"]), env=self._env(step))
+        out = (r.stdout or "") + (r.stderr or "")
+        if step.get("capture"):
+            value = out.strip()
+            if step.get("pattern"):
+                m = re.search(str(step.get("pattern")), out, re.MULTILINE)
+                value = (m.group(1) if m and m.groups() else m.group(0)) if m else None
+            self.facts[step.get("capture")] = value
+            refresh_derived(self.facts)
+        if step.get("expect") is None:
+            status = "pass" if r.ok else "fail"
+            res = StepResult(status, "timed out" if r.timed_out else f"exit status {r.returncode}", r.returncode, r.stdout, r.stderr, r.timed_out)
+            return self._checked(step, argv, res)
+        base = StepResult("", "", r.returncode, r.stdout, r.stderr, r.timed_out)
+        return self._judge_check(step, argv, base)
+
+    def _judge_check(self, step: Step, argv: list[str] | None, base: StepResult) -> StepView:
+        result_msg = base.message
         if step.get("expect") is not None:
             value = Condition(step.get("expect")).evaluate(self.facts, self.playbook.facts)
             base.status = {True: "pass", False: "fail", None: "unknown"}[value]
@@ -517,6 +552,11 @@ class Session:
             self._pending_target = step.get("on_failure")
             return self._view(step, result=StepResult("failure", f"cannot apply: {exc}"))
         preview = action.preview(args, self._ctx())
+        if preview.problem and isinstance(self.runner, GuardedRunner) and self.runner.needs_consent(
+                str(self.facts.get("target_python"))):
+            # Planning wanted the interpreter, and one the log names runs only once this step is confirmed.
+            preview = Preview(lines=[f"target: {self.facts.get('target_python')} (named by the log or a snapshot: "
+                                     "not run to plan this before you confirm)"])
         self._preview = preview
         kw = dict(lines=preview.lines, commands=preview.commands, diff=preview.diff)
         if preview.problem:
@@ -681,6 +721,41 @@ class Session:
         return r
 
 
+class GuardedRunner:
+    """The session's runner: an interpreter the log or a snapshot names (target_python when not
+    trusted) runs only once the operator confirmed a step showing it, and a local one never from a
+    path another user could have written (probes.interpreter.refuse_reason)."""
+
+    def __init__(self, inner: Runner, facts: dict[str, Any]):
+        self.inner = inner
+        self.facts = facts
+        self.allowed: set[str] = set()
+
+    @property
+    def where(self) -> str:
+        return self.inner.where
+
+    def allow(self, program: str) -> None:
+        self.allowed.add(program)
+
+    def needs_consent(self, program: str) -> bool:
+        return (program == self.facts.get("target_python") and not self.facts.get("target_python_trusted", True)
+                and program not in self.allowed)
+
+    def run(self, argv: Any, *, timeout: float = 60.0, input: str | None = None,
+            env: dict[str, str] | None = None) -> Result:
+        argv = [str(a) for a in argv]
+        if argv and self.needs_consent(argv[0]):
+            return Result(argv, -1, "", f"not run: {argv[0]} was named by the log or a snapshot and not confirmed")
+        if argv and argv[0] == self.facts.get("target_python") and isinstance(self.inner, LocalRunner):
+            from triage.interpreter import refuse_reason
+
+            why = refuse_reason(argv[0])
+            if why:
+                return Result(argv, -1, "", why)
+        return self.inner.run(argv, timeout=timeout, input=input, env=env)
+
+
 def _default_recorder(title: str, where: str, pid: str) -> Any:
     from triage.transcript import Transcript
 
@@ -742,6 +817,10 @@ class ConsoleFrontEnd:
         if v.needs is None or v.needs == "ack":
             return None
         if v.needs == "confirm":
+            if v.unvouched and (self.yes or not self.interactive):
+                self.say(f"    not confirmed: it runs {v.unvouched}, which the log or a snapshot names; "
+                         "answer in a terminal, or pass --python")
+                return False
             if self.yes:
                 self.say("    (confirmed by --yes)")
                 return True
