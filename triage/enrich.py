@@ -122,14 +122,15 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
     version = env.get("vllm_version") or (env.get("vllm_install") or {}).get("version")
     if version:
         d.facts.setdefault("vllm_version", version)
-    rejected = d.facts.get("rejected") if isinstance(d.facts.get("rejected"), dict) else {}
+    got = d.facts.get("rejected")
+    rejected: dict[str, Any] = got if isinstance(got, dict) else {}
     sparse = _truthy(d.facts.get("use_sparse"))
     mla = _truthy(d.facts.get("use_mla"))
     selected = d.facts.get("selected_backend")
     cc_s = f"{cc[0]}.{cc[1]}" if cc else ""
     if cc and sparse and d.signature.startswith("attention.") and d.signature != "attention.custom_backend_unregistered":
         if d.facts.get("case") == "sparse_backend_rejects_config":
-            name = d.facts.get("sparse_backend_here")
+            name = str(d.facts.get("sparse_backend_here"))
             reasons = ", ".join(map(str, rejected.get(name) or []))
             _add_line(d, f"{vw} has {name}, a sparse MLA backend that runs on compute capability {cc_s}; it "
                          f"rejected this launch ({reasons}), so the fix is in the launch or the install, not an "

@@ -118,5 +118,5 @@ class LazyPattern:
         return getattr(self.compiled(), name)
 
 
-def lazy(pattern: str | bytes, flags: int = 0, needles: tuple = ()) -> LazyPattern:
+def lazy(pattern: str | bytes, flags: int = 0, needles: tuple | str = ()) -> LazyPattern:
     return LazyPattern(pattern, flags, needles)

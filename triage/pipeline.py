@@ -50,11 +50,11 @@ def merge_probe(env: dict[str, Any], facts: dict[str, Any], host: str) -> None:
         else:
             env[key] = value
     gpus = env.get("gpus") or []
-    ccs = sorted({str(g.get("compute_capability")) for g in gpus if parse_cc(g.get("compute_capability"))},
-                 key=parse_cc)
+    found = {str(g.get("compute_capability")): cc for g in gpus if (cc := parse_cc(g.get("compute_capability")))}
+    ccs = sorted(found, key=found.__getitem__)
     if ccs:
         env["compute_capability"] = ccs[0] if len(ccs) == 1 else env.get("compute_capability", ccs[0])
-        env["gpu_family"] = f"SM{parse_cc(ccs[0]).major}x"
+        env["gpu_family"] = f"SM{found[ccs[0]].major}x"
     pk = env.get("packages") or {}
     if pk.get("vllm"):
         env["vllm_version"] = pk["vllm"]

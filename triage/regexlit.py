@@ -91,13 +91,14 @@ def _tokens(p: str):
             if end < 0:
                 yield ("u",)
                 return
-            body: str | None = p[i + 1:end]
+            inner = p[i + 1:end]
             quantified = end + 1 < n and p[end + 1] in "?*{"
-            if body.startswith("?P<"):
-                body = body[body.index(">") + 1:]
-            elif body.startswith("?:"):
-                body = body[2:]
-            elif body.startswith("?"):
+            body: str | None = inner
+            if inner.startswith("?P<"):
+                body = inner[inner.index(">") + 1:]
+            elif inner.startswith("?:"):
+                body = inner[2:]
+            elif inner.startswith("?"):
                 body = None  # lookaround, comment, flags: says nothing about what is matched
             yield ("g", body, quantified)
             i = end + 1

@@ -132,6 +132,8 @@ def main(argv: list[str]) -> int:
             print(f"No playbook for {diag.get('category')} ({diag.get('signature')}): {((diag.get('fix') or {}).get('summary')) or ''}")
             return NOTHING_TO_FIX
 
+    if pb is None:  # --playbook names one that is checked above; this is for the type checker
+        return _fail(f"no playbook {args.playbook!r}")
     try:
         runner = _runner(args.host)
     except RuntimeError as exc:

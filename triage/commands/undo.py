@@ -42,9 +42,10 @@ def main(argv: list[str]) -> int:
         return 0 if exc.code == 0 else USAGE_ERROR
 
     if args.list:
-        for t in all_transcripts():
-            state = "undone" if t.meta.get("undone") else ("changed things" if t.changed_anything else "no changes")
-            print(f"{t.root.name}  {t.meta.get('title')}  on {t.meta.get('where')}  outcome={t.meta.get('outcome')}  [{state}]")
+        for each in all_transcripts():
+            state = "undone" if each.meta.get("undone") else ("changed things" if each.changed_anything else "no changes")
+            print(f"{each.root.name}  {each.meta.get('title')}  on {each.meta.get('where')}  "
+                  f"outcome={each.meta.get('outcome')}  [{state}]")
         return 0
 
     t = last_transcript()

@@ -42,7 +42,8 @@ class Available(Record):
     @property
     def latest(self) -> str | None:
         rel = [v for v in self.versions if not V.is_prerelease(v)]
-        return (rel or self.versions or [None])[-1]
+        found = rel or self.versions
+        return found[-1] if found else None
 
     def to_json(self) -> dict[str, Any]:
         return {"versions": self.versions[-15:], "installed": self.installed, "source": self.source,

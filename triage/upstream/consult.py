@@ -148,7 +148,7 @@ def _messages(results: list[SearchResult]) -> list[str]:
     notes = [r for r in results if r.status in ("ok", "cached") and r.message]
     out: list[str] = []
     if stale:
-        oldest = max(r.age for r in stale)  # type: ignore[type-var]
+        oldest = max(r.age or 0.0 for r in stale)
         why = next((r.message for r in stale if r.message), "")
         out.append(f"upstream: showing cached results up to {human_age(oldest)} old"
                    + (f" ({why})" if why else "") + f" for {len(stale)} of {len(results)} searches")

@@ -110,7 +110,7 @@ def _host_names() -> list[str]:
     if host.isascii() and all(0 < len(label) < 64 for label in host.split(".")):
         arg = host.encode("ascii")
     try:
-        hostname, aliases, _ = _socket.gethostbyaddr(arg)
+        hostname, aliases, _ = _socket.gethostbyaddr(arg)  # type: ignore[arg-type]  # bytes skip the idna codec
     except OSError:
         out.append(host)
     else:
