@@ -13,6 +13,7 @@ from typing import Any
 
 from triage.capabilities import load_capabilities
 from triage.computecap import env_cc
+from triage.environment import Environment
 from triage.model import Upgrade
 from triage.record import Record
 from triage import versions as V
@@ -200,13 +201,7 @@ def _prs_text(entry: dict[str, Any]) -> str:
 
 
 def patched_files(env: dict[str, Any]) -> list[str]:
-    out = []
-    for p in env.get("patched_files") or []:
-        if isinstance(p, str):
-            out.append(p)
-        elif isinstance(p, dict) and (p.get("path") or p.get("file")):
-            out.append(str(p.get("path") or p.get("file")))
-    return out
+    return list(Environment.from_facts(env).patched_files)
 
 
 def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits: list[dict[str, Any]] | None = None,
