@@ -230,6 +230,10 @@ def _clauses(p: str, min_len: int) -> list[tuple[str, ...]]:
     return out
 
 
-def derived(pattern: str) -> tuple[str | None, tuple[tuple[str, ...], ...]]:
-    """(required_literal(pattern), required_clauses(pattern))."""
-    return required_literal(pattern), tuple(required_clauses(pattern))
+def derived(pattern: str, min_len: int = 4) -> tuple[str | None, tuple[tuple[str, ...], ...]]:
+    """(guard, required_clauses(pattern)): the guard is the longest literal that is a clause on its own
+    (every match contains it), found without a second pass over the pattern; None when there is none
+    of min_len characters."""
+    clauses = tuple(required_clauses(pattern))
+    singles = [c[0] for c in clauses if len(c) == 1 and len(c[0]) >= min_len]
+    return max(singles, key=len, default=None), clauses
