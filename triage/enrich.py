@@ -17,6 +17,8 @@ from triage.capabilities import load_capabilities
 from triage.environment import Environment
 from triage import versions
 from triage.model import Diagnosis
+from triage.upstream.advisor import matches
+from triage.upstream.facets import diagnosis_facets
 from triage_sparse_mla.support import indexer_note
 
 # Backends that implement sparse (DSA) MLA in upstream vLLM releases before the SM12x one, and the
@@ -208,6 +210,41 @@ def _deepgemm(d: Diagnosis, env: Environment) -> None:
     d.facts["indexer_blocked"] = cc[0] not in (9, 10, 12)
 
 
+def _regression(d: Diagnosis, env: Environment) -> None:
+    """A failure that starts in a release (a capability-table entry with broken_in) is vLLM's regression, not
+    the user's configuration: say so first, with the release to pin and the one that fixes it."""
+    version = _release_of(env.vllm_version)
+    if not version:
+        return
+    try:
+        caps = [c for c in load_capabilities() if c.get("broken_in")]
+    except (OSError, ValueError):
+        return
+    if not caps:
+        return
+    facts = dict(env.facts)
+    facets = diagnosis_facets(d, facts)
+    for c in caps:
+        if matches(c, d, facts, facets) is False:
+            continue
+        if not _ge(version, str(c["broken_in"])) or (c.get("since") and _ge(version, str(c["since"]))):
+            continue
+        prs = ", ".join(f"{p.get('repo', 'vllm-project/vllm')}#{p['number']}" for p in c.get("prs") or []
+                        if isinstance(p, dict) and p.get("number"))
+        pin = f"pin vLLM {c['works_in']}" if c.get("works_in") else None
+        up = f"upgrade to {c['since']}" if c.get("since") else (f"the fix: {prs}" if prs else None)
+        way = " or ".join(x for x in (pin, up) if x)
+        line = (f"This is a regression of vLLM {c['broken_in']} ({c.get('title', c['id'])}), not a configuration "
+                f"error: {way}." if way else f"This is a regression of vLLM {c['broken_in']}: {c.get('title', c['id'])}.")
+        d.facts["regression"] = {"id": c["id"], "broken_in": c["broken_in"], "works_in": c.get("works_in"),
+                                 "fixed_in": c.get("since")}
+        if line not in d.explanation:
+            d.explanation.insert(0, line)
+        if way and not d.fix.summary.startswith("This is a regression"):
+            d.fix.summary = f"This is a regression of vLLM {c['broken_in']}: {way}. " + d.fix.summary
+        return
+
+
 def _cuda_driver(d: Diagnosis, env: Environment) -> None:
     for key, value in (("driver_version", env.driver_version), ("cuda_driver_version", env.cuda_driver_version),
                        ("torch_cuda_version", env.torch_cuda_version)):
@@ -220,8 +257,8 @@ def _cuda_driver(d: Diagnosis, env: Environment) -> None:
         if too_old:
             _add_line(d, f"The NVIDIA driver {env.driver_version} supports CUDA up to "
                          f"{env.cuda_driver_version}, but torch was built for CUDA {env.torch_cuda_version}: "
-                         "CUDA initialisation fails (Error 803, 'system has unsupported display driver / cuda "
-                         "driver combination') until the driver is upgraded or torch matches it")
+                         "CUDA initialisation fails until the driver is upgraded or torch matches it (forward "
+                         "compatibility bridges this only on data-center GPUs)")
         else:
             _add_line(d, f"The driver's CUDA {env.cuda_driver_version} is new enough for torch's CUDA "
                          f"{env.torch_cuda_version}: look for compat libraries (cuda-compat, LD_LIBRARY_PATH) "
@@ -272,6 +309,7 @@ ENRICHERS: list[tuple[Callable[[Diagnosis], bool], Callable[[Diagnosis, Environm
     (lambda d: d.category in ("kv_cache_memory", "gpu_oom"), _memory),
     (lambda d: d.category in ("install_mismatch", "kernel_library", "model_support"), _install),
     (lambda d: d.signature == "kernels.deepgemm_missing", _deepgemm),
+    (lambda d: True, _regression),
 ]
 
 
@@ -281,6 +319,9 @@ def enrich(diagnoses: list[Diagnosis], env: dict[str, Any]) -> None:
         return
     machine = Environment.from_facts(env)
     for d in diagnoses:
+        if d.signature.startswith("generic."):
+            # No rule recognised it: its category is a guess, and area-specific lines would pose as a diagnosis.
+            continue
         for applies, fn in ENRICHERS:
             if applies(d):
                 fn(d, machine)

@@ -49,6 +49,8 @@ class Environment:
     vllm_version: str | None = None
     vllm_install: Mapping[str, Any] = field(default_factory=dict)  # triage.versions.decode_vllm_version + probe
     patched_files: tuple[str, ...] = ()  # vLLM files that differ from the installed wheel's
+    # The facts it was read from, for code that matches on keys not modelled here (the capability table).
+    facts: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_facts(cls, env: Mapping[str, Any]) -> Environment:
@@ -71,6 +73,7 @@ class Environment:
             vllm_version=_text(env.get("vllm_version") or inst.get("version")),
             vllm_install=inst,
             patched_files=tuple(_paths(env.get("patched_files") or inst.get("patched_files") or [])),
+            facts=env,
         )
 
 
