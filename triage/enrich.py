@@ -13,12 +13,10 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from triage.capabilities import load_capabilities
+from triage.capabilities import load_capabilities, matches
 from triage.environment import Environment
 from triage import versions
 from triage.model import Diagnosis
-from triage.upstream.advisor import matches
-from triage.upstream.facets import diagnosis_facets
 from triage_sparse_mla.support import indexer_note
 
 # Backends that implement sparse (DSA) MLA in upstream vLLM releases before the SM12x one, and the
@@ -222,10 +220,9 @@ def _regression(d: Diagnosis, env: Environment) -> None:
         return
     if not caps:
         return
-    facts = dict(env.facts)
-    facets = diagnosis_facets(d, facts)
+    text = "\n".join([d.title, *(e.text for e in d.evidence)])
     for c in caps:
-        if matches(c, d, facts, facets) is False:
+        if matches(c, d, dict(env.facts), text=text) is False:
             continue
         if not _ge(version, str(c["broken_in"])) or (c.get("since") and _ge(version, str(c["since"]))):
             continue
