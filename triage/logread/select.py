@@ -21,8 +21,7 @@ import os
 
 from triage.lazyre import lazy
 
-if False:  # for type checkers only: typing costs start-up time
-    from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from triage.logread.source import InputError, LogSource, chunks
 from triage.record import Record
