@@ -139,13 +139,13 @@ class Note(Record):
 class Report(Record):
     # No __slots__ of its own (it has a __dict__): front ends attach run details (elapsed_s) to a report.
     _fields = ("source", "bytes", "lines", "diagnoses", "environment", "notes", "upstream", "upgrade", "warnings",
-               "input_complete", "upstream_queries")
+               "input_complete", "upstream_queries", "input_truncated")
 
     def __init__(self, source: str, bytes: int, lines: int, diagnoses: list[Diagnosis] | None = None,
                  environment: dict[str, Any] | None = None, notes: list[Note] | None = None,
                  upstream: list[dict[str, Any]] | None = None, upgrade: dict[str, Any] | None = None,
                  warnings: list[str] | None = None, input_complete: bool = True,
-                 upstream_queries: list[str] | None = None) -> None:
+                 upstream_queries: list[str] | None = None, input_truncated: bool = False) -> None:
         self.source = source
         self.bytes = bytes
         self.lines = lines
@@ -159,6 +159,7 @@ class Report(Record):
         self.warnings = [] if warnings is None else warnings
         self.input_complete = input_complete
         self.upstream_queries = upstream_queries  # exactly what was sent (after redaction)
+        self.input_truncated = input_truncated  # a line was cut or the reader stopped early: say so
 
     @property
     def exit_code(self) -> int:
@@ -167,7 +168,8 @@ class Report(Record):
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "schema": SCHEMA,
-            "input": {"source": self.source, "bytes": self.bytes, "lines": self.lines},
+            "input": {"source": self.source, "bytes": self.bytes, "lines": self.lines,
+                      **({"truncated": True} if self.input_truncated else {})},
             "diagnoses": [d.to_json() for d in self.diagnoses],
             "environment": self.environment,
         }

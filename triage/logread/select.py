@@ -64,7 +64,7 @@ FRAGMENT_WAIT = 0.2  # seconds a stream may take to show that it has ended
 class Selection(Record):
     """Selected lines, streamed; the totals are final once the iterator is exhausted."""
 
-    __slots__ = ("lines", "_totals", "warnings", "blocks")
+    __slots__ = ("lines", "_totals", "warnings", "blocks", "truncated")
     _fields = __slots__
 
     def __init__(self, lines: Iterator[tuple[int, bytes]], _totals: Callable[[], tuple[int, int]],
@@ -75,6 +75,7 @@ class Selection(Record):
         # A stream cannot be read twice: a pasted `vllm collect-env` block (few selectable words in it)
         # is kept aside whole while it streams by, as (number of its first line, its bytes).
         self.blocks = [] if blocks is None else blocks
+        self.truncated = False  # set while streaming: a line was cut, or grep failed before the end
 
     def totals(self) -> tuple[int, int]:
         """(bytes, lines) of the whole input. Call after consuming `lines`."""
@@ -101,8 +102,11 @@ def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
                 return _select_small(src)
             return _select_python(src, data)
     grep = _which_grep() if use_grep is not False else None
-    if grep and src.is_plain_file:
+    if grep and src.is_plain_file and not _has_long_lines(src.path):
         return _select_grep(src, grep)
+    if grep and src.is_plain_file:
+        # grep would hold a line of any length in memory: the file goes through Python, which cuts them
+        return _select_grep_stream(src, grep, data)
     if grep:
         return _select_grep_stream(src, grep, data)
     return _select_python(src, data)
@@ -182,6 +186,61 @@ def _size(path: str | None) -> int:
         return -1
 
 
+PROBE_WINDOWS = 64
+PROBE_BYTES = 64 * 1024
+
+
+def _has_long_lines(path: str | None) -> bool:
+    """A window of the file without a newline holds a line longer than MAX_LINE. Sixty-four windows spread
+    over the file find any line of a megabyte or more (what could hurt grep's memory); shorter ones are
+    harmless there and cut later."""
+    size = _size(path)
+    if size <= MAX_LINE:
+        return False
+    step = max(PROBE_BYTES, size // PROBE_WINDOWS)
+    try:
+        with open(path, "rb") as fh:  # type: ignore[arg-type]
+            for off in range(0, size, step):
+                fh.seek(off)
+                window = fh.read(PROBE_BYTES)
+                if len(window) >= PROBE_BYTES and b"\n" not in window:
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def bound_lines(data: Iterable[bytes], limit: int, state: dict) -> Iterator[bytes]:
+    """The stream with every line that runs across chunks cut at `limit` bytes (state["cut"] counts them,
+    state["bytes_in"] the bytes read). A line inside one chunk is at most a chunk long: bounded already,
+    and cut later by iter_lines."""
+    run = 0  # bytes of the current line so far
+    dropping = False
+    for chunk in data:
+        state["bytes_in"] = state.get("bytes_in", 0) + len(chunk)
+        first = chunk.find(b"\n")
+        if first < 0:
+            if dropping:
+                continue
+            if run + len(chunk) > limit:
+                state["cut"] = state.get("cut", 0) + 1
+                dropping = True
+                if limit > run:
+                    yield chunk[: limit - run]
+                continue
+            run += len(chunk)
+            yield chunk
+            continue
+        if dropping:
+            chunk = chunk[first:]  # the rest of the cut line is skipped; its newline ends it
+            dropping = False
+        elif run + first > limit:
+            state["cut"] = state.get("cut", 0) + 1
+            chunk = chunk[: max(0, limit - run)] + chunk[first:]
+        run = len(chunk) - chunk.rfind(b"\n") - 1
+        yield chunk
+
+
 def _which_grep() -> str | None:
     import shutil
 
@@ -210,7 +269,7 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
     t.start()
     proc = subprocess.Popen(
         [grep, "-n", "-a", "-E", f"-A{CONTEXT_AFTER + 1}", "-e", PREFILTER, "--", src.path],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
     )
     assert proc.stdout is not None
 
@@ -221,12 +280,14 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
             proc.stdout.close()
             proc.wait()
             t.join()
+        _grep_outcome(sel, proc.returncode, 0)
 
     def totals() -> tuple[int, int]:
         lines = counter.get("lines", -1)
         return size, max(lines, 0)
 
-    return Selection(gen(), totals)
+    sel = Selection(gen(), totals)
+    return sel
 
 
 def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Selection:
@@ -243,7 +304,7 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
     )
     assert proc.stdin is not None and proc.stdout is not None
     state: dict[str, object] = {"bytes": 0, "lines": 0, "last": b"\n", "error": None}
-
+    cut: dict = {}
     sel_blocks: list[tuple[int, bytes]] = []
 
     def feed() -> None:
@@ -251,7 +312,7 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
         last = b"\n"
         keep = 0  # bytes of a collect-env block still to keep
         try:
-            for chunk in data:
+            for chunk in bound_lines(data, MAX_LINE, cut):
                 if keep:
                     no, got = sel_blocks[-1]
                     sel_blocks[-1] = (no, got + chunk[:keep])
@@ -271,7 +332,7 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
         except InputError as exc:
             state["error"] = exc
         finally:
-            state["bytes"], state["lines"], state["last"] = nbytes, nlines, last
+            state["bytes"], state["lines"], state["last"] = cut.get("bytes_in", nbytes), nlines, last
             try:
                 proc.stdin.close()
             except OSError:
@@ -289,6 +350,7 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
             proc.wait()
         if state["error"] is not None:
             raise state["error"]  # type: ignore[misc]
+        _grep_outcome(sel, proc.returncode, cut.get("cut", 0))
 
     def totals() -> tuple[int, int]:
         lines = int(state["lines"])  # type: ignore[arg-type]
@@ -296,7 +358,19 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
             lines += 1  # a last line without a newline still counts
         return int(state["bytes"]), lines  # type: ignore[arg-type]
 
-    return Selection(gen(), totals)
+    sel = Selection(gen(), totals)
+    return sel
+
+
+def _grep_outcome(sel: Selection, returncode: int | None, cut: int) -> None:
+    """What the report must say about a read that was not whole: lines cut, or grep dying before the end
+    (exit 0: lines found, 1: none, 2 or a signal: it failed)."""
+    if cut:
+        sel.truncated = True
+        sel.warnings.append(f"{cut} line(s) longer than {MAX_LINE // 1024} KiB were cut there")
+    if returncode not in (0, 1):
+        sel.truncated = True
+        sel.warnings.append(f"grep stopped with status {returncode}: the log may not have been read to its end")
 
 
 def _grep_lines(fh) -> Iterator[tuple[int, bytes]]:
