@@ -75,6 +75,7 @@ class _ProcState:
 class TracebackAssembler:
     MAX_FRAMES = 200
     MAX_RECORDS = 2000
+    MAX_PROCS = 512  # a restart loop has a new pid every start: the oldest processes are forgotten
 
     def __init__(self) -> None:
         self._procs: dict[str, _ProcState] = {}
@@ -84,6 +85,8 @@ class TracebackAssembler:
     def feed(self, line: Line) -> ExceptionRecord | None:
         st = self._procs.get(line.proc)
         if st is None:
+            if len(self._procs) >= self.MAX_PROCS:
+                del self._procs[next(iter(self._procs))]
             st = self._procs[line.proc] = _ProcState()
         text = line.text
         stripped = text.strip()
