@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from pathlib import Path
 
 import pytest
 import yaml
