@@ -2,7 +2,8 @@
 break when a core module imports Textual), and every headless module imports without loading the
 TUI, rich, the network or torch.
 
-Headless means everything except the TUI (triage.tui), the SSH transport (triage.remote: asyncssh is
+Headless means everything except the TUI (triage.tui), the SSH transport (triage.remote and the probes
+that ride on it, triage.probes.over_ssh: asyncssh is
 what it is for) and `python -m triage`. The plain-text report renders with rich, loaded inside
 render() only: importing triage.report.text loads nothing heavy, and `--json` never renders.
 """
@@ -20,7 +21,7 @@ import triage
 from conftest import ROOT
 
 HEAVY = ("textual", "rich", "httpx", "asyncssh", "torch", "triton")
-NOT_HEADLESS = ("triage.__main__", "triage.remote", "triage.tui")
+NOT_HEADLESS = ("triage.__main__", "triage.remote", "triage.probes.over_ssh", "triage.tui")
 
 LINT = ("import sys\nfrom importlinter.cli import lint_imports\n"
         "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))\n")

@@ -17,7 +17,7 @@ from triage.enrich import enrich
 from triage.logread import Scan, scan_source
 from triage.logread.source import InputError, open_source
 from triage.model import Report
-from triage.probes.interpreter import runnable_python
+from triage.interpreter import runnable_python
 from triage.versions import decode_vllm_version
 
 

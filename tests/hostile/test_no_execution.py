@@ -15,7 +15,7 @@ from tests.conftest import ROOT, run_triage
 from tests.fakes.fake_env import make_dist, VLLM_FILES
 from triage.launch import serve_argv
 from triage.probes import gather
-from triage.probes.interpreter import refuse_reason
+from triage.interpreter import refuse_reason
 
 LOG = ROOT / "tests" / "logs" / "install.undefined_symbol.log"
 

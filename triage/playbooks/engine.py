@@ -112,7 +112,7 @@ def refresh_derived(facts: dict[str, Any]) -> None:
         facts["gpu_count"] = len(gpus)
     if first.get("memory_total_mib") is not None:
         facts["gpu_memory_mib"] = first["memory_total_mib"]
-    from triage.probes.interpreter import runnable_python
+    from triage.interpreter import runnable_python
 
     trusted = runnable_python(facts, facts.get("_python_override"))
     py = trusted or lookup(facts, "python.executable")
@@ -748,7 +748,7 @@ class GuardedRunner:
         if argv and self.needs_consent(argv[0]):
             return Result(argv, -1, "", f"not run: {argv[0]} was named by the log or a snapshot and not confirmed")
         if argv and argv[0] == self.facts.get("target_python") and isinstance(self.inner, LocalRunner):
-            from triage.probes.interpreter import refuse_reason
+            from triage.interpreter import refuse_reason
 
             why = refuse_reason(argv[0])
             if why:

@@ -377,7 +377,7 @@ def gather_local(*, python: str | None = None, python_prefix: str | None = None,
     probe script in the interpreter the user named (after refuse_reason)."""
     from triage.probes.gpu import probe_gpus
     from triage.probes.host import probe_host
-    from triage.probes.interpreter import refuse_reason
+    from triage.interpreter import refuse_reason
     from triage.probes.pyenv import probe_pyenv, probe_pyenv_at
 
     raw: dict[str, Any] = {"errors": {}}

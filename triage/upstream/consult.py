@@ -31,7 +31,7 @@ last_queries: list[str] = []
 
 
 def _python_of(report: Any, python: str | None) -> str | None:
-    from triage.probes.interpreter import runnable_python
+    from triage.interpreter import runnable_python
 
     return runnable_python(report.environment, python)
 
