@@ -10,8 +10,7 @@ whose category is guessed from where in the code it was raised.
 from __future__ import annotations
 
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.exception_words import category_from_words
 from triage.logread.scan import Scan

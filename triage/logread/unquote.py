@@ -14,10 +14,9 @@ lines that `may_quote` lets through (a few substring checks), so ordinary lines 
 
 from __future__ import annotations
 
-from triage.lazyre import lazy
+import re
 
-if False:  # for type checkers only
-    import re
+from triage.lazyre import lazy
 from triage.logread.literal import literal_eval
 
 MAX_TEXT = 32 * 1024  # a quoted message longer than this is not decoded (a paste is short)
@@ -105,7 +104,7 @@ def _message(d: dict, depth: int = 0) -> str | None:
             if got:
                 return got
         if isinstance(v, list):
-            msgs = [x.get("msg") for x in v if isinstance(x, dict) and isinstance(x.get("msg"), str)]
+            msgs = [str(x["msg"]) for x in v if isinstance(x, dict) and isinstance(x.get("msg"), str)]
             if msgs:
                 return "\n".join(msgs)
     return None
