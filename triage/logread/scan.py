@@ -16,7 +16,7 @@ from triage.logread import extract
 from triage.logread.normalize import Line, parse, paste_indent
 from triage.logread.select import MAX_LINE, iter_lines, select
 from triage.logread.source import LogSource, chunks, open_source
-from triage.logread.traceback import EXC_RE, ExceptionRecord, TracebackAssembler
+from triage.logread.traceback import EXC_RE, ExceptionRecord, TracebackAssembler, phase_of
 from triage.logread.unwrap import RECORD_STARTS
 from triage.record import Record
 
@@ -30,7 +30,7 @@ CUT_MIN = 80  # the narrowest terminal: a shorter line was not cut by one
 class Scan(Record):
     # A plain class, not a dataclass: see triage.record (start-up).
     __slots__ = ("source", "bytes", "lines_total", "lines", "repeats", "exceptions", "facts", "frame_files",
-                 "warnings", "complete", "_joined")
+                 "warnings", "complete", "cut_tracebacks", "_joined")
     _fields = __slots__[:-1]
 
     def __init__(self, source: str, bytes: int = 0, lines_total: int = 0, lines: list[Line] | None = None,
@@ -47,6 +47,7 @@ class Scan(Record):
         self.frame_files = set() if frame_files is None else frame_files
         self.warnings = [] if warnings is None else warnings
         self.complete = complete  # False while a piped log is still being written
+        self.cut_tracebacks: list[ExceptionRecord] = []  # tracebacks the log ends inside (type "")
         self._joined: tuple[int, int, str] | None = None
 
     def joined_text(self) -> str:
@@ -117,6 +118,11 @@ class Scanner:
             self._tail.clear()
         s.repeats = {k.split("\x00")[-1]: v for k, v in self._seen.items() if v > 1}
         s.exceptions = list(self._tb.records)
+        s.cut_tracebacks = self._tb.cut()
+        # The step start-up died in, for every rule: from the first traceback whose frames say.
+        phase = next((p for e in s.exceptions + s.cut_tracebacks if e.frames for p in [phase_of(e.frames)] if p), None)
+        if phase:
+            s.facts["phase"] = phase
         s.frame_files = set(self._tb.frame_files)
         s.bytes, s.lines_total = nbytes, max(nlines, s.lines[-1].no if s.lines else 0)
         extract.finish(s.facts)

@@ -24,6 +24,34 @@ EXC_IN_TB_RE = lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(?P<msg>.
 CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
 CHAIN_CONTEXT = "During handling of the above exception, another exception occurred"
 
+# The start-up step a traceback died in: the first of these functions found among its frames (capture
+# runs _dummy_run, so capture is looked for first), and a JIT build when a deeper frame compiles.
+STEPS = [
+    ("capture_model", "CUDA graph capture"), ("_capture_cudagraphs", "CUDA graph capture"),
+    ("_dummy_sampler_run", "sampler warm-up"),
+    ("profile_run", "memory profiling"), ("determine_available_memory", "memory profiling"),
+    ("determine_num_available_blocks", "memory profiling"),
+    ("_dummy_run", "warm-up"), ("compile_or_warm_up_model", "warm-up"), ("_warmup", "warm-up"),
+    ("load_weights", "weight loading"), ("load_model", "model loading"), ("initialize_cache", "KV cache allocation"),
+    ("_allocate_kv_cache", "KV cache allocation"), ("initialize_kv_cache", "KV cache allocation"),
+    ("init_worker_distributed_environment", "distributed start-up"), ("initialize_model_parallel", "distributed start-up"),
+    ("init_device", "device start-up"), ("get_tokenizer", "tokenizer loading"), ("get_config", "config loading"),
+    ("create_engine_config", "argument checking"),
+]
+JIT_FILES = ("/triton/compiler/", "/triton/runtime/", "/torch/_inductor/", "/flashinfer/jit/", "/deep_gemm/jit",
+             "/torch/utils/cpp_extension.py", "/tvm_ffi/")
+
+
+def phase_of(frames: list[Frame]) -> str | None:
+    """The step of start-up these frames were in, in words ("CUDA graph capture", "JIT compilation
+    during warm-up"); None when no frame says."""
+    funcs = {f.func for f in frames}
+    step = next((name for fn, name in STEPS if fn in funcs), None)
+    jit = any(j in f.file for f in frames[-8:] for j in JIT_FILES)
+    if jit:
+        return f"JIT compilation during {step}" if step else "JIT compilation"
+    return step
+
 
 class Frame(Record):
     # Plain classes, not dataclasses: see triage.record (start-up).
@@ -61,9 +89,10 @@ class ExceptionRecord(Record):
 
 
 class _ProcState:
-    __slots__ = ("frames", "in_tb", "chained", "last_exc", "tb_start", "tb_indent")
+    __slots__ = ("frames", "in_tb", "chained", "last_exc", "tb_start", "tb_indent", "last_frame")
 
     def __init__(self) -> None:
+        self.last_frame: Line | None = None
         self.frames: list[Frame] = []
         self.in_tb = False
         self.chained = False
@@ -101,6 +130,7 @@ class TracebackAssembler:
             if m:
                 if len(st.frames) < self.MAX_FRAMES:
                     st.frames.append(Frame(m.group("file"), int(m.group("line")), (m.group("func") or "").strip()))
+                st.last_frame = line
                 if len(self.frame_files) < 5000:
                     self.frame_files.add(m.group("file"))
                 return None
@@ -123,6 +153,12 @@ class TracebackAssembler:
             self._add(rec)
             return rec
         return None
+
+    def cut(self) -> list[ExceptionRecord]:
+        """Tracebacks that never reached their exception line (the log or the paste ends inside
+        them): a record with an empty type, its frames, and the last frame's line."""
+        return [ExceptionRecord("", "", st.last_frame, list(st.frames), True)
+                for st in self._procs.values() if st.in_tb and st.frames and st.last_frame is not None]
 
     def _add(self, rec: ExceptionRecord) -> None:
         if len(self.records) < self.MAX_RECORDS:

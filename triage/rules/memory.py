@@ -8,27 +8,17 @@ if False:  # for type checkers only (importing typing costs start-up time)
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
+from triage.logread.traceback import phase_of
 from triage.rules.base import Rule
 
-# Which phase of start-up ran out of memory, from function names in the traceback.
-PHASES = [
-    ("capture_model", "CUDA graph capture"), ("_dummy_sampler_run", "sampler warm-up"),
-    ("profile_run", "memory profiling"), ("determine_available_memory", "memory profiling"),
-    ("_dummy_run", "warm-up"), ("compile_or_warm_up_model", "warm-up"),
-    ("load_weights", "weight loading"), ("load_model", "model loading"), ("initialize_cache", "KV cache allocation"),
-    ("_allocate_kv_cache", "KV cache allocation"), ("initialize_kv_cache", "KV cache allocation"),
-]
-
-
 def _oom_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    """Which step of start-up ran out of memory, from the traceback that ended in this line."""
     out: dict[str, Any] = {}
     for exc in scan.exceptions:
         if exc.line.no == line.no and exc.frames:
-            funcs = [f.func for f in exc.frames]
-            for fn, phase in PHASES:
-                if fn in funcs:
-                    out["phase"] = phase
-                    break
+            phase = phase_of(exc.frames)
+            if phase:
+                out["phase"] = phase
             break
     return out
 
