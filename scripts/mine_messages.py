@@ -67,6 +67,10 @@ SUBTREES = {
     "numpy": ("numpy/core/", "numpy/_core/", "numpy/__init__.py", "numpy/_utils/"),
 }
 SKIP_PARTS = ("/tests/", "/test/", "/testing/", "/benchmarks/", "/examples/", "/_vendor/")
+# Kernel sources written in Python DSLs (CuTe, vendored CUTLASS, experimental kernels): thousands of
+# shape asserts that fire while a kernel is written, not while vLLM starts.
+SKIP_UNDER = {"flashinfer": ("flashinfer/data/", "flashinfer/experimental/", "kernel_src/", "cute_dsl/", "prims_ts/",
+                             "/kernels/")}
 
 
 # --- templates ----------------------------------------------------------------------------------
@@ -127,6 +131,10 @@ def template_of(node: ast.AST | None, env: dict[str, ast.AST] | None = None, *, 
         return None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join":
         return HOLE
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("strip", "rstrip"):
+        return template_of(node.func.value, env, pct=pct, depth=depth + 1)
+    if isinstance(node, ast.Call) and _exc_name(node.func) == "dedent" and node.args:
+        return template_of(node.args[0], env, pct=pct, depth=depth + 1)
     if isinstance(node, ast.Name) and env and node.id in env:
         return template_of(env[node.id], None, pct=pct, depth=depth + 1)
     if isinstance(node, ast.IfExp):
@@ -204,6 +212,8 @@ class _Visitor(ast.NodeVisitor):
                 self._add(LOG_LEVELS[f.attr], template_of(node.args[0], self._envs[-1], pct=True))
             elif f.attr == "warn" and oname == "warnings":
                 self._add("WARNING", template_of(node.args[0], self._envs[-1]))
+            elif f.attr == "write" and oname == "stderr":  # a banner printed before failing (NumPy's ABI one)
+                self._add("ERROR", template_of(node.args[0], self._envs[-1]))
         self.generic_visit(node)
 
 
@@ -223,7 +233,7 @@ def mine_source(src: str) -> list[tuple[str, str]]:
 # --- sources --------------------------------------------------------------------------------------
 
 def wanted(path: str, package: str) -> bool:
-    if not path.endswith(".py") or any(p in "/" + path for p in SKIP_PARTS):
+    if not path.endswith(".py") or any(p in "/" + path for p in SKIP_PARTS + SKIP_UNDER.get(package, ())):
         return False
     sub = SUBTREES.get(package)
     return sub is None or path.startswith(sub)
@@ -308,43 +318,43 @@ def words(text: str) -> list[str]:
 
 
 def build_index(entries: list[list]) -> dict[str, list[int]]:
-    """Each entry under its rarest whole word of four letters or more (a log line is looked up by its
-    words, and the rarest word makes the shortest candidate list)."""
+    """Each entry under its rarest whole word of four letters or more, and under the rarest of its first
+    piece that has one (a fragment is usually the start of a message, cut). A log line is looked up by
+    its words: the rarest word makes the shortest candidate list."""
     freq: Counter[str] = Counter()
-    per: list[list[str]] = []
+    per: list[list[list[str]]] = []
     for e in entries:
-        per.append(key_words(e[3]))
-        freq.update(per[-1])
+        per.append(piece_words(e[3]))
+        freq.update({w for ws in per[-1] for w in ws})
     index: dict[str, list[int]] = {}
-    for i, ws in enumerate(per):
-        if ws:
-            key = min(ws, key=lambda w: (freq[w], -len(w), w))
+    for i, pieces in enumerate(per):
+        every = [w for ws in pieces for w in ws]
+        if not every:
+            continue
+        rare = lambda ws: min(ws, key=lambda w: (freq[w], -len(w), w))  # noqa: E731
+        keys = {rare(every), rare(next(ws for ws in pieces if ws))}
+        for key in sorted(keys):
             index.setdefault(key, []).append(i)
     return index
 
 
 def key_words(template: str) -> list[str]:
-    """The template's words that print whole: not touching a hole (a value may extend them)."""
+    return sorted({w for ws in piece_words(template) for w in ws})
+
+
+def piece_words(template: str) -> list[list[str]]:
+    """The words of each piece that print whole: not touching a hole (a value may extend them)."""
     pieces = template.split(HOLE)
-    out = set()
+    out = []
     for j, piece in enumerate(pieces):
+        ws = []
         for m in _WORD.finditer(piece):
             left_ok = m.start() > 0 or j == 0
             right_ok = m.end() < len(piece) or j == len(pieces) - 1
             if left_ok and right_ok:
-                out.add(m.group().lower())
-    return sorted(out)
-
-
-def _mine_job(job: tuple[str, str, str, str, str]) -> str:
-    package, version, kind, path, cache = job
-    files = iter_wheel(Path(path), package) if kind == "wheel" else iter_tree(Path(path), package)
-    found = [[name, k, tpl] for name, src in files for k, tpl in mine_source(src)]
-    Path(cache).parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache + ".tmp"
-    Path(tmp).write_text(json.dumps(found))
-    os.replace(tmp, cache)
-    return f"mined {package} {version}: {len(found)}"
+                ws.append(m.group().lower())
+        out.append(ws)
+    return out
 
 
 def main() -> int:

@@ -14,7 +14,7 @@ from triage.lazyre import lazy
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
-from triage.catalogue.areas import TYPE_AREAS, area_of_frames, by_words
+from triage.catalogue.areas import TYPE_AREAS, area_of_frames, by_words, category_for
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord
 from triage.model import Diagnosis, Evidence, Fix, Note
@@ -102,12 +102,16 @@ def rank(found: list[tuple[Rule, Diagnosis]]) -> list[Diagnosis]:
 # ---- fallback for failures no rule knows -------------------------------------------------------
 
 def guess_category(exc: ExceptionRecord) -> str:
-    if exc.short_type in TYPE_AREAS:
-        return TYPE_AREAS[exc.short_type]
+    typed = category_for("", exc.message, exc.short_type) if exc.short_type in TYPE_AREAS else None
+    if typed is not None:
+        return typed
     hit = area_of_frames([fr.file for fr in exc.frames])
     if hit is not None:
         return by_words(exc.message, hit[0]) or hit[0]
     msg = exc.message
+    worded = by_words(msg, None)
+    if worded is not None:
+        return worded
     if "NCCL" in msg or "Gloo" in msg or "gloo" in msg:
         return "distributed"
     if "CUDA" in msg or "cuda" in msg:

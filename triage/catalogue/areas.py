@@ -142,28 +142,35 @@ STRONG: list[tuple[tuple[str, ...], str]] = [
     (("out of memory", "OutOfMemory"), "gpu_oom"),
     (("NCCL", "Gloo", "gloo", "/dev/shm", "placement group", "Ray cluster"), "distributed"),
     (("No available memory for the cache blocks", "KV cache is needed", "num_gpu_blocks", "KV cache space",
-      "larger than the maximum number of tokens that can be stored in KV cache"), "kv_cache_memory"),
+      "larger than the maximum number of tokens that can be stored in KV cache", "cache blocks",
+      "Free memory on device", "desired GPU memory utilization"), "kv_cache_memory"),
+    (("forked subprocess", "start method", "bootstrapping phase"), "distributed"),
+    (("Selected backend",), "attention_backend"),
+    (("CUDAGraphMode",), "cudagraph_capture"),
+    (("Failed to infer device type", "No CUDA GPUs are available", "Address already in use",
+      "address already in use"), "environment"),
     (("no kernel image is available", "minimum capability", "minimum compute capability"), "unsupported_gpu"),
     (("Bfloat16 is only supported", "bfloat16 is only supported"), "dtype_unsupported"),
-    (("driver version is insufficient", "NVIDIA driver on your system is too old", "forward compatibility"),
-     "cuda_driver"),
+    (("driver version is insufficient", "NVIDIA driver on your system is too old", "forward compatibility",
+      "provided PTX was compiled with an unsupported toolchain"), "cuda_driver"),
+    (("operation not permitted when stream is capturing", "stream is capturing"), "cudagraph_capture"),
     (("attention backend", "Attention backend"), "attention_backend"),
     (("chat template", "chat_template"), "tokenizer_chat_template"),
     (("speculative", "Speculative", "draft model", "num_speculative_tokens"), "speculative_decoding"),
     (("CUDA graph capture", "cudagraph capture", "capturing CUDA graph", "Capturing CUDA graph"), "cudagraph_capture"),
+    (("quantization", "Quantization", "quant_method", "BitsAndBytes", "bitsandbytes"), "quantization"),
 ]
 WEAK: list[tuple[tuple[str, ...], str]] = [
-    (("quantization", "Quantization", "quant_method", "quantized"), "quantization"),
+    (("quantized",), "quantization"),
     (("tokenizer", "Tokenizer"), "tokenizer_chat_template"),
     (("compute capability", "Compute capability"), "unsupported_gpu"),
-    (("bfloat16", "float16", "dtype"), "dtype_unsupported"),
+    (("bfloat16", "Bfloat16", "BF16 is not supported"), "dtype_unsupported"),
     (("max_model_len", "max_num_batched_tokens", "gpu_memory_utilization"), "engine_config"),
     (("architectures", "Architecture", "model type", "model_type", "trust_remote_code"), "model_support"),
     (("safetensors", "checkpoint", "weights", "config.json"), "model_loading"),
     (("FlashInfer", "flashinfer", "DeepGEMM", "deep_gemm", "FlashAttention", "flash_attn"), "kernel_library"),
     (("triton", "Triton"), "triton_compile"),
     (("CUDA driver", "cuda driver"), "cuda_driver"),
-    (("address already in use", "Address already in use"), "environment"),
 ]
 VAGUE = {"engine_config", "environment", "model_support", "install_mismatch"}
 
@@ -194,9 +201,11 @@ def by_words(message: str, current: str | None) -> str | None:
 def category_for(module: str, message: str, exc_type: str = "") -> str | None:
     """The category of a message raised (or logged) in `module`; None when neither says."""
     short = exc_type.rsplit(".", 1)[-1]
-    if short in TYPE_AREAS:
-        return TYPE_AREAS[short]
-    return by_words(message, area_of(module))
+    typed = TYPE_AREAS.get(short)
+    if typed is not None and typed not in VAGUE:
+        return typed
+    # "ImportError: ... install flashinfer" is a kernel library missing: words may refine a vague type
+    return by_words(message, typed or area_of(module))
 
 
 def area_of_frames(files: list[str]) -> tuple[str, str] | None:

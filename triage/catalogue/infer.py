@@ -24,6 +24,8 @@ CONF_PARTIAL = 0.44  # most of them: a cut line or a fragment
 CONF_WARNING = 0.38  # only a warning matched: it may be the cause, or only what came before it
 CONF_FRAMES = 0.4
 MAX_LINES = 4000  # lines looked up, errors first: a long log's rest is read by the hand rules
+MAX_ROOTS = 2
+FRAGMENT_LINES = 40  # an input this short is a paste, not a whole log
 SKIP_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError")
 
 
@@ -54,7 +56,7 @@ def _candidates(scan: Scan, skip: set[int], wrapper: Any):
             e = e.caused_by
         roots.append(e)
     seen: set[int] = set()
-    for e in roots:
+    for e in roots[:MAX_ROOTS]:  # later exceptions are mostly consequences of the first
         if e.line.no in seen:
             continue
         seen.add(e.line.no)
@@ -72,12 +74,25 @@ def _candidates(scan: Scan, skip: set[int], wrapper: Any):
             break
         (errors if ln.level in ("ERROR", "CRITICAL") else warnings if ln.level == "WARNING"
          else plain if not ln.level else []).append(ln)
+    if roots:
+        # An exception no template knows is the cause still (the fallback reads its frames); an
+        # error logged before it may have said why.
+        first = min(e.line.no for e in roots)
+        for ln in errors:
+            if ln.no < first:
+                yield ln.text, ln, None, True
+        return
     for ln in errors:
         yield ln.text, ln, None, True
-    for ln in plain:  # a fragment: the message without its ERROR prefix or exception type
-        yield ln.text, ln, None, False
-    for ln in warnings:
-        yield ln.text, ln, None, True
+    # A healthy log prints warnings and plain lines too: they count only when something failed, or
+    # when the whole input is a fragment pasted from a ticket.
+    failed = bool(errors or scan.cut_tracebacks) or any(wrapper(ln.text) for ln in scan.lines[-200:])
+    if failed or scan.lines_total <= FRAGMENT_LINES:
+        for ln in plain:  # the message without its ERROR prefix or exception type
+            yield ln.text, ln, None, False
+    if failed:
+        for ln in warnings:
+            yield ln.text, ln, None, True
 
 
 def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: ExceptionRecord | None) -> Diagnosis:

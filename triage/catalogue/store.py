@@ -22,11 +22,22 @@ SPACE_RE = re.compile(r"\s+")
 SHORT_PIECE = 3  # pieces this short (", ", ".") are found anywhere: they prove nothing
 MIN_MATCHED = 14  # literal characters a match must cover
 PARTIAL_SHARE = 0.6  # of the template's literal characters, for a match that misses pieces
+LONG_ENOUGH = 40  # ... unless this much verbatim text matched (the first line of a long banner)
+LINE_SHARE = 0.5  # of the line's own text the match must cover, unless it is LONG_ENOUGH
+MIN_SPECIFIC = 12  # matched characters outside the phrases every library (and Python itself) prints
+MIN_SPECIFIC_AT_START = 4
+# Phrases that say nothing about which code printed them: "'X' object has no attribute 'y'" is Python's
+# own; "{} is not supported yet." is in a hundred modules.
+GENERIC = ("object has no attribute", "has no attribute", "No such file or directory", "cannot open shared object file",
+           "Could not find", "could not find", "is not supported yet", "is not supported", "not supported yet",
+           "not supported", "does not support", "is not a valid", "is not available", "not available",
+           "is required", "must be", "not found", "Failed to", "failed to", "Unsupported", "unsupported", "Invalid",
+           "invalid", "Unknown", "unknown", "Expected", "expected", "got ", "Cannot", "cannot", "Please", "please")
 MAX_CANDIDATES = 400
 
 
 class Template(Record):
-    __slots__ = ("package", "module", "kind", "text", "first", "last", "newest", "pieces", "literal")
+    __slots__ = ("package", "module", "kind", "text", "first", "last", "newest", "pieces", "literal", "anchored")
     _fields = __slots__
 
     def __init__(self, package: str, module: str, kind: str, text: str, first: str, last: str, newest: str,
@@ -40,6 +51,8 @@ class Template(Record):
         self.newest = newest  # the newest mined release of `package`
         self.pieces = [p for p in (q.strip() for q in text.split(hole)) if p]
         self.literal = sum(len(p) for p in self.pieces if len(p) >= SHORT_PIECE)
+        # the message begins with its own words (not a value, nor a lone quote before one)
+        self.anchored = not text.startswith(hole) and bool(self.pieces) and len(self.pieces[0].strip("'\"` ")) >= 4
 
     @property
     def logged(self) -> bool:
@@ -93,7 +106,7 @@ class Catalogue:
             return None
 
     def candidates(self, text: str) -> list[int]:
-        out: list[int] = []
+        out: dict[int, None] = {}  # ordered, and a template filed under two of the line's words once
         seen: set[str] = set()
         for w in WORD_RE.findall(text):
             w = w.lower()
@@ -102,10 +115,10 @@ class Catalogue:
             seen.add(w)
             ids = self.index.get(w)
             if ids:
-                out.extend(ids)
+                out.update(dict.fromkeys(ids))
                 if len(out) > MAX_CANDIDATES:
                     break
-        return out
+        return list(out)
 
     def match(self, text: str) -> list[Match]:
         """Every template the line matches, the best (most literal text covered) first."""
@@ -125,20 +138,60 @@ def _match(t: Template, line: str) -> Match | None:
         return None
     pos = 0
     matched = 0
+    generic = 0
     first_found = -1
+    starts = False
     for piece in t.pieces:
         j = line.find(piece, pos)
         if j < 0:
-            continue  # cut off, or the hole before it took more than one piece's place
+            # The line may end inside this piece (cut by a terminal or a paste, or the first line of a
+            # message printed over several).
+            tail = line[pos:].rstrip()
+            k = _cut_prefix(piece, tail)
+            if k >= SHORT_PIECE:
+                matched += k
+                generic += _generic_chars(piece[:k])
+                break
+            continue
         if first_found < 0:
             first_found = j
+            starts = piece is t.pieces[0] and t.anchored and _message_start(line, j)
         pos = j + len(piece)
         if len(piece) >= SHORT_PIECE:
             matched += len(piece)
-    share = matched / t.literal
-    if matched < MIN_MATCHED or share < PARTIAL_SHARE:
+            generic += _generic_chars(piece)
+    share = min(1.0, matched / t.literal)
+    # A message that begins the line with its own first words ("NIXL is not available") needs less
+    # of its own text than one found somewhere inside a longer line.
+    if matched < MIN_MATCHED or matched - generic < (MIN_SPECIFIC_AT_START if starts else MIN_SPECIFIC):
+        return None
+    if matched < LONG_ENOUGH and (share < PARTIAL_SHARE or matched < LINE_SHARE * len(line[first_found:].strip())):
         return None
     return Match(t, matched, share)
+
+
+def _message_start(line: str, j: int) -> bool:
+    """Whether a message starts at j: the line's start, or after a log prefix, an exception type, a
+    quote."""
+    return j == 0 or line[j - 1] in "'\"(>[" or line[max(0, j - 2):j] in (": ", "] ", "> ")
+
+
+def _generic_chars(piece: str) -> int:
+    n = 0
+    for g in GENERIC:
+        if g in piece:
+            n += len(g)
+            piece = piece.replace(g, "")
+    return n
+
+
+def _cut_prefix(piece: str, tail: str) -> int:
+    """How much of `piece` the end of the line holds, when the line stops inside it."""
+    seg = tail[-len(piece):]
+    for i in range(len(seg) - SHORT_PIECE + 1):  # the longest end of the line that starts the piece
+        if piece.startswith(seg[i:]):
+            return len(seg) - i
+    return 0
 
 
 _CATALOGUE: Catalogue | None = None

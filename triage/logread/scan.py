@@ -24,6 +24,7 @@ MAX_HEAD = 15000
 MAX_TAIL = 5000
 COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
 COLLECT_ENV_SPAN = 400
+CUT_TB_TAIL = 3  # a traceback whose last frame is this close to the end of the log was cut by it
 CUT_MIN = 80  # the narrowest terminal: a shorter line was not cut by one
 
 
@@ -118,7 +119,10 @@ class Scanner:
             self._tail.clear()
         s.repeats = {k.split("\x00")[-1]: v for k, v in self._seen.items() if v > 1}
         s.exceptions = list(self._tb.records)
-        s.cut_tracebacks = self._tb.cut()
+        # Only where the log (or the paste) ends inside it: elsewhere its exception line was merely
+        # not selected, or another process' lines came in between.
+        end = max(nlines, s.lines[-1].no if s.lines else 0)
+        s.cut_tracebacks = [t for t in self._tb.cut() if t.line.no + CUT_TB_TAIL >= end]
         # The step start-up died in, for every rule: from the first traceback whose frames say.
         phase = next((p for e in s.exceptions + s.cut_tracebacks if e.frames for p in [phase_of(e.frames)] if p), None)
         if phase:
