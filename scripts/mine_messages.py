@@ -310,6 +310,7 @@ class Catalogue:
                 "modules": modules, "kinds": kinds, "entries": entries, "index": build_index(entries)}
 
 
+FIRST_KEY_MAX = 60
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 
 
@@ -332,7 +333,10 @@ def build_index(entries: list[list]) -> dict[str, list[int]]:
         if not every:
             continue
         rare = lambda ws: min(ws, key=lambda w: (freq[w], -len(w), w))  # noqa: E731
-        keys = {rare(every), rare(next(ws for ws in pieces if ws))}
+        keys = {rare(every)}
+        first = rare(next(ws for ws in pieces if ws))
+        if freq[first] <= FIRST_KEY_MAX:  # a common first word would make every line a candidate
+            keys.add(first)
         for key in sorted(keys):
             index.setdefault(key, []).append(i)
     return index
@@ -355,6 +359,35 @@ def piece_words(template: str) -> list[list[str]]:
                 ws.append(m.group().lower())
         out.append(ws)
     return out
+
+
+def serialise(data: dict) -> bytes:
+    """The shipped form, made to load fast: a JSON header line, then one line per template
+    ("package module kind first last template", tab-separated, numbers into the header's lists), then
+    one line per index word ("word id id ..."). Reading it is a split, not a JSON parse of every row;
+    a row is parsed when a lookup reaches it."""
+    header = {k: data[k] for k in ("hole", "packages", "releases", "modules", "kinds")}
+    header["format"] = 2
+    header["entries"] = len(data["entries"])
+    header["index"] = len(data["index"])
+    lines = [json.dumps(header, separators=(",", ":"), ensure_ascii=False)]
+    for p, m, k, t, a, b in data["entries"]:
+        assert "\t" not in t and "\n" not in t
+        lines.append(f"{p}\t{m}\t{k}\t{a}\t{b}\t{t}")
+    for w, ids in sorted(data["index"].items()):
+        lines.append(w + "\t" + " ".join(map(str, ids)))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _mine_job(job: tuple[str, str, str, str, str]) -> str:
+    package, version, kind, path, cache = job
+    files = iter_wheel(Path(path), package) if kind == "wheel" else iter_tree(Path(path), package)
+    found = [[name, k, tpl] for name, src in files for k, tpl in mine_source(src)]
+    Path(cache).parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache + ".tmp"
+    Path(tmp).write_text(json.dumps(found))
+    os.replace(tmp, cache)
+    return f"mined {package} {version}: {len(found)}"
 
 
 def main() -> int:
@@ -398,7 +431,7 @@ def main() -> int:
         n = cat.add_release(package, version, [], Path(cache))
         print(f"{package} {version}: {n} messages", file=sys.stderr)
     data = cat.to_json()
-    raw = json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    raw = serialise(data)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "wb") as fh:
         fh.write(gzip.compress(raw, 9, mtime=0))

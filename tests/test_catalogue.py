@@ -122,7 +122,7 @@ def test_miner_keeps_release_ranges_and_builds_a_consistent_index(tmp_path):
     rows = {e[3]: (e[4], e[5]) for e in data["entries"]}
     assert rows == {"the old message that went away": (0, 0), f"a brand new message about {H} things": (1, 1)}
     out = tmp_path / "m.json.gz"
-    out.write_bytes(gzip.compress(json.dumps(data).encode()))
+    out.write_bytes(gzip.compress(miner.serialise(data)))
     c = store.load(str(out))
     (m,) = c.match("ValueError: a brand new message about 12 things")
     assert (m.template.first, m.template.last, m.template.newest) == ("0.2.0", "0.2.0", "0.2.0")
@@ -146,19 +146,21 @@ def test_shipped_catalogue_is_consistent(cat):
     for lib in ("transformers", "huggingface_hub", "flashinfer", "triton", "torch", "safetensors", "ray"):
         assert lib in cat.packages, lib
     per: dict[int, int] = {}
-    for ids in cat.index.values():
-        assert len(ids) == len(set(ids))
+    for word in cat.index:
+        ids = cat.ids(word)
+        assert ids and len(ids) == len(set(ids))
         for i in ids:
             per[i] = per.get(i, 0) + 1
     assert max(per.values()) <= 2  # under its rarest word and its first piece's rarest word
     assert len(per) > 0.95 * len(cat)
-    for word, ids in list(cat.index.items())[::50]:
-        for i in ids:
+    for word in list(cat.index)[::50]:
+        for i in cat.ids(word):
             t = cat.template(i)
             assert word in miner.key_words(t.text), (word, t.text)
-    for row in cat.rows[::97]:
-        p, m, k, text, a, b = row
+    for i in range(0, len(cat), 97):
+        p, m, k, a, b, text = cat.row(i)
         assert 0 <= a <= b < len(cat.releases[p])
+        assert 0 <= m < len(cat.modules) and 0 <= k < len(cat.kinds)
         assert miner.worth_keeping(text)
 
 

@@ -37,7 +37,8 @@ MAX_CANDIDATES = 400
 
 
 class Template(Record):
-    __slots__ = ("package", "module", "kind", "text", "first", "last", "newest", "pieces", "literal", "anchored")
+    __slots__ = ("package", "module", "kind", "text", "first", "last", "newest", "pieces", "literal", "anchored",
+                 "longest")
     _fields = __slots__
 
     def __init__(self, package: str, module: str, kind: str, text: str, first: str, last: str, newest: str,
@@ -51,6 +52,7 @@ class Template(Record):
         self.newest = newest  # the newest mined release of `package`
         self.pieces = [p for p in (q.strip() for q in text.split(hole)) if p]
         self.literal = sum(len(p) for p in self.pieces if len(p) >= SHORT_PIECE)
+        self.longest = max(self.pieces, key=len) if self.pieces else ""
         # the message begins with its own words (not a value, nor a lone quote before one)
         self.anchored = not text.startswith(hole) and bool(self.pieces) and len(self.pieces[0].strip("'\"` ")) >= 4
 
@@ -77,23 +79,40 @@ class Match(Record):
 
 
 class Catalogue:
-    def __init__(self, data: dict[str, Any]) -> None:
-        self.hole: str = data["hole"]
-        self.packages: list[str] = data["packages"]
-        self.releases: list[list[str]] = data["releases"]
-        self.modules: list[str] = data["modules"]
-        self.kinds: list[str] = data["kinds"]
-        self.rows: list[list[Any]] = data["entries"]
-        self.index: dict[str, list[int]] = data["index"]
+    def __init__(self, text: str) -> None:
+        lines = text.split("\n")
+        import json
+
+        head = json.loads(lines[0])
+        if head.get("format") != 2:
+            raise ValueError(f"catalogue format {head.get('format')!r}")
+        self.hole: str = head["hole"]
+        self.packages: list[str] = head["packages"]
+        self.releases: list[list[str]] = head["releases"]
+        self.modules: list[str] = head["modules"]
+        self.kinds: list[str] = head["kinds"]
+        n = head["entries"]
+        self._rows: list[str] = lines[1:1 + n]  # parsed on first use (row())
+        # word -> "id id id", split when a line holds the word
+        self.index: dict[str, str] = dict(ln.split("\t", 1) for ln in lines[1 + n:1 + n + head["index"]])
+        if len(self._rows) != n or len(self.index) != head["index"]:
+            raise ValueError("catalogue truncated")
         self._made: dict[int, Template] = {}
 
+    def ids(self, word: str) -> list[int]:
+        return [int(i) for i in self.index.get(word, "").split()]
+
+    def row(self, i: int) -> tuple[int, int, int, int, int, str]:
+        p, m, k, a, b, text = self._rows[i].split("\t", 5)
+        return int(p), int(m), int(k), int(a), int(b), text
+
     def __len__(self) -> int:
-        return len(self.rows)
+        return len(self._rows)
 
     def template(self, i: int) -> Template:
         t = self._made.get(i)
         if t is None:
-            p, m, k, text, a, b = self.rows[i]
+            p, m, k, a, b, text = self.row(i)
             rels = self.releases[p]
             t = self._made[i] = Template(self.packages[p], self.modules[m], self.kinds[k], text, rels[a], rels[b],
                                          rels[-1], self.hole)
@@ -115,7 +134,7 @@ class Catalogue:
             seen.add(w)
             ids = self.index.get(w)
             if ids:
-                out.update(dict.fromkeys(ids))
+                out.update(dict.fromkeys(map(int, ids.split())))
                 if len(out) > MAX_CANDIDATES:
                     break
         return list(out)
@@ -134,8 +153,8 @@ class Catalogue:
 
 
 def _match(t: Template, line: str) -> Match | None:
-    if t.literal <= 0:
-        return None
+    if t.literal <= 0 or (t.pieces[0] not in line and t.longest not in line and not t.pieces[0][:8] in line):
+        return None  # cheap test first: a match holds its first piece, or its longest, or a cut start
     pos = 0
     matched = 0
     generic = 0
@@ -207,13 +226,11 @@ def load(path: str = DATA) -> Catalogue | None:
     if _FAILED and path == DATA:
         return None
     import gzip
-    import json
 
     try:
         with open(path, "rb") as fh:
-            data = json.loads(gzip.decompress(fh.read()))
-        cat = Catalogue(data)
-    except (OSError, ValueError, KeyError, TypeError):
+            cat = Catalogue(gzip.decompress(fh.read()).decode("utf-8"))
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
         if path == DATA:
             _FAILED = True
         return None
