@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import run_triage
 
 from triage.catalogue import areas, store
 from triage.catalogue.areas import area_of, category_for
@@ -296,9 +297,10 @@ def test_hand_rules_still_win_and_never_load_the_catalogue(monkeypatch):
 
 # --- release ranges as upgrade evidence ---------------------------------------------------------
 
-def _cat_diag(first, last, newest="0.33.0"):
+def _cat_diag(first, last, absent=None, gone=None, newest="0.33.0"):
     facts = {"catalogue": {"package": "vllm", "module": "vllm/worker/worker.py", "kind": "ValueError",
-                           "first_release": first, "last_release": last, "newest_release": newest}}
+                           "first_release": first, "last_release": last, "newest_release": newest,
+                           "absent_in": absent, "gone_by": gone}}
     return Diagnosis("engine_config", "catalogue.vllm.worker.worker", "x", 0.5, facts=facts)
 
 
@@ -308,40 +310,35 @@ def _advise(diag, installed=None):
 
 
 def test_a_message_gone_from_newer_releases_is_upgrade_evidence():
-    out = _advise(_cat_diag("0.6.6.post1", "0.9.2"), "0.8.5")
+    out = _advise(_cat_diag("0.6.6.post1", "0.9.2", gone="0.10.2"), "0.8.5")
     line = next(e for e in out["evidence"] if "gone since" in e)
-    assert "after vLLM 0.9.2" in line and "vllm/worker/worker.py" in line and "scripts/mine_messages.py" in line
+    assert "vLLM 0.10.2" in line and "vllm/worker/worker.py" in line and "scripts/mine_messages.py" in line
+    assert out["verdict"] == "unknown"  # changed code is not proof of a fix
 
 
 def test_a_message_still_in_the_newest_release_says_upgrading_alone_does_not_fix_it():
-    out = _advise(_cat_diag("0.10.2", "0.33.0"), "0.12.0")
+    out = _advise(_cat_diag("0.10.2", "0.33.0", absent="0.9.2"), "0.12.0")
     assert out["verdict"] == "does-not-fix"
     assert any("still in vLLM 0.33.0" in e for e in out["evidence"])
 
 
-def test_a_message_newer_than_the_installed_vllm_is_flagged():
-    out = _advise(_cat_diag("0.20.2", "0.33.0"), "0.11.0")
+def test_a_message_the_installed_vllm_cannot_print_is_flagged():
+    out = _advise(_cat_diag("0.20.2", "0.33.0", absent="0.19.1"), "0.11.0")
     assert out["verdict"] == "unknown"
-    assert any("not in the installed 0.11.0" in e for e in out["evidence"])
+    assert any("not in 0.19.1, and the installed vLLM is 0.11.0" in e for e in out["evidence"])
+    # 0.20.0 may hold it: only the last patch of each minor release is mined
+    assert _advise(_cat_diag("0.20.2", "0.33.0", absent="0.19.1"), "0.20.0")["verdict"] == "does-not-fix"
+    out = _advise(_cat_diag("0.6.6.post1", "0.9.2", gone="0.10.2"), "0.12.0")
+    assert any("a modified install or another package" in e for e in out["evidence"])
 
 
-def test_a_pasted_fragment_without_prefix_or_type_is_recognised():
-    # what people paste into a ticket: the message alone
-    text = ("I get this when starting with a draft model:\n"
-            "Speculative Decoding with draft models only supports padded drafter batch. Please don't pass "
-            "--disable-padded-drafter-batch in the speculative_config.\n")
-    ds, _ = diagnose(scan_text(text))
-    assert ds and ds[0].signature.startswith("catalogue.vllm.v1.spec_decode"), [d.signature for d in ds]
-    assert ds[0].category == "speculative_decoding"
-
-
-def test_a_healthy_log_with_known_warnings_is_no_failure():
-    # real vLLM warnings the catalogue knows, in a log where nothing failed
-    text = "\n".join([
-        "INFO 05-02 10:11:12 [__init__.py:216] Automatically detected platform cuda.",
-        "WARNING 05-02 10:11:13 [cuda.py:312] Using 'pin_memory=False' as WSL is detected and the WSL2 kernel "
-        "version is below 4.19.121. This may slow down performance. Please run `wsl --update`.",
-        "INFO 05-02 10:11:40 [api_server.py:1000] Starting vLLM API server on http://0.0.0.0:8000",
-    ] * 20)
-    ds, _ = diagnose(scan_text(text))
-    assert ds == []
+def test_the_pipeline_carries_release_ranges_to_the_upgrade_verdict(tmp_path):
+    log = tmp_path / "v.log"
+    log.write_text(UNKNOWN_LOG.replace("detected platform cuda.", "detected platform cuda.\n"
+                                       "INFO 11-02 09:00:01 [api_server.py:1839] vLLM API server version 0.32.0"))
+    res = run_triage("--log", str(log), "--json", "--offline", "--no-probe")
+    out = json.loads(res.stdout)
+    d = out["diagnoses"][0]
+    assert d["category"] == "quantization" and d["facts"]["catalogue"]["last_release"] == "0.33.0"
+    assert out["upgrade"]["verdict"] == "does-not-fix"
+    assert any("still in vLLM 0.33.0" in e for e in out["upgrade"]["evidence"])

@@ -127,9 +127,13 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
     last = max((x.last for x in same_pkg), key=order.index)
     releases = first if first == last else f"{first}-{last}"
     kind = "logged" if t.logged else "raised"
+    i, j = order.index(first), order.index(last)
     facts: dict[str, Any] = {
         "catalogue": {"package": t.package, "module": t.module, "kind": t.kind, "template": t.shown(),
                       "first_release": first, "last_release": last, "newest_release": t.newest,
+                      # the mined releases around the range: the message is absent in both
+                      "absent_in": order[i - 1] if i > 0 else None,
+                      "gone_by": order[j + 1] if j + 1 < len(order) else None,
                       "modules": sorted({m.template.module for m in tied})[:5]},
     }
     if exc is not None:
@@ -186,7 +190,7 @@ def _module_of(file: str) -> str:
 
 def _release_words(package: str, last: str, newest: str) -> str:
     if last != newest:
-        return f"It is not in {package} releases after {last} (the newest mined is {newest}): upgrading changes this code."
+        return f"It is gone from {package} releases after {last} (the newest is {newest}): upgrading changes this code."
     return f"It is still in {package} {newest}: upgrading alone does not remove this check."
 
 

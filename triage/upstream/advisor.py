@@ -215,21 +215,26 @@ CATALOGUE_SOURCE = "vLLM's source, release by release (triage/catalogue, scripts
 def release_range_evidence(cat: dict[str, Any], installed: str | None) -> tuple[str | None, str] | None:
     """What the releases a message occurs in say about upgrading: ("does-not-fix" or None, the
     evidence line). A message still in the newest mined release will be printed after an upgrade
-    too; one gone since a release means upgrading changes the code that printed it (not proof that
-    the failure goes: the check may have moved or been reworded)."""
+    too; one gone by a release means upgrading changes the code that printed it (not proof that
+    the failure goes: the check may have moved or been reworded). Only the last patch of each minor
+    release is mined, so the range's edges are known to a minor release."""
     pkg, first, last, newest = (cat.get(k) for k in ("package", "first_release", "last_release", "newest_release"))
     if pkg != "vllm" or not (first and last and newest):
         return None
     where = f"{cat.get('kind', 'raised')} in {cat.get('module', '?')}"
     span = first if first == last else f"{first}-{last}"
-    if installed and V.lt(installed, first):
-        return None, (f"the matched message is only in vLLM {span} ({where}), not in the installed {installed}: "
-                      f"it may come from another package (source: {CATALOGUE_SOURCE})")
+    absent, gone = cat.get("absent_in"), cat.get("gone_by")
+    if installed and absent and not V.lt(absent, installed):
+        return None, (f"the matched message is in vLLM {span} ({where}) but not in {absent}, and the installed "
+                      f"vLLM is {installed}: it may come from another package (source: {CATALOGUE_SOURCE})")
+    if installed and gone and not V.lt(installed, gone):
+        return None, (f"the matched message is gone by vLLM {gone} ({where}, vLLM {span}), yet the installed "
+                      f"vLLM is {installed}: a modified install or another package (source: {CATALOGUE_SOURCE})")
     if last == newest:
         return "does-not-fix", (f"the message is still in vLLM {newest}, the newest release ({where}, vLLM {span}): "
                                 f"upgrading alone does not remove this check (source: {CATALOGUE_SOURCE})")
-    return None, (f"the message is gone since the release after vLLM {last} ({where}, vLLM {span}; not in {newest}): "
-                  f"upgrading changes the code that printed it (source: {CATALOGUE_SOURCE})")
+    return None, (f"the message is gone since vLLM {gone or 'the release after ' + last} ({where}, vLLM {span}; "
+                  f"not in {newest}): upgrading changes the code that printed it (source: {CATALOGUE_SOURCE})")
 
 
 def _release_range(diag: Any, installed: str | None, verdict: str, target: str | None, evidence: list[str],
