@@ -13,7 +13,7 @@ from __future__ import annotations
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
-from triage.catalogue.areas import area_of_frames, category_for
+from triage.catalogue.areas import area_of, area_of_frames, category_for
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord, phase_of
@@ -149,8 +149,14 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
     fix = Fix(f"This is {t.package}'s own message, {where}; triage has no hand-written rule for it. "
               + _release_words(t.package, last, t.newest)
               + " Search upstream for its text, or file it with `triage report --log FILE`.", None)
+    why = [f"{where}: the line matches this message of {t.package}'s source ({t.shown()[:160]})",
+           (f"category {category}: {t.module} is {category} code" if area_of(t.module) == category else
+            f"category {category} from the message's words ({t.module} is {area_of(t.module) or 'unmapped'} code)") + (
+               f" (the modules holding it disagree: {', '.join(sorted(votes))})" if len(votes) > 1 else ""),
+           _release_words(t.package, last, t.newest)]
     return Diagnosis(category=category, signature="catalogue." + _sig(t.module), title=title,
-                     confidence=round(conf, 2), evidence=evidence, facts=facts, fix=fix, first_line=line.no)
+                     confidence=round(conf, 2), evidence=evidence, facts=facts, fix=fix, first_line=line.no,
+                     explanation=why)
 
 
 def from_frames(scan: Scan) -> Diagnosis | None:
