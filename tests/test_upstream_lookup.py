@@ -55,10 +55,10 @@ def test_online_lookup(fake_github):
     merged = next(h for h in rep.upstream if h["number"] == 43477)
     assert merged["fixed_by"] == 43477 and merged["fixed_in"] == "0.24.0" and merged["fixed_in_basis"] == "git compare"
     up = rep.upgrade
-    assert up["verdict"] == "fixes" and up["target_version"] == "0.26.0"
+    assert up["verdict"] == "fixes" and up["target_version"] == "0.25.0"  # the first listed release >= 0.24.0, the first with FLASHINFER_MLA_SPARSE_SM120
     assert up["overwrites"] == ["vllm/platforms/cuda.py", "vllm/v1/attention/backends/mla/flashmla_sparse.py"]
     assert "triage probe --save-patches DIR" in up["keep_patches"]
-    assert any("flashinfer-python>=0.6.14 (installed 0.5.3: too old)" in e for e in up["evidence"])
+    assert any("flashinfer-python>=0.6.12 (installed 0.5.3: too old)" in e for e in up["evidence"])
     assert runner.calls[0][1:5] == ["-m", "pip", "index", "versions"]
     assert runner.calls[0][0] == "/home/alice/venvs/vllm/bin/python"
     # and the report's JSON carries both
@@ -175,3 +175,26 @@ def test_offline_lookup_loads_no_network_stack(tmp_path):
                          cwd=Path(__file__).resolve().parent.parent, env={"TRIAGE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": "."})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_playbook_upstream_probe_reads_what_the_lookup_found(fake_github):
+    # The guided fix asks upstream when the report has no verdict yet (the TUI's fix view can open
+    # before the upstream stage is done): the lookup fills the report in place, and the verdict it
+    # found is what the playbook sees.
+    from triage.playbooks.engine import default_upstream
+
+    serve_all(fake_github)
+    rep = sm120_report()
+    assert rep.upgrade is None
+    got = default_upstream({}, rep, offline=False)
+    assert got["source"] == "triage.upstream"
+    assert got["verdict"] == rep.upgrade["verdict"] != "unknown", got
+    assert got["hits"] == len(rep.upstream) > 0
+    assert got["top"].startswith(f"#{rep.upstream[0]['number']} ")
+
+
+def test_playbook_upstream_probe_offline_and_without_a_report():
+    from triage.playbooks.engine import default_upstream
+
+    assert default_upstream({}, sm120_report(), offline=True)["why"] == "offline"
+    assert default_upstream({}, None, offline=False)["why"] == "no diagnosis to look up upstream"

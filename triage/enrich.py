@@ -15,7 +15,11 @@ import re
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any, Callable
 
+from triage.capabilities import load_capabilities
+from triage.computecap import env_cc
+from triage import versions
 from triage.model import Diagnosis
+from triage_sparse_mla.support import indexer_note
 
 # Backends that implement sparse (DSA) MLA in upstream vLLM releases before the SM12x one, and the
 # compute capabilities they accept (vllm/v1/attention/backends/mla/*: supports_compute_capability).
@@ -31,10 +35,8 @@ def _capability(backend: str) -> dict[str, Any] | None:
     """The capability-table entry (triage/upstream/capabilities.yaml) that names `backend`: the one place
     where the releases that have it are written down."""
     try:
-        from triage.upstream.advisor import load_capabilities
-
         caps = load_capabilities()
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError):
         return None
     return next((c for c in caps if backend in (c.get("backends") or [])), None)
 
@@ -46,11 +48,6 @@ def _release_of(version: Any) -> str | None:
     if not v or re.match(r"^0\.1\.dev\d+", v):
         return None
     return v
-
-
-def _cc(v: Any) -> tuple[int, int] | None:
-    m = re.match(r"^\s*(\d+)\.(\d+)", str(v)) if v is not None else None
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def gpu_family(cc: tuple[int, int]) -> str:
@@ -70,15 +67,18 @@ def _truthy(v: Any) -> bool:
     return v is True or str(v).strip().lower() in ("true", "1", "yes")
 
 
+def _major_minor(v: Any) -> tuple[int, int] | None:
+    """A CUDA version ("12.8", "13.0") to compare as major.minor."""
+    p = versions.parse(v)
+    if p is None:
+        return None
+    rel = p.release + (0,)
+    return rel[0], rel[1]
+
+
 def _env_cc(env: dict[str, Any]) -> tuple[int, int] | None:
-    cc = _cc(env.get("compute_capability"))
-    if cc:
-        return cc
-    for g in env.get("gpus") or []:
-        cc = _cc(g.get("compute_capability")) if isinstance(g, dict) else None
-        if cc:
-            return cc
-    return None
+    cc = env_cc(env)
+    return (cc.major, cc.minor) if cc else None
 
 
 def _vllm_words(env: dict[str, Any]) -> str:
@@ -169,11 +169,7 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
                          "triage's bundled Triton backend (`triage apply sparse-mla`) is the way to run it")
             d.facts["missing_backend"] = f"sparse MLA for {gpu_family(cc)}"
         if d.facts.get("case") != "sparse_backend_rejects_config" and cc[0] not in (9, 10):
-            try:
-                from triage_sparse_mla.support import indexer_note
-            except ImportError:  # pragma: no cover - shipped together
-                indexer_note = None
-            note = indexer_note(cc) if indexer_note else None
+            note = indexer_note(cc)
             if note:
                 _add_line(d, note)
     elif cc and cc[0] == 12 and mla and not sparse:
@@ -187,9 +183,7 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
 
 
 def _ge(a: str, b: str) -> bool:
-    from triage.upstream import versions as V
-
-    return V.ge(a, b)
+    return versions.ge(a, b)
 
 
 def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
@@ -216,19 +210,56 @@ def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
     d.facts["indexer_blocked"] = cc[0] not in (9, 10, 12)
 
 
+def _regression(d: Diagnosis, env: dict[str, Any]) -> None:
+    """A failure that starts in a release (a capability-table entry with broken_in) is vLLM's regression, not
+    the user's configuration: say so first, with the release to pin and the one that fixes it."""
+    version = _release_of(env.get("vllm_version") or (env.get("vllm_install") or {}).get("version"))
+    if not version:
+        return
+    try:
+        from triage.upstream.advisor import load_capabilities, matches
+        from triage.upstream.facets import diagnosis_facets
+
+        caps = [c for c in load_capabilities() if c.get("broken_in")]
+    except (OSError, ValueError, ImportError):
+        return
+    if not caps:
+        return
+    facets = diagnosis_facets(d, env)
+    for c in caps:
+        if matches(c, d, env, facets) is False:
+            continue
+        if not _ge(version, str(c["broken_in"])) or (c.get("since") and _ge(version, str(c["since"]))):
+            continue
+        prs = ", ".join(f"{p.get('repo', 'vllm-project/vllm')}#{p['number']}" for p in c.get("prs") or []
+                        if isinstance(p, dict) and p.get("number"))
+        pin = f"pin vLLM {c['works_in']}" if c.get("works_in") else None
+        up = f"upgrade to {c['since']}" if c.get("since") else (f"the fix: {prs}" if prs else None)
+        way = " or ".join(x for x in (pin, up) if x)
+        line = (f"This is a regression of vLLM {c['broken_in']} ({c.get('title', c['id'])}), not a configuration "
+                f"error: {way}." if way else f"This is a regression of vLLM {c['broken_in']}: {c.get('title', c['id'])}.")
+        d.facts["regression"] = {"id": c["id"], "broken_in": c["broken_in"], "works_in": c.get("works_in"),
+                                 "fixed_in": c.get("since")}
+        if line not in d.explanation:
+            d.explanation.insert(0, line)
+        if way and not d.fix.summary.startswith("This is a regression"):
+            d.fix.summary = f"This is a regression of vLLM {c['broken_in']}: {way}. " + d.fix.summary
+        return
+
+
 def _cuda_driver(d: Diagnosis, env: dict[str, Any]) -> None:
     for key in ("driver_version", "cuda_driver_version", "torch_cuda_version"):
         if env.get(key) is not None:
             d.facts.setdefault(key, env[key])
-    drv, tcu = _cc(env.get("cuda_driver_version")), _cc(env.get("torch_cuda_version"))
+    drv, tcu = _major_minor(env.get("cuda_driver_version")), _major_minor(env.get("torch_cuda_version"))
     if drv and tcu:
         too_old = tcu > drv
         d.facts["driver_too_old_for_torch"] = too_old
         if too_old:
             _add_line(d, f"The NVIDIA driver {env.get('driver_version')} supports CUDA up to "
                          f"{env['cuda_driver_version']}, but torch was built for CUDA {env['torch_cuda_version']}: "
-                         "CUDA initialisation fails (Error 803, 'system has unsupported display driver / cuda "
-                         "driver combination') until the driver is upgraded or torch matches it")
+                         "CUDA initialisation fails until the driver is upgraded or torch matches it (forward "
+                         "compatibility bridges this only on data-center GPUs)")
         else:
             _add_line(d, f"The driver's CUDA {env['cuda_driver_version']} is new enough for torch's CUDA "
                          f"{env['torch_cuda_version']}: look for compat libraries (cuda-compat, LD_LIBRARY_PATH) "
@@ -281,6 +312,7 @@ ENRICHERS: list[tuple[Callable[[Diagnosis], bool], Callable[[Diagnosis, dict[str
     (lambda d: d.category in ("kv_cache_memory", "gpu_oom"), _memory),
     (lambda d: d.category in ("install_mismatch", "kernel_library", "model_support"), _install),
     (lambda d: d.signature == "kernels.deepgemm_missing", _deepgemm),
+    (lambda d: True, _regression),
 ]
 
 
@@ -289,6 +321,9 @@ def enrich(diagnoses: list[Diagnosis], env: dict[str, Any]) -> None:
     if not env:
         return
     for d in diagnoses:
+        if d.signature.startswith("generic."):
+            # No rule recognised it: its category is a guess, and area-specific lines would pose as a diagnosis.
+            continue
         for applies, fn in ENRICHERS:
             if applies(d):
                 fn(d, env)

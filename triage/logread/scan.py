@@ -10,9 +10,9 @@ from __future__ import annotations
 import collections
 
 if False:  # for type checkers only: typing costs start-up time
-    from typing import Any, Callable, Iterable, Iterator
+    from typing import Any, Iterable, Iterator
 
-from triage.logread import extract
+from triage.logread import extract, unquote
 from triage.logread.normalize import Line, parse, paste_indent
 from triage.logread.select import MAX_LINE, iter_lines, select
 from triage.logread.source import LogSource, chunks, open_source
@@ -75,7 +75,6 @@ class Scanner:
         self._seen: dict[str, int] = {}
         self._tail: collections.deque[Line] = collections.deque(maxlen=MAX_TAIL)
         self._collect_env_at: list[int] = []
-        self._in_env_block = False
         self._indent = 0  # a pasted log's indentation, learnt from its prefixed lines
         self._prev: Line | None = None  # the line fed last, and the exception it raised (if any)
         self._prev_exc: ExceptionRecord | None = None
@@ -84,6 +83,28 @@ class Scanner:
         ln = parse(no, raw, self._indent)
         if ln.shown[:1] == " ":
             self._indent = paste_indent(ln) or self._indent
+        if not unquote.may_quote(ln.text):
+            return self._take(ln)
+        # A message quoted in a tuple of pieces, an HTTP error body, an escaped string: read as the
+        # lines it stands for (numbered as the line that holds them), so the rules see them plainly.
+        got = unquote.expand(ln.text)
+        if got is None:
+            return self._take(ln)
+        replace, parts = got
+        if replace:
+            ln.text = parts[0]
+            parts = parts[1:]
+        self._take(ln)
+        for part in parts:
+            sub = parse(no, part)
+            sub.shown = ln.shown
+            sub.proc = sub.proc or ln.proc
+            sub.level = sub.level or ln.level
+            self._take(sub)
+        return ln
+
+    def _take(self, ln: Line) -> Line:
+        no = ln.no
         key = f"{ln.proc}\x00{ln.text}" if ln.text.startswith((" ", "\t")) else ln.text
         prev, prev_exc = self._prev, self._prev_exc
         if prev is not None and no == prev.no + 1 and _cut_row(prev, ln, prev_exc is not None):
@@ -163,8 +184,7 @@ def _cut_row(prev: Line, ln: Line, prev_is_exc: bool) -> bool:
             and not t.startswith(RECORD_STARTS) and EXC_RE.match(t) is None)
 
 
-def scan_source(src: LogSource, *, use_grep: bool | None = None,
-                progress: Callable[[int], None] | None = None) -> Scan:
+def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
     sel = select(src, use_grep=use_grep)
     sc = Scanner(src.name)
     for no, raw in sel.lines:
@@ -187,7 +207,7 @@ def scan_path(name: str, **kw: Any) -> Scan:
 
 def scan_text(text: str | bytes, source: str = "<text>") -> Scan:
     """Scan an in-memory log (tests, the demo); the same selection rules as a file."""
-    from triage.logread.select import PREFILTER_RE
+    from triage.logread.select import PREFILTER_RE, is_fragment
 
     from triage.logread.unwrap import SAMPLE, unwrap_lines, wrap_width
 
@@ -200,8 +220,9 @@ def scan_text(text: str | bytes, source: str = "<text>") -> Scan:
         numbered = unwrap_lines(numbered, width, MAX_LINE)
     want = 0
     env_until = 0
+    whole = is_fragment(data)
     for i, raw in numbered:
-        hit = PREFILTER_RE.search(raw) is not None
+        hit = whole or PREFILTER_RE.search(raw) is not None
         if hit or want or i <= env_until:
             ln = sc.feed(i, raw)
             if any(m in ln.text for m in COLLECT_ENV_MARKERS):
