@@ -1,7 +1,11 @@
 """Regenerate triage/catalogue/messages.json.gz: the error and warning messages vLLM and the libraries
 that fail its launches can print, mined from their Python source.
 
-    python scripts/mine_messages.py [--wheels /work/cache/wheels] [--download] [--out FILE]
+    python scripts/mine_messages.py [--wheels DIR] [--download] [--site SITE_PACKAGES] [--out FILE]
+
+(the shipped file: `--download --site $(python -c 'import site; print(site.getsitepackages()[0])')` with
+torch 2.13.0, numpy 2.4.6 and triton 3.9.0 installed; about 2 minutes of CPU per vLLM wheel, cached per
+wheel under --cache so that a rerun reads only new ones)
 
 Sources: wheels (`pip download vllm==X --no-deps -d DIR`), read straight from the zip (no install),
 and installed packages (site-packages folders) for the libraries. From every `.py` file:
@@ -41,15 +45,17 @@ VLLM_RELEASES = ["0.6.6.post1", "0.7.3", "0.8.5.post1", "0.9.2", "0.10.2", "0.11
                  "0.15.1", "0.16.0", "0.17.1", "0.18.1", "0.19.1", "0.20.2", "0.21.0", "0.22.1", "0.23.0", "0.24.0",
                  "0.25.1", "0.26.0", "0.27.1", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0"]
 # Libraries that fail vLLM launches: a few versions each, spanning what vLLM releases pinned.
+# FlashInfer before 0.6 and DeepGEMM are sdists only on PyPI (nothing to read without building them);
+# vLLM's own wrappers (vllm/utils/deep_gemm.py, flashinfer.py) carry the messages users see from them.
+# torch, numpy and triton are read from an installed environment (--site): their wheels are large.
 LIBRARIES: dict[str, list[str]] = {
     "transformers": ["4.46.3", "4.51.3", "4.57.6", "5.24.0"],
     "huggingface_hub": ["0.26.5", "0.36.0", "2.4.0"],
     "tokenizers": ["0.21.1", "0.23.3"],
     "safetensors": ["0.4.5", "0.8.0"],
-    "flashinfer_python": ["0.2.5", "0.4.1", "0.6.18.post1", "0.7.4"],
+    "flashinfer_python": ["0.6.18.post1", "0.7.4"],
     "triton": ["3.1.0", "3.3.1"],
     "ray": ["2.40.0", "2.49.2", "2.60.0"],
-    "deep_gemm": ["1.0.0"],
 }
 # Only these parts of big libraries: what a launch goes through (torch: CUDA, distributed, loading).
 SUBTREES = {

@@ -342,3 +342,35 @@ def test_the_pipeline_carries_release_ranges_to_the_upgrade_verdict(tmp_path):
     assert d["category"] == "quantization" and d["facts"]["catalogue"]["last_release"] == "0.33.0"
     assert out["upgrade"]["verdict"] == "does-not-fix"
     assert any("still in vLLM 0.33.0" in e for e in out["upgrade"]["evidence"])
+
+
+def test_catalogue_alone_names_the_category_of_real_threads():
+    """Hand rules aside: where the catalogue matches a line of a log reconstructed from a real thread
+    (tests/logs/unseen, the shared dev cases), the module map names the thread's category."""
+    import yaml
+
+    from triage.catalogue.infer import diagnose_unknown
+    from triage.rules.wrappers import is_wrapper
+
+    unseen = ROOT / "tests" / "logs" / "unseen"
+    cases = []
+    for f in ("expected.yaml", "expected-b.yaml", "expected-c.yaml"):
+        if (unseen / f).exists():
+            for name, e in yaml.safe_load((unseen / f).read_text()).items():
+                if (unseen / name).exists() and e["category"] != "none":
+                    cases.append((name, e["category"], (unseen / name).read_text()))
+    dev = Path("/work/shared/dev-cases/cases.jsonl")
+    if dev.exists():
+        for ln in dev.read_text().splitlines():
+            c = json.loads(ln)
+            cases.append((c["id"], c["category"], c["log"]))
+    matched, wrong = 0, []
+    for name, want, text in cases:
+        d = diagnose_unknown(scan_text(text), set(), is_wrapper)
+        if d is None or not d.signature.startswith("catalogue.") or d.signature == "catalogue.cut_traceback":
+            continue
+        matched += 1
+        if d.category != want:
+            wrong.append((name, want, d.category, d.facts.get("source")))
+    assert matched >= 50, matched
+    assert len(wrong) <= 0.12 * matched, wrong

@@ -24,17 +24,21 @@ EXC_IN_TB_RE = lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(?P<msg>.
 CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
 CHAIN_CONTEXT = "During handling of the above exception, another exception occurred"
 
-# The start-up step a traceback died in: the first of these functions found among its frames (capture
-# runs _dummy_run, so capture is looked for first), and a JIT build when a deeper frame compiles.
+# Where in start-up a traceback died, from its frames' functions (vLLM's worker/model-runner functions, V0
+# and V1). phase_of takes the first step listed that any frame is in; triage.rules.budget reads the same
+# table innermost frame first.
 STEPS = [
-    ("capture_model", "CUDA graph capture"), ("_capture_cudagraphs", "CUDA graph capture"),
+    ("capture_model", "CUDA graph capture"), ("capture_graphs", "CUDA graph capture"),
+    ("_capture_cudagraphs", "CUDA graph capture"),
     ("_dummy_sampler_run", "sampler warm-up"),
     ("profile_run", "memory profiling"), ("determine_available_memory", "memory profiling"),
     ("determine_num_available_blocks", "memory profiling"),
+    ("initialize_kv_cache", "KV cache allocation"), ("_allocate_kv_cache", "KV cache allocation"),
+    ("initialize_cache", "KV cache allocation"), ("_init_cache_engine", "KV cache allocation"),
+    ("load_weights", "weight loading"), ("load_model", "weight loading"),
     ("_dummy_run", "warm-up"), ("compile_or_warm_up_model", "warm-up"), ("_warmup", "warm-up"),
-    ("load_weights", "weight loading"), ("load_model", "model loading"), ("initialize_cache", "KV cache allocation"),
-    ("_allocate_kv_cache", "KV cache allocation"), ("initialize_kv_cache", "KV cache allocation"),
-    ("init_worker_distributed_environment", "distributed start-up"), ("initialize_model_parallel", "distributed start-up"),
+    ("init_worker_distributed_environment", "distributed start-up"),
+    ("initialize_model_parallel", "distributed start-up"),
     ("init_device", "device start-up"), ("get_tokenizer", "tokenizer loading"), ("get_config", "config loading"),
     ("create_engine_config", "argument checking"),
 ]
@@ -46,7 +50,7 @@ def phase_of(frames: list[Frame]) -> str | None:
     """The step of start-up these frames were in, in words ("CUDA graph capture", "JIT compilation
     during warm-up"); None when no frame says."""
     funcs = {f.func for f in frames}
-    step = next((name for fn, name in STEPS if fn in funcs), None)
+    step = next((name for fn, name in STEPS if fn in funcs), None)  # capture_model runs _dummy_run: first listed wins
     jit = any(j in f.file for f in frames[-8:] for j in JIT_FILES)
     if jit:
         return f"JIT compilation during {step}" if step else "JIT compilation"
