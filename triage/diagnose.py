@@ -169,9 +169,13 @@ def _raise_site(scan: Scan, exc: ExceptionRecord) -> str:
 
 def unknown(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
     """No rule knows it: vLLM's own source may (the mined message catalogue, loaded only now)."""
-    from triage.catalogue.infer import diagnose_unknown
+    try:
+        from triage.catalogue.infer import diagnose_unknown
 
-    return diagnose_unknown(scan, skip_lines, is_wrapper)
+        return diagnose_unknown(scan, skip_lines, is_wrapper)
+    except Exception as exc:  # like a broken rule: the plain fallback still answers
+        scan.warnings.append(f"message catalogue failed: {type(exc).__name__}: {exc}")
+        return None
 
 
 def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diagnosis | None:
