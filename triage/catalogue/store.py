@@ -32,7 +32,8 @@ GENERIC = ("object has no attribute", "has no attribute", "No such file or direc
            "Could not find", "could not find", "is not supported yet", "is not supported", "not supported yet",
            "not supported", "does not support", "is not a valid", "is not available", "not available",
            "is required", "must be", "not found", "Failed to", "failed to", "Unsupported", "unsupported", "Invalid",
-           "invalid", "Unknown", "unknown", "Expected", "expected", "got ", "Cannot", "cannot", "Please", "please")
+           "invalid", "Unknown", "unknown", "Expected", "expected", "got ", "Cannot", "cannot", "Please", "please",
+           "No module named", "cannot import name", "CUDA error", "Error", "error")
 MAX_CANDIDATES = 400
 
 
