@@ -165,6 +165,7 @@ class Scanner:
         clone._tail = collections.deque(self._tail, maxlen=MAX_TAIL)
         snap = clone.finish(nbytes, nlines)
         snap.complete = False
+        snap.cut_tracebacks = []  # a traceback at the end of a live pipe is still being written
         return snap
 
     @property
