@@ -14,7 +14,7 @@ import re
 from triage.record import Record
 
 if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+    pass
 
 DATA = os.path.join(os.path.dirname(__file__), "messages.json.gz")
 WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
@@ -154,7 +154,7 @@ class Catalogue:
 
 
 def _match(t: Template, line: str) -> Match | None:
-    if t.literal <= 0 or (t.pieces[0] not in line and t.longest not in line and not t.pieces[0][:8] in line):
+    if t.literal <= 0 or (t.pieces[0] not in line and t.longest not in line and t.pieces[0][:8] not in line):
         return None  # cheap test first: a match holds its first piece, or its longest, or a cut start
     pos = 0
     matched = 0
