@@ -16,7 +16,7 @@ from triage.logread import extract, unquote
 from triage.logread.normalize import Line, parse, paste_indent
 from triage.logread.select import MAX_LINE, iter_lines, select
 from triage.logread.source import LogSource, chunks, open_source
-from triage.logread.traceback import EXC_RE, ExceptionRecord, TracebackAssembler
+from triage.logread.traceback import EXC_RE, ExceptionRecord, TracebackAssembler, phase_of
 from triage.logread.unwrap import RECORD_STARTS
 from triage.record import Record
 
@@ -42,13 +42,14 @@ _MACHINE_WORDS = (b"NVIDIA", b"apability")
 _GPU_ROW = re.compile(rb"GPU \d+:")
 COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
 COLLECT_ENV_SPAN = 400
+CUT_TB_TAIL = 3  # a traceback whose last frame is this close to the end of the log was cut by it
 CUT_MIN = 80  # the narrowest terminal: a shorter line was not cut by one
 
 
 class Scan(Record):
     # A plain class, not a dataclass: see triage.record (start-up).
     __slots__ = ("source", "bytes", "lines_total", "lines", "repeats", "exceptions", "facts", "frame_files",
-                 "warnings", "complete", "spans", "truncated", "_joined")
+                 "warnings", "complete", "spans", "truncated", "cut_tracebacks", "_joined")
     _fields = __slots__[:-1]
 
     def __init__(self, source: str, bytes: int = 0, lines_total: int = 0, lines: list[Line] | None = None,
@@ -69,6 +70,7 @@ class Scan(Record):
         # line number of a shape's first line -> (times the shape was seen, number of its last line)
         self.spans = {} if spans is None else spans
         self.truncated = False  # a line was cut, or the reader stopped before the end
+        self.cut_tracebacks: list[ExceptionRecord] = []  # tracebacks the log ends inside (type "")
         self._joined: tuple[int, int, str] | None = None
 
     def joined_text(self) -> str:
@@ -190,6 +192,14 @@ class Scanner:
                 s.spans[first] = (times, last)
                 s.repeats[ln.text] = s.repeats.get(ln.text, 1) + times - 1
         s.exceptions = list(self._tb.records)
+        # Only where the log (or the paste) ends inside it: elsewhere its exception line was merely
+        # not selected, or another process' lines came in between.
+        end = max(nlines, s.lines[-1].no if s.lines else 0)
+        s.cut_tracebacks = [t for t in self._tb.cut() if t.line.no + CUT_TB_TAIL >= end]
+        # The step start-up died in, for every rule: from the first traceback whose frames say.
+        phase = next((p for e in s.exceptions + s.cut_tracebacks if e.frames for p in [phase_of(e.frames)] if p), None)
+        if phase:
+            s.facts["phase"] = phase
         s.frame_files = set(self._tb.frame_files)
         s.bytes, s.lines_total = nbytes, max(nlines, s.lines[-1].no if s.lines else 0)
         extract.finish(s.facts)
@@ -212,6 +222,7 @@ class Scanner:
                 clone._shapes[k] = copies.setdefault(id(v), list(v))
         snap = clone.finish(nbytes, nlines)
         snap.complete = False
+        snap.cut_tracebacks = []  # a traceback at the end of a live pipe is still being written
         return snap
 
     @property
