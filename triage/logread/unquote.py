@@ -15,10 +15,10 @@ lines that `may_quote` lets through (a few substring checks), so ordinary lines 
 from __future__ import annotations
 
 from triage.lazyre import lazy
+from triage.logread.literal import literal_eval
 
 if False:  # for type checkers only
     import re
-from triage.logread.literal import literal_eval
 
 MAX_TEXT = 32 * 1024  # a quoted message longer than this is not decoded (a paste is short)
 MAX_LINES = 400

@@ -7,6 +7,8 @@ from triage.lazyre import lazy
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
+    from triage.model import Diagnosis
+
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.rules.base import Rule
@@ -191,3 +193,40 @@ RULES += [
          patterns=[r"Invalid quantization method: (?P<quantization>[\w-]+)"],
          playbook="quantization", confidence=0.9),
 ]
+
+# Newer wordings of "this GPU cannot run the checkpoint's quantization" (kernel pickers, scheme checks).
+NO_KERNEL_PATTERNS = [
+    r"Failed to find a kernel that can implement the (?P<layer>[\w ]+?) linear layer",
+    r"Quantization scheme is not supported for the current GPU\. Required capability: (?P<min>\d+)",
+    r"The quantization method (?P<quantization>[\w+ -]+?) is not supported for the current GPU\.",
+    r"quantization config '[\w-]+' requires GPU compute capability >= (?P<min>[\d.]+)",
+]
+
+
+def _no_kernel_for_gpu(scan: Scan, env: dict) -> Diagnosis | None:
+    """The kernel picker lists every kernel's reason on the lines after its message: when one of them is
+    a weight shape (not divisible), the shape is the cause (quant.shape_unsupported), not the GPU."""
+    d = NO_KERNEL_RULE.match_lines(scan)
+    if d is None or "Failed to find a kernel" not in d.evidence[0].text:
+        return d
+    lines = scan.lines
+    for i, ln in enumerate(lines):
+        if ln.no == d.first_line:
+            for nxt in lines[i + 1:i + 16]:
+                if nxt.proc != ln.proc or "Failed to find a kernel" in nxt.text:
+                    break
+                if "divisible" in nxt.text:
+                    return None
+            break
+    return d
+
+
+NO_KERNEL_RULE = Rule(
+    signature="quant.no_kernel_for_gpu", category="quantization",
+    title="No quantized kernel of this vLLM can run the checkpoint's scheme on this GPU",
+    fix="Each kernel vLLM tried refused this GPU or dtype (the reasons follow the message): on pre-Ampere GPUs "
+        "try --dtype half, else use a checkpoint in a scheme this GPU supports (FP8 needs compute capability "
+        "8.9+, NVFP4 needs Blackwell), or a newer GPU.",
+    patterns=NO_KERNEL_PATTERNS, check=lambda scan, env: _no_kernel_for_gpu(scan, env),
+    playbook="quantization", confidence=0.9)
+RULES += [NO_KERNEL_RULE]
