@@ -223,3 +223,18 @@ def test_a_tuple_inside_other_text_is_left_alone():
     s = scan_text("(APIServer pid=1) INFO 02-14 10:00:00 [utils.py:233] non-default args: {'model': 'm', "
                   "'allowed_media_domains': ('a.example', 'b.example')}\n")
     assert s.facts["launch_args"]["allowed_media_domains"] == ("a.example", "b.example")
+
+
+def test_kv_info_line_in_a_big_log_is_selected(tmp_path):
+    """In a log too big to read whole, memory profiling's INFO lines still reach the rule (the line
+    selection keeps them)."""
+    noise = "".join(f"(APIServer pid=1) INFO 02-14 10:{i // 60 % 60:02d}:{i % 60:02d} [loggers.py:123] Engine 000: "
+                    f"Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs\n" for i in range(4000))
+    log = (noise + "(Worker pid=2) INFO 02-14 11:00:00 [executor_base.py:118] Maximum concurrency for 32768 tokens "
+           "per request: 0.41x\n" + noise)
+    p = tmp_path / "big.log"
+    p.write_text(log)
+    for use_grep in (True, False):
+        ds, _ = diagnose(scan_path(str(p), use_grep=use_grep))
+        assert ds and ds[0].signature == "kv_cache.negative_budget", use_grep
+        assert ds[0].evidence[0].line == 4001 and "0.41x" in ds[0].title

@@ -250,7 +250,10 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         exc = min(in_tb, key=lambda e: e.line.no)
         while exc.caused_by is not None and not is_wrapper(exc.caused_by.text):
             exc = exc.caused_by
-        worded = category_from_words(exc.type, exc.message + _raise_site(scan, exc))
+        if exc.short_type in TYPE_AREAS and exc.short_type not in ("ImportError", "ModuleNotFoundError"):
+            worded = TYPE_AREAS[exc.short_type], f"the exception type {exc.short_type}"
+        else:
+            worded = category_from_words(exc.type, exc.message + _raise_site(scan, exc))
         if worded is not None:
             cat, basis = worded
             conf = WORDED_CONFIDENCE

@@ -41,6 +41,7 @@ for _names, _cat in [
 
 # Words that name the subsystem whatever raised them; earlier entries win.
 WORDS: list[tuple[tuple[str, ...], str]] = [
+    (("invalid device ordinal",), "environment"),
     (("out of memory", "OutOfMemory", "CUBLAS_STATUS_ALLOC_FAILED"), "gpu_oom"),
     (("no kernel image", "is not compatible with the current PyTorch installation", "too old to be supported"),
      "unsupported_gpu"),
@@ -65,15 +66,16 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
     (("CUDA graph", "cudagraph", "CUDAGraph", "cuda_graph", "stream is capturing"), "cudagraph_capture"),
     (("compute capability", "Compute capability", "sm_"), "unsupported_gpu"),
     (("bfloat16", "float16", "dtype"), "dtype_unsupported"),
-    (("architecture", "Architecture", "model_type", "model type", "trust_remote_code", "not supported for now",
-      "transformers"), "model_support"),
-    (("safetensors", "checkpoint", "huggingface.co", "Repository Not Found", "401 Client Error", "404 Client Error",
-      "config.json", "weights", "gguf", "GGUF", "snapshot_download", "HF_HUB_OFFLINE", "local_files_only"),
-     "model_loading"),
+    (("safetensors", "huggingface.co", "Repository Not Found", "401 Client Error", "404 Client Error",
+      "config.json", "gguf", "GGUF", "snapshot_download", "HF_HUB_OFFLINE", "local_files_only"), "model_loading"),
+    (("architecture", "Architecture", "model_type", "model type", "trust_remote_code", "not supported for now"),
+     "model_support"),
+    (("checkpoint", "weights"), "model_loading"),
     (("Address already in use", "address already in use", "No CUDA GPUs", "CUDA_VISIBLE_DEVICES", "Permission denied",
       "Read-only file system"), "environment"),
     (("tensor_parallel_size", "tensor parallel", "pipeline_parallel", "max_model_len", "max_num_seqs",
       "max_num_batched_tokens", "--", "argument", "LoRA", "lora"), "engine_config"),
+    (("transformers",), "model_support"),
 ]
 
 

@@ -34,7 +34,7 @@ PREFILTER = (
     "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env|"
     "above exception|NumPy|bootstrapping|fatal|only supports|plugin|"
     # memory profiling's INFO lines when nothing is left for the KV cache
-    "KV cache memory: -|KV Cache is -|blocks: 0,|cache size: 0 tokens|"
+    "KV cache memory: -|KV Cache is -|blocks: 0,|cache size: 0 tokens|tokens per request: 0|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
     "File \x1b"
 )
