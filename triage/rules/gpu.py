@@ -230,3 +230,13 @@ NO_KERNEL_RULE = Rule(
     patterns=NO_KERNEL_PATTERNS, check=lambda scan, env: _no_kernel_for_gpu(scan, env),
     playbook="quantization", confidence=0.9)
 RULES += [NO_KERNEL_RULE]
+
+RULES += [
+    Rule(signature="quant.config_file_missing", category="quantization",
+         title="The checkpoint has no {quantization} quantization config file",
+         fix="--quantization {quantization} was asked for, but the checkpoint carries no config for it (e.g. "
+             "quantize_config.json / quant_config.json): drop --quantization to use what the checkpoint declares, "
+             "or point --model at the quantized checkpoint.",
+         patterns=[r"Cannot find the config file for (?P<quantization>[\w-]+)"],
+         playbook="quantization", confidence=0.9),
+]

@@ -346,3 +346,12 @@ RULES += [
          patterns=[r"'(?P<name>[\w.-]+)' is already used by a Transformers config, pick another name"],
          playbook="model-support", confidence=0.9),
 ]
+
+RULES += [
+    Rule(signature="model_support.rope_unknown", category="model_support",
+         title="This vLLM does not know the model's RoPE scaling type ({rope})",
+         fix="The model's config.json asks for a rotary-embedding scaling this vLLM does not implement: upgrade "
+             "vLLM to a release that supports the model (its model card usually names one).",
+         patterns=[r"Unknown RoPE scaling type (?P<rope>[\w'\"-]+)"],
+         playbook="model-support", confidence=0.9),
+]
