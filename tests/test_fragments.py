@@ -238,3 +238,25 @@ def test_kv_info_line_in_a_big_log_is_selected(tmp_path):
         ds, _ = diagnose(scan_path(str(p), use_grep=use_grep))
         assert ds and ds[0].signature == "kv_cache.negative_budget", use_grep
         assert ds[0].evidence[0].line == 4001 and "0.41x" in ds[0].title
+
+
+def _docker_json(text: str) -> str:
+    """What `docker logs` keeps on disk with the json-file driver: one JSON object per line."""
+    return "".join(json.dumps({"log": ln + "\n", "stream": "stderr", "time": "2026-02-14T10:12:44.123456789Z"})
+                   + "\n" for ln in text.splitlines())
+
+
+@pytest.mark.parametrize("name", ["quant.min_capability.log", "kv_cache.no_memory_for_blocks.log",
+                                  "attention.no_valid_backend.log", "distributed.nccl_shm.log",
+                                  "model_support.transformers_unknown_type.log", "kv_cache.negative_budget.log"])
+def test_docker_json_file_log_keeps_its_diagnosis(name, tmp_path):
+    from pathlib import Path
+
+    src = Path(__file__).parent / "logs" / name
+    want, _ = diagnose(scan_path(str(src)))
+    p = tmp_path / "container-json.log"
+    p.write_text(_docker_json(src.read_text()))
+    got, _ = diagnose(scan_path(str(p)))
+    assert got and got[0].signature == want[0].signature
+    assert [e.line for e in got[0].evidence] == [e.line for e in want[0].evidence]
+    assert got[0].evidence[0].text == want[0].evidence[0].text  # shown as the log line, not the JSON
