@@ -260,3 +260,10 @@ def test_docker_json_file_log_keeps_its_diagnosis(name, tmp_path):
     assert got and got[0].signature == want[0].signature
     assert [e.line for e in got[0].evidence] == [e.line for e in want[0].evidence]
     assert got[0].evidence[0].text == want[0].evidence[0].text  # shown as the log line, not the JSON
+
+
+def test_missing_root_cause_takes_its_category_from_the_quoted_worker_error():
+    d = _fallback("RuntimeError: Worker failed with error 'the draft model proposed 0 tokens for a request "
+                  "that needs 3', please check the stack trace above for the root cause\n")
+    assert d.signature == "generic.root_cause_missing" and d.category == "speculative_decoding"
+    assert d.confidence < 0.5

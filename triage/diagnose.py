@@ -296,8 +296,9 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
     if wrappers:
         # vLLM says it failed, but the worker's own error is not in this log (some wrappers quote it).
         quoted = next((m.group(1) for ln in wrappers if (m := WRAPPED_ERROR_RE.search(ln.text))), None)
+        worded = category_from_words("", quoted) if quoted else None
         return Diagnosis(
-            category="environment", signature="generic.root_cause_missing",
+            category=worded[0] if worded else "environment", signature="generic.root_cause_missing",
             title="vLLM failed to start, but the root cause is not in this log"
                   + (f" (a worker reported: {quoted[:120]})" if quoted else ""),
             confidence=0.2, evidence=[Evidence(ln.no, ln.shown) for ln in wrappers[:3]],
