@@ -250,18 +250,24 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         exc = min(in_tb, key=lambda e: e.line.no)
         while exc.caused_by is not None and not is_wrapper(exc.caused_by.text):
             exc = exc.caused_by
+        # What decides the category, surest first: the exception's type, its decisive words, where it
+        # was raised, words that only hint; else it is unrecognised (a prior by type, said quietly).
+        words = exc.message + _raise_site(scan, exc)
+        framed = exc.short_type not in TYPE_AREAS and any(frag in fr.file for fr in exc.frames for frag, _ in AREAS)
         if exc.short_type in TYPE_AREAS and exc.short_type not in ("ImportError", "ModuleNotFoundError"):
             worded = TYPE_AREAS[exc.short_type], f"the exception type {exc.short_type}"
         else:
-            worded = category_from_words(exc.type, exc.message + _raise_site(scan, exc))
+            worded = category_from_words(exc.type, words)
+        conf = WORDED_CONFIDENCE
+        if worded is None and not framed:
+            worded = category_from_words(exc.type, words, weak=True)
+            conf = FRAMED_CONFIDENCE  # a hint, as sure as the place it was raised
         if worded is not None:
             cat, basis = worded
-            conf = WORDED_CONFIDENCE
         else:
             cat = guess_category(exc)
-            framed = exc.short_type not in TYPE_AREAS and any(frag in fr.file for fr in exc.frames for frag, _ in AREAS)
             basis = "traceback frames" if framed else "exception type"
-            conf = FRAMED_CONFIDENCE if framed or exc.short_type in TYPE_AREAS else UNDECIDED_CONFIDENCE
+            conf = FRAMED_CONFIDENCE if framed else UNDECIDED_CONFIDENCE
         where = ""
         for fr in reversed(exc.frames):
             if "/vllm/" in fr.file:
