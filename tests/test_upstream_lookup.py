@@ -55,10 +55,10 @@ def test_online_lookup(fake_github):
     merged = next(h for h in rep.upstream if h["number"] == 43477)
     assert merged["fixed_by"] == 43477 and merged["fixed_in"] == "0.24.0" and merged["fixed_in_basis"] == "git compare"
     up = rep.upgrade
-    assert up["verdict"] == "fixes" and up["target_version"] == "0.26.0"
+    assert up["verdict"] == "fixes" and up["target_version"] == "0.25.0"  # the first listed release >= 0.24.0, the first with FLASHINFER_MLA_SPARSE_SM120
     assert up["overwrites"] == ["vllm/platforms/cuda.py", "vllm/v1/attention/backends/mla/flashmla_sparse.py"]
     assert "triage probe --save-patches DIR" in up["keep_patches"]
-    assert any("flashinfer-python>=0.6.14 (installed 0.5.3: too old)" in e for e in up["evidence"])
+    assert any("flashinfer-python>=0.6.12 (installed 0.5.3: too old)" in e for e in up["evidence"])
     assert runner.calls[0][1:5] == ["-m", "pip", "index", "versions"]
     assert runner.calls[0][0] == "/home/alice/venvs/vllm/bin/python"
     # and the report's JSON carries both

@@ -210,6 +210,43 @@ def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
     d.facts["indexer_blocked"] = cc[0] not in (9, 10, 12)
 
 
+def _regression(d: Diagnosis, env: dict[str, Any]) -> None:
+    """A failure that starts in a release (a capability-table entry with broken_in) is vLLM's regression, not
+    the user's configuration: say so first, with the release to pin and the one that fixes it."""
+    version = _release_of(env.get("vllm_version") or (env.get("vllm_install") or {}).get("version"))
+    if not version:
+        return
+    try:
+        from triage.upstream.advisor import load_capabilities, matches
+        from triage.upstream.facets import diagnosis_facets
+
+        caps = [c for c in load_capabilities() if c.get("broken_in")]
+    except (OSError, ValueError, ImportError):
+        return
+    if not caps:
+        return
+    facets = diagnosis_facets(d, env)
+    for c in caps:
+        if matches(c, d, env, facets) is False:
+            continue
+        if not _ge(version, str(c["broken_in"])) or (c.get("since") and _ge(version, str(c["since"]))):
+            continue
+        prs = ", ".join(f"{p.get('repo', 'vllm-project/vllm')}#{p['number']}" for p in c.get("prs") or []
+                        if isinstance(p, dict) and p.get("number"))
+        pin = f"pin vLLM {c['works_in']}" if c.get("works_in") else None
+        up = f"upgrade to {c['since']}" if c.get("since") else (f"the fix: {prs}" if prs else None)
+        way = " or ".join(x for x in (pin, up) if x)
+        line = (f"This is a regression of vLLM {c['broken_in']} ({c.get('title', c['id'])}), not a configuration "
+                f"error: {way}." if way else f"This is a regression of vLLM {c['broken_in']}: {c.get('title', c['id'])}.")
+        d.facts["regression"] = {"id": c["id"], "broken_in": c["broken_in"], "works_in": c.get("works_in"),
+                                 "fixed_in": c.get("since")}
+        if line not in d.explanation:
+            d.explanation.insert(0, line)
+        if way and not d.fix.summary.startswith("This is a regression"):
+            d.fix.summary = f"This is a regression of vLLM {c['broken_in']}: {way}. " + d.fix.summary
+        return
+
+
 def _cuda_driver(d: Diagnosis, env: dict[str, Any]) -> None:
     for key in ("driver_version", "cuda_driver_version", "torch_cuda_version"):
         if env.get(key) is not None:
@@ -221,8 +258,8 @@ def _cuda_driver(d: Diagnosis, env: dict[str, Any]) -> None:
         if too_old:
             _add_line(d, f"The NVIDIA driver {env.get('driver_version')} supports CUDA up to "
                          f"{env['cuda_driver_version']}, but torch was built for CUDA {env['torch_cuda_version']}: "
-                         "CUDA initialisation fails (Error 803, 'system has unsupported display driver / cuda "
-                         "driver combination') until the driver is upgraded or torch matches it")
+                         "CUDA initialisation fails until the driver is upgraded or torch matches it (forward "
+                         "compatibility bridges this only on data-center GPUs)")
         else:
             _add_line(d, f"The driver's CUDA {env['cuda_driver_version']} is new enough for torch's CUDA "
                          f"{env['torch_cuda_version']}: look for compat libraries (cuda-compat, LD_LIBRARY_PATH) "
@@ -275,6 +312,7 @@ ENRICHERS: list[tuple[Callable[[Diagnosis], bool], Callable[[Diagnosis, dict[str
     (lambda d: d.category in ("kv_cache_memory", "gpu_oom"), _memory),
     (lambda d: d.category in ("install_mismatch", "kernel_library", "model_support"), _install),
     (lambda d: d.signature == "kernels.deepgemm_missing", _deepgemm),
+    (lambda d: True, _regression),
 ]
 
 
@@ -283,6 +321,9 @@ def enrich(diagnoses: list[Diagnosis], env: dict[str, Any]) -> None:
     if not env:
         return
     for d in diagnoses:
+        if d.signature.startswith("generic."):
+            # No rule recognised it: its category is a guess, and area-specific lines would pose as a diagnosis.
+            continue
         for applies, fn in ENRICHERS:
             if applies(d):
                 fn(d, env)

@@ -35,6 +35,10 @@ PREFILTER = (
     "above exception|NumPy|bootstrapping|fatal|only supports|plugin|"
     # memory profiling's INFO lines when nothing is left for the KV cache
     "KV cache memory: -|KV Cache is -|blocks: 0,|cache size: 0 tokens|tokens per request: 0|"
+    # the memory budget and the start-up phase: what the memory rules' explanations are made of
+    "memory|loading took|apturing|Model Runner|"
+    # rows of a wrapped message whose first row was kept (attention reasons, shared-memory numbers)
+    "not supported|Reasons|use_mla|requires|Hardware limit|Ray cluster|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
     "File \x1b"
 )

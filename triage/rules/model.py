@@ -97,6 +97,30 @@ def _drafter_crash(scan: Scan) -> Diagnosis | None:
     return None
 
 
+# A parameter name with a doubled piece ("qkqkv_proj": "qk" + "qkv_proj"; "experts.experts") is built by vLLM's own
+# name mapping (a substring replaced twice), not read from a checkpoint: a loader bug of that vLLM release.
+DOUBLED_NAME_RE = re.compile(r"(?:^|[._])([a-z]{2,})\1[a-z]*_proj\b|\b([a-z_]{3,})\.\2\.")
+
+
+def _weight_mismatch_facts(m, line, scan) -> dict:
+    detail = m.groupdict().get("detail") or ""
+    name = re.search(r"'([\w.]+)'", detail)
+    name = name.group(1) if name else detail.rsplit(" ", 1)[-1]
+    dm = DOUBLED_NAME_RE.search(name)
+    if dm:
+        ver = scan.facts.get("vllm_version")
+        return {"loader_bug": True, "param": name,
+                "headline": f"vLLM's weight loader built a doubled parameter name ('{name}'): a loader bug, not the checkpoint",
+                "advice": (f"No checkpoint names a parameter '{name}': vLLM's own name mapping rewrote it twice. This is a "
+                           f"bug of this vLLM release{' (' + str(ver) + ')' if ver else ''}: use the release before it "
+                           "or one that fixes the mapping, and report it upstream with this name; the checkpoint "
+                           "is not the problem.")}
+    return {"headline": f"The checkpoint's weights do not match the model definition ({detail})",
+            "advice": ("The checkpoint does not match what vLLM builds (another quantization, a fine-tune with renamed "
+                       "layers, or the wrong --quantization): check the model's config.json and the vLLM version it "
+                       "needs.")}
+
+
 RULES = [
     Rule(signature="model_support.architecture_unsupported", category="model_support",
          title="This vLLM does not support the model architecture {arch}", fix="", check=lambda scan, env: _arch_unsupported(scan),
@@ -164,9 +188,8 @@ RULES = [
                    r"invalid load key", r"PytorchStreamReader failed reading zip archive"],
          playbook="model-loading", confidence=0.9),
     Rule(signature="model_loading.weight_mismatch", category="model_loading",
-         title="The checkpoint's weights do not match the model definition ({detail})",
-         fix="The checkpoint does not match what vLLM builds (another quantization, a fine-tune with renamed "
-             "layers, or the wrong --quantization): check the model's config.json and the vLLM version it needs.",
+         title="{headline}",
+         fix="{advice}", facts=_weight_mismatch_facts,
          patterns=[r"(?P<detail>size mismatch for [\w.]+)", r"(?P<detail>There is no module or parameter named '[\w.]+')",
                    r"KeyError: '(?P<detail>model\.layers\.[\w.]+)'"],
          playbook="model-loading", confidence=0.8),
