@@ -15,7 +15,7 @@ import re
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any, Callable
 
-from triage.capabilities import load_capabilities
+from triage.capabilities import load_capabilities, matches
 from triage.computecap import env_cc
 from triage import versions
 from triage.model import Diagnosis
@@ -217,17 +217,14 @@ def _regression(d: Diagnosis, env: dict[str, Any]) -> None:
     if not version:
         return
     try:
-        from triage.upstream.advisor import load_capabilities, matches
-        from triage.upstream.facets import diagnosis_facets
-
         caps = [c for c in load_capabilities() if c.get("broken_in")]
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError):
         return
     if not caps:
         return
-    facets = diagnosis_facets(d, env)
+    text = "\n".join([d.title, *(e.text for e in d.evidence)])
     for c in caps:
-        if matches(c, d, env, facets) is False:
+        if matches(c, d, env, text=text) is False:
             continue
         if not _ge(version, str(c["broken_in"])) or (c.get("since") and _ge(version, str(c["since"]))):
             continue
