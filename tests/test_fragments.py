@@ -267,3 +267,9 @@ def test_missing_root_cause_takes_its_category_from_the_quoted_worker_error():
                   "that needs 3', please check the stack trace above for the root cause\n")
     assert d.signature == "generic.root_cause_missing" and d.category == "speculative_decoding"
     assert d.confidence < 0.5
+
+
+def test_fallback_category_from_the_library_of_the_exception_type():
+    d = _fallback("Traceback (most recent call last):\n  File \"/srv/x.py\", line 1, in f\n"
+                  "ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.\n")
+    assert d.category == "distributed" and d.facts["category_decided"] is True

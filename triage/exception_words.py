@@ -45,7 +45,9 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
     (("out of memory", "OutOfMemory", "CUBLAS_STATUS_ALLOC_FAILED"), "gpu_oom"),
     (("no kernel image", "is not compatible with the current PyTorch installation", "too old to be supported"),
      "unsupported_gpu"),
-    (("CUDA driver initialization failed", "No HIP GPUs", "Too many open files"), "environment"),
+    (("CUDA driver initialization failed", "No HIP GPUs", "Too many open files", "Cannot allocate memory"),
+     "environment"),
+    (("Cannot assign requested address",), "distributed"),
     (("NVIDIA driver", "CUDA driver version", "driver version is insufficient", "cudaErrorInsufficientDriver",
       "forward compatibility", "NVML"), "cuda_driver"),
     (("NCCL", "nccl", "Gloo", "gloo", "ProcessGroup", "TCPStore", "c10d", "all_reduce", "Ray cluster", "placement group",
@@ -113,6 +115,13 @@ def category_from_words(exc_type: str, message: str, weak: bool = False) -> tupl
             if cat:
                 return cat, f"the package {pkg} does not import"
             return "install_mismatch", f"the package {pkg} does not import"
+    # an exception class of a library names that library ("ray.exceptions.GetTimeoutError")
+    if "." in exc_type:
+        if exc_type.startswith("torch.distributed."):
+            return "distributed", f"the exception type {exc_type}"
+        cat = PACKAGES.get(exc_type.split(".", 1)[0])
+        if cat and cat != "install_mismatch":
+            return cat, f"the exception type {exc_type}"
     return _search(WORDS, message)
 
 
