@@ -273,3 +273,24 @@ def test_fallback_category_from_the_library_of_the_exception_type():
     d = _fallback("Traceback (most recent call last):\n  File \"/srv/x.py\", line 1, in f\n"
                   "ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.\n")
     assert d.category == "distributed" and d.facts["category_decided"] is True
+
+
+def test_a_hub_lookup_that_failed_in_passing_is_not_the_failure():
+    log = ("(APIServer pid=1) INFO 02-14 10:00:00 [api_server.py:1896] vLLM API server version 0.11.0\n"
+           "(APIServer pid=1) WARNING 02-14 10:00:01 [config.py:412] Could not fetch generation config from "
+           "https://huggingface.co/Qwen/Qwen3-8B: Max retries exceeded with url: /api/models/Qwen/Qwen3-8B\n"
+           "(APIServer pid=1) INFO:     Application startup complete.\n")
+    ds, _ = diagnose(scan_text(log))
+    assert all(d.confidence <= 0.5 for d in ds), [(d.signature, d.confidence) for d in ds]
+
+
+def test_an_optional_import_warned_about_in_passing_is_not_the_failure():
+    log = ("(APIServer pid=1) INFO 02-14 10:00:00 [api_server.py:1896] vLLM API server version 0.11.0\n"
+           "(APIServer pid=1) WARNING 02-14 10:00:01 [ray_utils.py:48] Failed to import Ray with "
+           "ModuleNotFoundError(\"No module named 'ray'\"). For multi-node inference, please install Ray with "
+           "`pip install ray`.\n"
+           "(EngineCore_DP0 pid=2) WARNING 02-14 10:00:09 [mxfp4.py:161] Failed to import triton_kernels: "
+           "No module named 'triton_kernels'\n"
+           "(APIServer pid=1) INFO:     Application startup complete.\n")
+    ds, _ = diagnose(scan_text(log))
+    assert all(d.confidence <= 0.5 for d in ds), [(d.signature, d.confidence) for d in ds]

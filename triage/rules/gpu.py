@@ -11,7 +11,7 @@ if False:  # for type checkers only (importing typing costs start-up time)
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
-from triage.rules.base import Rule
+from triage.rules.base import Rule, not_in_passing
 
 
 def _capabilities(m, line, scan) -> dict:
@@ -255,17 +255,21 @@ RULES = [
 
 # A quantization library the checkpoint's method needs is missing, or the method's name is not one
 # this vLLM knows (vLLM's own words).
+QUANT_PACKAGE_MISSING = Rule(
+    signature="quant.package_missing", category="quantization",
+    title="The package this quantization method needs is not installed ({package})",
+    fix="Install the package vLLM names, at least the version it asks for (e.g. `pip install "
+        "'bitsandbytes>=0.46.1'`), into the environment vLLM runs in.",
+    patterns=[r"Please install (?P<package>bitsandbytes|torchao|modelscope)(?:>=[\d.]+)? via",
+              r"`pip install (?P<package>bitsandbytes|torchao)(?:>=[\d.]+)?` to use",
+              r"Please install it with `pip install (?P<package>amd-quark)",
+              r"No module named '(?P<package>bitsandbytes|torchao|gptqmodel|auto_gptq|awq|compressed_tensors|"
+              r"modelopt|quark|hqq)'"],
+    playbook="quantization", confidence=0.85,
+    check=lambda scan, env: not_in_passing(QUANT_PACKAGE_MISSING, scan))
+
 RULES += [
-    Rule(signature="quant.package_missing", category="quantization",
-         title="The package this quantization method needs is not installed ({package})",
-         fix="Install the package vLLM names, at least the version it asks for (e.g. `pip install "
-             "'bitsandbytes>=0.46.1'`), into the environment vLLM runs in.",
-         patterns=[r"Please install (?P<package>bitsandbytes|torchao|modelscope)(?:>=[\d.]+)? via",
-                   r"`pip install (?P<package>bitsandbytes|torchao)(?:>=[\d.]+)?` to use",
-                   r"Please install it with `pip install (?P<package>amd-quark)",
-                   r"No module named '(?P<package>bitsandbytes|torchao|gptqmodel|auto_gptq|awq|compressed_tensors|"
-                   r"modelopt|quark|hqq)'"],
-         playbook="quantization", confidence=0.85),
+    QUANT_PACKAGE_MISSING,
     Rule(signature="quant.invalid_method", category="quantization",
          title="This vLLM does not know the quantization method {quantization}",
          fix="Pass a --quantization value your vLLM lists (`vllm serve --help`), or leave it out to use the "
