@@ -350,14 +350,18 @@ RULES += [
          playbook="triton-compile", confidence=0.8),
 ]
 
+FLASHINFER_ARCH_UNSUPPORTED = Rule(
+    signature="kernels.flashinfer_arch_unsupported", category="kernel_library",
+    title="FlashInfer cannot build this kernel for this GPU's architecture",
+    fix="FlashInfer compiles some kernels only for some GPU generations, and needs an nvcc new enough for the "
+        "GPU (SM 12.x needs CUDA >= 12.9): install such a CUDA toolkit and set CUDA_HOME to it, install the "
+        "flashinfer-cubin / flashinfer-jit-cache wheels of your FlashInfer version, or choose a backend "
+        "without FlashInfer (another --attention-backend, NVFP4 GEMM or MoE backend).",
+    patterns=[r"No supported CUDA architectures found for major versions \[(?P<majors>[\d, ]+)\]",
+              r"SM (?P<sm>\d+)\.x requires CUDA >= (?P<cuda>[\d.]+)"],
+    playbook="kernel-library", confidence=0.9,
+    check=lambda scan, env: not_in_passing(FLASHINFER_ARCH_UNSUPPORTED, scan))
+
 RULES += [
-    Rule(signature="kernels.flashinfer_arch_unsupported", category="kernel_library",
-         title="FlashInfer cannot build this kernel for this GPU's architecture",
-         fix="FlashInfer compiles some kernels only for some GPU generations, and needs an nvcc new enough for the "
-             "GPU (SM 12.x needs CUDA >= 12.9): install such a CUDA toolkit and set CUDA_HOME to it, install the "
-             "flashinfer-cubin / flashinfer-jit-cache wheels of your FlashInfer version, or choose a backend "
-             "without FlashInfer (another --attention-backend, NVFP4 GEMM or MoE backend).",
-         patterns=[r"No supported CUDA architectures found for major versions \[(?P<majors>[\d, ]+)\]",
-                   r"SM (?P<sm>\d+)\.x requires CUDA >= (?P<cuda>[\d.]+)"],
-         playbook="kernel-library", confidence=0.9),
+    FLASHINFER_ARCH_UNSUPPORTED,
 ]

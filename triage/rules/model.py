@@ -383,12 +383,16 @@ RULES += [
          playbook="model-support", confidence=0.9),
 ]
 
+CONFIG_ATTR_MISSING = Rule(
+    signature="model_support.transformers_config_attr", category="model_support",
+    title="The model's config object lacks '{attr}' (transformers and vLLM versions do not match)",
+    fix="vLLM reads a config attribute this transformers does not provide (transformers 5 moved RoPE and "
+        "other fields; an old transformers lacks new ones): install the transformers version your vLLM "
+        "release pins, or upgrade vLLM.",
+    patterns=[r"'(?P<cls>\w+Config)' object has no attribute '(?P<attr>\w+)'"],
+    playbook="model-support", confidence=0.75,
+    check=lambda scan, env: not_in_passing(CONFIG_ATTR_MISSING, scan))
+
 RULES += [
-    Rule(signature="model_support.transformers_config_attr", category="model_support",
-         title="The model's config object lacks '{attr}' (transformers and vLLM versions do not match)",
-         fix="vLLM reads a config attribute this transformers does not provide (transformers 5 moved RoPE and "
-             "other fields; an old transformers lacks new ones): install the transformers version your vLLM "
-             "release pins, or upgrade vLLM.",
-         patterns=[r"'(?P<cls>\w+Config)' object has no attribute '(?P<attr>\w+)'"],
-         playbook="model-support", confidence=0.75),
+    CONFIG_ATTR_MISSING,
 ]
