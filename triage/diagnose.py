@@ -2,9 +2,11 @@
 
 Every rule runs; what they find is ranked so that the first real failure of the cascade comes first:
 wrappers never count, failures that are usually consequences (NCCL errors after a peer died, a
-SIGKILL) are demoted below any primary failure, and among primaries the earliest one gets a bonus.
-When no rule knows the failure, the first real exception still becomes a low-confidence diagnosis
-whose category is guessed from where in the code it was raised.
+SIGKILL) are demoted below any primary failure, among primaries the earliest one gets a bonus, and a
+logger's INFO/WARNING line ranks below an exception of another kind actually raised after it.
+When no rule knows the failure, the first real exception still becomes a diagnosis below 0.5, its
+category taken from what decides it (the exception's type and words, where it was raised), else
+said to be unrecognised.
 """
 
 from __future__ import annotations
