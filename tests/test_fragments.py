@@ -294,3 +294,11 @@ def test_an_optional_import_warned_about_in_passing_is_not_the_failure():
            "(APIServer pid=1) INFO:     Application startup complete.\n")
     ds, _ = diagnose(scan_text(log))
     assert all(d.confidence <= 0.5 for d in ds), [(d.signature, d.confidence) for d in ds]
+
+
+def test_escapes_in_an_error_body_never_break_the_report():
+    text = ('{"detail":"Traceback (most recent call last):\\n  File \\"/x/vllm/config/model.py\\", line 1, in f\\n'
+            'ValueError: bad value \\ud800 for --max-model-len \\u00e9\\n"}\n')
+    r = run_triage("--log", "-", "--json", "--offline", "--no-probe", input=text.encode())
+    assert r.returncode in (0, 3), r.stderr
+    json.loads(r.stdout)

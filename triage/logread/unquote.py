@@ -136,7 +136,8 @@ def _decode(s: str) -> str:
     def one(m: "re.Match[str]") -> str:
         e = m.group(1)
         if len(e) == 5:
-            return chr(int(e[1:], 16))
+            cp = int(e[1:], 16)
+            return "\ufffd" if 0xD800 <= cp <= 0xDFFF else chr(cp)  # a lone surrogate cannot be printed
         return _ESC.get(e, "\\" + e)
 
     return _ESC_RE.sub(one, s)
