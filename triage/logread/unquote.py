@@ -35,6 +35,14 @@ def may_quote(text: str) -> bool:
 
 def expand(text: str) -> tuple[bool, list[str]] | None:
     """(whether the lines replace `text`, the lines); None when `text` quotes nothing."""
+    got = _expand(text)
+    if got is None:
+        return None
+    # a decoded "\ud800" is a lone surrogate: not printable, not encodable; it becomes "?"
+    return got[0], [ln.encode("utf-8", "replace").decode("utf-8") for ln in got[1]]
+
+
+def _expand(text: str) -> tuple[bool, list[str]] | None:
     if len(text) > MAX_TEXT:
         return None
     if text.startswith('{"log":'):
@@ -136,8 +144,7 @@ def _decode(s: str) -> str:
     def one(m: "re.Match[str]") -> str:
         e = m.group(1)
         if len(e) == 5:
-            cp = int(e[1:], 16)
-            return "\ufffd" if 0xD800 <= cp <= 0xDFFF else chr(cp)  # a lone surrogate cannot be printed
+            return chr(int(e[1:], 16))
         return _ESC.get(e, "\\" + e)
 
     return _ESC_RE.sub(one, s)
