@@ -12,8 +12,7 @@ said to be unrecognised.
 from __future__ import annotations
 
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.exception_words import category_from_words
 from triage.logread.scan import Scan

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import collections
 
-if False:  # for type checkers only: typing costs start-up time
-    from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from triage.logread import extract, unquote
 from triage.logread.normalize import Line, parse, paste_indent

@@ -15,11 +15,10 @@ lines that `may_quote` lets through (a few substring checks), so ordinary lines 
 
 from __future__ import annotations
 
+import re
+
 from triage.lazyre import lazy
 from triage.logread.literal import literal_eval
-
-if False:  # for type checkers only
-    import re
 
 MAX_TEXT = 32 * 1024  # a quoted message longer than this is not decoded (a paste is short)
 MAX_LINES = 400
@@ -120,7 +119,7 @@ def _message(d: dict, depth: int = 0) -> str | None:
             if got:
                 return got
         if isinstance(v, list):
-            msgs = [x.get("msg") for x in v if isinstance(x, dict) and isinstance(x.get("msg"), str)]
+            msgs = [str(x["msg"]) for x in v if isinstance(x, dict) and isinstance(x.get("msg"), str)]
             if msgs:
                 return "\n".join(msgs)
     return None

@@ -97,7 +97,7 @@ def derive_facts(
 
 
 def refresh_derived(facts: dict[str, Any]) -> None:
-    gpus = facts.get("gpus") or []
+    gpus = facts.get("gpus") if isinstance(facts.get("gpus"), list) else []  # a rule's fact may be a count
     first = gpus[0] if gpus and isinstance(gpus[0], dict) else {}
     cc = facts.get("compute_capability") or first.get("compute_capability")
     if cc is not None:
@@ -146,7 +146,7 @@ def render_text(template: Any, facts: dict[str, Any]) -> str:
             return "yes" if v else "no"
         return str(v)
 
-    lines = []
+    lines: list[str] = []
     for line in str(template).split("\n"):
         whole = PLACEHOLDER_RE.fullmatch(line.strip())
         v = lookup(facts, whole.group(2)) if whole else None
@@ -248,15 +248,15 @@ def default_upstream(facts: dict[str, Any], report: Report | None = None, offlin
             why = "the upstream lookup gave no verdict"
         return {"verdict": "unknown", "why": why, "hits": len(hits or []), "source": source}
     out = {
-        "verdict": upgrade.get("verdict", "unknown"),
-        "target_version": upgrade.get("target_version"),
-        "evidence": upgrade.get("evidence"),
+        "verdict": upgrade.verdict,
+        "target_version": upgrade.target_version,
+        "evidence": upgrade.evidence,
         "hits": len(hits or []),
         "source": source,
     }
     if hits:
         top = hits[0]
-        out["top"] = f"#{top.get('number')} {top.get('title')} ({top.get('url')})"
+        out["top"] = f"#{top.number} {top.title} ({top.url})"
     return out
 
 
@@ -490,10 +490,10 @@ class Session:
         r = self._run(argv, timeout=float(step.get("timeout") or TIMEOUTS["check"]), env=self._env(step))
         out = (r.stdout or "") + (r.stderr or "")
         if step.get("capture"):
-            value = out.strip()
+            value: str | None = out.strip()
             if step.get("pattern"):
                 m = re.search(str(step.get("pattern")), out, re.MULTILINE)
-                value = (m.group(1) if m and m.groups() else m.group(0)) if m else None
+                value = (m.group(1) if m.groups() else m.group(0)) if m else None
             self.facts[step.get("capture")] = value
             refresh_derived(self.facts)
         if step.get("expect") is None:
@@ -668,8 +668,10 @@ class Session:
             with open(os.path.expanduser(path), encoding="utf-8", errors="replace") as fh:
                 output = fh.read()
         except OSError as exc:
-            self.current.error = f"cannot read {path}: {exc.strerror or exc}"
-            return self.current
+            view = self.current
+            assert view is not None  # a verify step is being shown
+            view.error = f"cannot read {path}: {exc.strerror or exc}"
+            return view
         return self._judge(step, output, None, None)
 
     # --- helpers ---
@@ -716,15 +718,16 @@ class Session:
             self.recorder.note(text)
 
     def _run(self, argv: list[str], *, timeout: float, env: dict[str, str] | None) -> Result:
+        recorder = self._recorder()  # before running: what cannot be recorded does not run
         r = self.runner.run(argv, timeout=timeout, env=env)
-        self._recorder().command(argv, r, self.runner.where)
+        recorder.command(argv, r, self.runner.where)
         return r
 
 
 class GuardedRunner:
     """The session's runner: an interpreter the log or a snapshot names (target_python when not
     trusted) runs only once the operator confirmed a step showing it, and a local one never from a
-    path another user could have written (probes.interpreter.refuse_reason)."""
+    path another user could have written (triage.interpreter.refuse_reason)."""
 
     def __init__(self, inner: Runner, facts: dict[str, Any]):
         self.inner = inner
@@ -747,7 +750,7 @@ class GuardedRunner:
         argv = [str(a) for a in argv]
         if argv and self.needs_consent(argv[0]):
             return Result(argv, -1, "", f"not run: {argv[0]} was named by the log or a snapshot and not confirmed")
-        if argv and argv[0] == self.facts.get("target_python") and isinstance(self.inner, LocalRunner):
+        if argv and argv[0] == self.facts.get("target_python") and self.inner.where == LocalRunner.where:
             from triage.interpreter import refuse_reason
 
             why = refuse_reason(argv[0])
@@ -778,7 +781,9 @@ class ConsoleFrontEnd:
         self._awaiting: str | None = None
 
     def say(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+        from triage.sanitize import clean
+
+        self.out.write(clean(text) + "\n")  # facts and command output may carry terminal control
         self.out.flush()
 
     def _ask(self, prompt: str) -> str | None:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
@@ -109,7 +108,7 @@ def _no_blocks_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, An
         parts.append(f"{b['kv_gib']:g} GiB is left for the KV cache")
     fits = util_that_fits(b)
     low = util is not None and util < 0.85
-    if low and (fits is None and weights is None or (fits is not None and fits > util)):
+    if low and util is not None and (fits is None and weights is None or (fits is not None and fits > util)):
         out["cause"] = "utilization_too_low"
         out["headline"] = f"--gpu-memory-utilization {util:g} leaves no room for the KV cache after the model"
         out["advice"] = (f"The budget was set low ({'; '.join(parts)}): raise --gpu-memory-utilization"

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
-
-    from triage.logread.normalize import Line
-
+from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, not_in_passing
@@ -104,8 +101,8 @@ DOUBLED_NAME_RE = re.compile(r"(?:^|[._])([a-z]{2,})\1[a-z]*_proj\b|\b([a-z_]{3,
 
 def _weight_mismatch_facts(m, line, scan) -> dict:
     detail = m.groupdict().get("detail") or ""
-    name = re.search(r"'([\w.]+)'", detail)
-    name = name.group(1) if name else detail.rsplit(" ", 1)[-1]
+    quoted = re.search(r"'([\w.]+)'", detail)
+    name = quoted.group(1) if quoted else detail.rsplit(" ", 1)[-1]
     dm = DOUBLED_NAME_RE.search(name)
     if dm:
         ver = scan.facts.get("vllm_version")

@@ -8,12 +8,14 @@ really install (`pip index versions`), and nightly wheels show up when their ind
 from __future__ import annotations
 
 import re
+from typing import Any
+
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
 
 from triage import capabilities
 from triage.capabilities import load_capabilities
+from triage.environment import Environment
+from triage.model import Upgrade
 from triage.record import Record
 from triage import versions as V
 from triage.upstream.facets import Facets
@@ -42,7 +44,8 @@ class Available(Record):
     @property
     def latest(self) -> str | None:
         rel = [v for v in self.versions if not V.is_prerelease(v)]
-        return (rel or self.versions or [None])[-1]
+        found = rel or self.versions
+        return found[-1] if found else None
 
     def to_json(self) -> dict[str, Any]:
         return {"versions": self.versions[-15:], "installed": self.installed, "source": self.source,
@@ -144,17 +147,11 @@ def _prs_text(entry: dict[str, Any]) -> str:
 
 
 def patched_files(env: dict[str, Any]) -> list[str]:
-    out = []
-    for p in env.get("patched_files") or []:
-        if isinstance(p, str):
-            out.append(p)
-        elif isinstance(p, dict) and (p.get("path") or p.get("file")):
-            out.append(str(p.get("path") or p.get("file")))
-    return out
+    return list(Environment.from_facts(env).patched_files)
 
 
 def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits: list[dict[str, Any]] | None = None,
-           offline: bool = False) -> dict[str, Any]:
+           offline: bool = False) -> Upgrade:
     installed = _installed_version(env)
     evidence: list[str] = []
     applicable: list[dict[str, Any]] = []
@@ -255,15 +252,7 @@ def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits:
                 verdict, target = "fixes", fixed_in if target is None else target
 
     files = patched_files(env)
-    out: dict[str, Any] = {
-        "verdict": verdict,
-        "target_version": target,
-        "evidence": evidence,
-        "overwrites": files,
-    }
-    if files:
-        out["keep_patches"] = (f"an upgrade replaces these {len(files)} hand-patched file(s); save them first with "
-                               f"`{KEEP_PATCHES_CMD}` and re-apply after (or drop the ones the new version makes unneeded)")
-    if avail.known or avail.message:
-        out["available"] = avail.to_json()
-    return out
+    keep = (f"an upgrade replaces these {len(files)} hand-patched file(s); save them first with "
+            f"`{KEEP_PATCHES_CMD}` and re-apply after (or drop the ones the new version makes unneeded)") if files else None
+    return Upgrade(verdict, target, evidence, files, keep,
+                   avail.to_json() if avail.known or avail.message else None)
