@@ -6,10 +6,9 @@ import re
 from triage.lazyre import lazy
 from typing import Any
 
-    from triage.model import Diagnosis
-
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
+from triage.model import Diagnosis
 from triage.rules.base import Rule, not_in_passing
 
 
