@@ -2,9 +2,11 @@
 
 Every rule runs; what they find is ranked so that the first real failure of the cascade comes first:
 wrappers never count, failures that are usually consequences (NCCL errors after a peer died, a
-SIGKILL) are demoted below any primary failure, and among primaries the earliest one gets a bonus.
-When no rule knows the failure, the first real exception still becomes a low-confidence diagnosis
-whose category is guessed from where in the code it was raised.
+SIGKILL) are demoted below any primary failure, among primaries the earliest one gets a bonus, and a
+logger's INFO/WARNING line ranks below an exception of another kind actually raised after it.
+When no rule knows the failure, the first real exception still becomes a diagnosis below 0.5, its
+category taken from what decides it (the exception's type and words, where it was raised), else
+said to be unrecognised.
 """
 
 from __future__ import annotations
@@ -187,15 +189,24 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         exc = min(in_tb, key=lambda e: e.line.no)
         while exc.caused_by is not None and not is_wrapper(exc.caused_by.text):
             exc = exc.caused_by
-        worded = category_from_words(exc.type, exc.message + _raise_site(scan, exc))
+        # What decides the category, surest first: the exception's type, its decisive words, where it
+        # was raised, words that only hint; else it is unrecognised (a prior by type, said quietly).
+        words = exc.message + _raise_site(scan, exc)
+        framed = exc.short_type not in TYPE_AREAS and area_of_frames([fr.file for fr in exc.frames]) is not None
+        if exc.short_type in TYPE_AREAS and exc.short_type not in ("ImportError", "ModuleNotFoundError"):
+            worded = TYPE_AREAS[exc.short_type], f"the exception type {exc.short_type}"
+        else:
+            worded = category_from_words(exc.type, words)
+        conf = WORDED_CONFIDENCE
+        if worded is None and not framed:
+            worded = category_from_words(exc.type, words, weak=True)
+            conf = FRAMED_CONFIDENCE  # a hint, as sure as the place it was raised
         if worded is not None:
             cat, basis = worded
-            conf = WORDED_CONFIDENCE
         else:
             cat = guess_category(exc)
-            framed = exc.short_type not in TYPE_AREAS and area_of_frames([fr.file for fr in exc.frames]) is not None
             basis = "traceback frames" if framed else "exception type"
-            conf = FRAMED_CONFIDENCE if framed or exc.short_type in TYPE_AREAS else UNDECIDED_CONFIDENCE
+            conf = FRAMED_CONFIDENCE if framed else UNDECIDED_CONFIDENCE
         where = ""
         for fr in reversed(exc.frames):
             if "/vllm/" in fr.file:
@@ -230,8 +241,9 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
     if wrappers:
         # vLLM says it failed, but the worker's own error is not in this log (some wrappers quote it).
         quoted = next((m.group(1) for ln in wrappers if (m := WRAPPED_ERROR_RE.search(ln.text))), None)
+        worded = category_from_words("", quoted) if quoted else None
         return Diagnosis(
-            category="environment", signature="generic.root_cause_missing",
+            category=worded[0] if worded else "environment", signature="generic.root_cause_missing",
             title="vLLM failed to start, but the root cause is not in this log"
                   + (f" (a worker reported: {quoted[:120]})" if quoted else ""),
             confidence=0.2, evidence=[Evidence(ln.no, ln.shown) for ln in wrappers[:3]],

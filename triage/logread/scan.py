@@ -139,17 +139,19 @@ class Scanner:
         if got is None:
             return self._take(ln)
         replace, parts = got
-        if replace:
-            ln.text = parts[0]
-            parts = parts[1:]
-        self._take(ln)
+        first = None
+        if not replace:
+            first = self._take(ln)
         for part in parts:
-            sub = parse(no, part)
-            sub.shown = ln.shown
+            sub = parse(no, part)  # its own header, when it has one (a Docker json-file line)
+            if not replace:
+                sub.shown = ln.shown
             sub.proc = sub.proc or ln.proc
             sub.level = sub.level or ln.level
-            self._take(sub)
-        return ln
+            sub.src = sub.src or ln.src
+            sub = self._take(sub)
+            first = first or sub
+        return first or self._take(ln)
 
     def _take(self, ln: Line) -> Line:
         no = ln.no

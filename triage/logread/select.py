@@ -33,7 +33,7 @@ PREFILTER = (
     "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env|"
     "above exception|NumPy|bootstrapping|fatal|only supports|plugin|"
     # memory profiling's INFO lines when nothing is left for the KV cache
-    "KV cache memory: -|KV Cache is -|blocks: 0,|cache size: 0 tokens|"
+    "KV cache memory: -|KV Cache is -|blocks: 0,|cache size: 0 tokens|tokens per request: 0|"
     # the memory budget and the start-up phase: what the memory rules' explanations are made of
     "memory|loading took|apturing|Model Runner|"
     # rows of a wrapped message whose first row was kept (attention reasons, shared-memory numbers)
