@@ -123,7 +123,7 @@ class Scanner:
                 seen[2] = no
                 return seen[3]
         ln = self._read(no, raw)
-        if key is not None and len(shapes) < MAX_SHAPES:
+        if key is not None and key2 is not None and len(shapes) < MAX_SHAPES:
             shapes[key] = shapes[key2] = [1, no, no, ln]
         return ln
 
