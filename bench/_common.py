@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import random
-import resource
 import subprocess
 import sys
 import time

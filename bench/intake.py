@@ -1,6 +1,6 @@
 """Diagnosing a big log against `grep -c -E 'ERROR|Error|error'` on the same file, and peak memory.
 
-Targets (issue 2): at most 3x grep's time on a 200 MB log; peak memory under 200 MB whatever the size
+Targets: at most 3x grep's time on a 200 MB log; peak memory under 200 MB whatever the size
 (checked at two sizes: it must not grow with the log).
 
     python bench/intake.py [--mb 200] [--keep]

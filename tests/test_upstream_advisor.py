@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
-from pathlib import Path
 
 import pytest
 
 from triage.model import Diagnosis, Evidence
 from triage.runner import LocalRunner, Result
 from triage.upstream import advisor, fixes
-from triage.upstream import versions as V
+from triage import versions as V
 from triage.upstream.cache import Cache
 from triage.upstream.facets import diagnosis_facets
 from triage.upstream.github import GitHub

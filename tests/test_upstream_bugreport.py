@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import types
 
@@ -110,7 +109,6 @@ def test_usage_error():
     assert exc.value.code == 2
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triage.diagnose") is None, reason="the diagnosis core is not on this branch")
 def test_with_the_real_pipeline(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TRIAGE_HOME", str(tmp_path / "home"))
     log = tmp_path / "vllm.log"

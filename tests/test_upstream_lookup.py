@@ -175,3 +175,26 @@ def test_offline_lookup_loads_no_network_stack(tmp_path):
                          cwd=Path(__file__).resolve().parent.parent, env={"TRIAGE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": "."})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_playbook_upstream_probe_reads_what_the_lookup_found(fake_github):
+    # The guided fix asks upstream when the report has no verdict yet (the TUI's fix view can open
+    # before the upstream stage is done): the lookup fills the report in place, and the verdict it
+    # found is what the playbook sees.
+    from triage.playbooks.engine import default_upstream
+
+    serve_all(fake_github)
+    rep = sm120_report()
+    assert rep.upgrade is None
+    got = default_upstream({}, rep, offline=False)
+    assert got["source"] == "triage.upstream"
+    assert got["verdict"] == rep.upgrade["verdict"] != "unknown", got
+    assert got["hits"] == len(rep.upstream) > 0
+    assert got["top"].startswith(f"#{rep.upstream[0]['number']} ")
+
+
+def test_playbook_upstream_probe_offline_and_without_a_report():
+    from triage.playbooks.engine import default_upstream
+
+    assert default_upstream({}, sm120_report(), offline=True)["why"] == "offline"
+    assert default_upstream({}, None, offline=False)["why"] == "no diagnosis to look up upstream"

@@ -150,5 +150,4 @@ def scripted_plan(monkeypatch: Any, command: list[str]) -> dict[str, Any]:
         return fixflow.Plan(session, "attention-sparse-mla", "Sparse MLA on a GPU without a backend", "", runner)
 
     monkeypatch.setattr(fixflow, "plan", plan)
-    monkeypatch.setattr(fixflow, "engine_available", lambda: True)
     return made

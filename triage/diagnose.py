@@ -9,7 +9,6 @@ whose category is guessed from where in the code it was raised.
 
 from __future__ import annotations
 
-import re
 from triage.lazyre import lazy
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any

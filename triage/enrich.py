@@ -15,7 +15,11 @@ import re
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any, Callable
 
+from triage.capabilities import load_capabilities
+from triage.computecap import env_cc
+from triage import versions
 from triage.model import Diagnosis
+from triage_sparse_mla.support import indexer_note
 
 # Backends that implement sparse (DSA) MLA in upstream vLLM releases before the SM12x one, and the
 # compute capabilities they accept (vllm/v1/attention/backends/mla/*: supports_compute_capability).
@@ -31,10 +35,8 @@ def _capability(backend: str) -> dict[str, Any] | None:
     """The capability-table entry (triage/upstream/capabilities.yaml) that names `backend`: the one place
     where the releases that have it are written down."""
     try:
-        from triage.upstream.advisor import load_capabilities
-
         caps = load_capabilities()
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError):
         return None
     return next((c for c in caps if backend in (c.get("backends") or [])), None)
 
@@ -46,11 +48,6 @@ def _release_of(version: Any) -> str | None:
     if not v or re.match(r"^0\.1\.dev\d+", v):
         return None
     return v
-
-
-def _cc(v: Any) -> tuple[int, int] | None:
-    m = re.match(r"^\s*(\d+)\.(\d+)", str(v)) if v is not None else None
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def gpu_family(cc: tuple[int, int]) -> str:
@@ -70,15 +67,18 @@ def _truthy(v: Any) -> bool:
     return v is True or str(v).strip().lower() in ("true", "1", "yes")
 
 
+def _major_minor(v: Any) -> tuple[int, int] | None:
+    """A CUDA version ("12.8", "13.0") to compare as major.minor."""
+    p = versions.parse(v)
+    if p is None:
+        return None
+    rel = p.release + (0,)
+    return rel[0], rel[1]
+
+
 def _env_cc(env: dict[str, Any]) -> tuple[int, int] | None:
-    cc = _cc(env.get("compute_capability"))
-    if cc:
-        return cc
-    for g in env.get("gpus") or []:
-        cc = _cc(g.get("compute_capability")) if isinstance(g, dict) else None
-        if cc:
-            return cc
-    return None
+    cc = env_cc(env)
+    return (cc.major, cc.minor) if cc else None
 
 
 def _vllm_words(env: dict[str, Any]) -> str:
@@ -169,11 +169,7 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
                          "triage's bundled Triton backend (`triage apply sparse-mla`) is the way to run it")
             d.facts["missing_backend"] = f"sparse MLA for {gpu_family(cc)}"
         if d.facts.get("case") != "sparse_backend_rejects_config" and cc[0] not in (9, 10):
-            try:
-                from triage_sparse_mla.support import indexer_note
-            except ImportError:  # pragma: no cover - shipped together
-                indexer_note = None
-            note = indexer_note(cc) if indexer_note else None
+            note = indexer_note(cc)
             if note:
                 _add_line(d, note)
     elif cc and cc[0] == 12 and mla and not sparse:
@@ -187,9 +183,7 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
 
 
 def _ge(a: str, b: str) -> bool:
-    from triage.upstream import versions as V
-
-    return V.ge(a, b)
+    return versions.ge(a, b)
 
 
 def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
@@ -216,6 +210,46 @@ def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
     d.facts["indexer_blocked"] = cc[0] not in (9, 10, 12)
 
 
+REGRESSION_CONDITIONS = {"category", "signature_prefix", "facts", "text", "kv_cache_dtype_prefix", "rejected_reason",
+                         "cc_major"}
+
+
+def _regression_applies(c: dict[str, Any], d: Diagnosis, env: dict[str, Any]) -> bool:
+    """Whether every `applies` condition of a capability entry holds for this diagnosis. A condition this
+    reader does not know, or a compute capability the log does not give, means no: a regression is only
+    claimed on evidence."""
+    a = c.get("applies") or {}
+    if set(a) - REGRESSION_CONDITIONS:
+        return False
+    if a.get("kv_cache_dtype_prefix") and not str(d.facts.get("kv_cache_dtype") or "").startswith(
+            a["kv_cache_dtype_prefix"]):
+        return False
+    if a.get("rejected_reason"):
+        rej = d.facts.get("rejected") if isinstance(d.facts.get("rejected"), dict) else {}
+        if not any(re.search(a["rejected_reason"], str(r), re.I) for rs in rej.values() for r in (rs or [])):
+            return False
+    if a.get("cc_major"):
+        cc = _env_cc(env)
+        if cc is None or cc[0] not in a["cc_major"]:
+            return False
+    if a.get("category") and a["category"] != d.category:
+        return False
+    prefixes = a.get("signature_prefix")
+    if prefixes:
+        prefixes = prefixes if isinstance(prefixes, list) else [prefixes]
+        if not any(d.signature.startswith(p) for p in prefixes):
+            return False
+    for k, want in (a.get("facts") or {}).items():
+        have = d.facts.get(k)
+        if (have not in want) if isinstance(want, list) else (have != want):
+            return False
+    if a.get("text"):
+        words = "\n".join([d.title, *(e.text for e in d.evidence)])
+        if not re.search(a["text"], words, re.S):
+            return False
+    return True
+
+
 def _regression(d: Diagnosis, env: dict[str, Any]) -> None:
     """A failure that starts in a release (a capability-table entry with broken_in) is vLLM's regression, not
     the user's configuration: say so first, with the release to pin and the one that fixes it."""
@@ -223,17 +257,11 @@ def _regression(d: Diagnosis, env: dict[str, Any]) -> None:
     if not version:
         return
     try:
-        from triage.upstream.advisor import load_capabilities, matches
-        from triage.upstream.facets import diagnosis_facets
-
         caps = [c for c in load_capabilities() if c.get("broken_in")]
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError):
         return
-    if not caps:
-        return
-    facets = diagnosis_facets(d, env)
     for c in caps:
-        if matches(c, d, env, facets) is False:
+        if not _regression_applies(c, d, env):
             continue
         if not _ge(version, str(c["broken_in"])) or (c.get("since") and _ge(version, str(c["since"]))):
             continue
@@ -257,7 +285,7 @@ def _cuda_driver(d: Diagnosis, env: dict[str, Any]) -> None:
     for key in ("driver_version", "cuda_driver_version", "torch_cuda_version"):
         if env.get(key) is not None:
             d.facts.setdefault(key, env[key])
-    drv, tcu = _cc(env.get("cuda_driver_version")), _cc(env.get("torch_cuda_version"))
+    drv, tcu = _major_minor(env.get("cuda_driver_version")), _major_minor(env.get("torch_cuda_version"))
     if drv and tcu:
         too_old = tcu > drv
         d.facts["driver_too_old_for_torch"] = too_old

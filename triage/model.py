@@ -152,7 +152,7 @@ class Report(Record):
         self.diagnoses = [] if diagnoses is None else diagnoses
         self.environment = {} if environment is None else environment
         self.notes = [] if notes is None else notes
-        # Filled by later stages (issue 4); absent from the JSON while None.
+        # Filled by the upstream stage; absent from the JSON while None.
         self.upstream = upstream
         self.upgrade = upgrade
         # Messages for the user about the run itself (truncated input, probe skipped, ...).

@@ -7,8 +7,8 @@
   error that says which.
 - Commands are argv lists, joined with shlex.join for the remote shell: a value from a log stays one
   inert argument there too. Environment variables go in as `env K=V ...` (servers refuse SSH env requests).
-- A fleet runs concurrently with a bound, each host under its own timeout; one dead host never blocks
-  the rest and comes back as a HostProbe with ok=False and the reason.
+
+Probing hosts over this transport is triage.probes.over_ssh (probes depend on this module, not back).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from typing import Any, Sequence
 
 import asyncssh
 
-from triage.probes.collect import HostProbe, build_facts, interpret_result, python_candidates
 from triage.runner import Result
 
 
@@ -144,7 +143,7 @@ _loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 
 
-def _background_loop() -> asyncio.AbstractEventLoop:
+def background_loop() -> asyncio.AbstractEventLoop:
     global _loop
     with _loop_lock:
         if _loop is None or _loop.is_closed():
@@ -207,7 +206,7 @@ class SSHRunner:
         """The Runner protocol: never raises for the remote side; an unreachable host or a refused
         host key is a Result with returncode -1 and the reason in stderr."""
         fut = asyncio.run_coroutine_threadsafe(self.arun(argv, timeout=timeout, input=input, env=env),
-                                               _background_loop())
+                                               background_loop())
         try:
             return fut.result(timeout + self.connect_timeout + 5)
         except RemoteError as exc:
@@ -228,67 +227,7 @@ class SSHRunner:
 
     def close(self) -> None:
         if self._conn is not None:
-            asyncio.run_coroutine_threadsafe(self.aclose(), _background_loop()).result(10)
-
-
-# ------------------------------------------------------------------ probes
-async def probe_host(spec: str, *, python: str | None = None, python_prefix: str | None = None,
-                     site_packages: str | None = None, deep: bool = False, timeout: float = 60.0,
-                     connect_timeout: float = 15.0) -> HostProbe:
-    """Probe one host; every failure comes back as ok=False with a reason, never as an exception."""
-    try:
-        runner = SSHRunner(spec, connect_timeout=min(connect_timeout, timeout))
-    except ValueError as exc:
-        return HostProbe(host=spec, ok=False, error=str(exc))
-
-    async def go() -> HostProbe:
-        err = None
-        for py in python_candidates(python, python_prefix, site_packages, remote=True):
-            argv = [py, "-", "--sections", "gpu,host,pyenv"] + (["--deep"] if deep else [])
-            from triage.probes.script import probe_script
-
-            res = await runner.arun(argv, timeout=timeout, input=probe_script())
-            raw, err, try_next = interpret_result(res, py, runner.where, timeout)
-            if raw is not None:
-                facts, findings = build_facts(raw)
-                return HostProbe(host=spec, ok=True, facts=facts, findings=findings)
-            if not try_next:
-                break
-        return HostProbe(host=spec, ok=False, error=err or f"no Python found on {spec}")
-
-    try:
-        return await asyncio.wait_for(go(), timeout + 1.0)
-    except RemoteError as exc:
-        return HostProbe(host=spec, ok=False, error=str(exc))
-    except (asyncio.TimeoutError, TimeoutError):
-        return HostProbe(host=spec, ok=False, error=f"no answer from {spec} within {timeout:g}s")
-    except Exception as exc:
-        return HostProbe(host=spec, ok=False, error=describe_error(exc, runner.target, timeout))
-    finally:
-        try:
-            await asyncio.wait_for(runner.aclose(), 5)
-        except Exception:
-            pass
-
-
-async def probe_fleet(specs: Sequence[str], *, concurrency: int = 16, **kw: Any) -> list[HostProbe]:
-    """Probe hosts concurrently (at most `concurrency` at once); results in the order given."""
-    sem = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(spec: str) -> HostProbe:
-        async with sem:
-            return await probe_host(spec, **kw)
-
-    return list(await asyncio.gather(*(one(s) for s in specs)))
-
-
-def probe_hosts(specs: Sequence[str], **kw: Any) -> list[HostProbe]:
-    """Synchronous entry for the CLI (works inside or outside a running event loop)."""
-    return asyncio.run_coroutine_threadsafe(probe_fleet(specs, **kw), _background_loop()).result()
-
-
-def probe_host_sync(spec: str, **kw: Any) -> HostProbe:
-    return probe_hosts([spec], **kw)[0]
+            asyncio.run_coroutine_threadsafe(self.aclose(), background_loop()).result(10)
 
 
 def fetch_text(spec: str, path: str, *, timeout: float = 30.0) -> str | None:
@@ -301,5 +240,5 @@ def fetch_text(spec: str, path: str, *, timeout: float = 30.0) -> str | None:
     return res.stdout if res.ok else None
 
 
-__all__ = ["SSHRunner", "RemoteError", "Target", "parse_target", "probe_host", "probe_fleet", "probe_hosts",
-           "describe_error", "known_hosts_files", "fetch_text", "probe_host_sync"]
+__all__ = ["SSHRunner", "RemoteError", "Target", "parse_target", "describe_error", "known_hosts_files",
+           "fetch_text", "background_loop"]

@@ -233,14 +233,12 @@ def default_runner_for(where: str) -> Runner:
     if where == LOCAL:
         return LocalRunner()
     try:
-        from triage import remote  # written by the probes issue; same Runner protocol
-    except ImportError as exc:
-        raise RuntimeError(f"cannot reach {where}: remote support (triage.remote) is not available") from exc
-    for name in ("runner_for", "connect", "SSHRunner"):
-        factory = getattr(remote, name, None)
-        if callable(factory):
-            return factory(where)
-    raise RuntimeError(f"cannot reach {where}: triage.remote has no runner factory")
+        from triage.remote import SSHRunner  # asyncssh loads only for a remote host
+    except ModuleNotFoundError as exc:
+        if exc.name != "asyncssh":
+            raise
+        raise RuntimeError(f"cannot reach {where}: SSH needs the asyncssh package (pip install asyncssh)") from None
+    return SSHRunner(where)
 
 
 def _restore(entry: dict[str, Any], runner: Runner) -> str:

@@ -153,11 +153,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--tried", action="append", default=[], metavar="TEXT",
                    help="something you already tried (repeatable)")
     args = p.parse_args(argv)
-    try:
-        from triage.pipeline import build_report
-    except ImportError:
-        print("triage report: the diagnosis pipeline is not available in this installation", file=sys.stderr)
-        return 2
+    from triage.pipeline import build_report
+
     try:
         report = build_report(args.log, offline=True, probe=False, snapshot=args.snapshot)
     except Exception as exc:  # InputError and friends: one line, no traceback

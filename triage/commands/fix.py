@@ -17,6 +17,8 @@ import os
 import sys
 from typing import Any
 
+from triage.demo import DEMO_LOG, DEMO_SNAPSHOT
+from triage.pipeline import build_report
 from triage.playbooks.engine import ConsoleFrontEnd, Session, default_upstream, derive_facts, show_argv
 from triage.playbooks.load import load_library
 
@@ -39,8 +41,6 @@ def _report_from_json(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], 
 
 
 def _diagnose(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any], Any]:
-    from triage.pipeline import build_report  # the lead's pipeline (issue 2)
-
     report = build_report(args.log, offline=args.offline, probe=not args.no_probe, host=args.host, python=args.python,
                           snapshot=args.snapshot)
     return [d.to_json() for d in report.diagnoses], dict(report.environment), report
@@ -78,8 +78,6 @@ def main(argv: list[str]) -> int:
         return 0 if exc.code == 0 else USAGE_ERROR
     if args.demo:
         # The demo machine is recorded, not this one: never probe or change here.
-        from triage.cli import DEMO_LOG, DEMO_SNAPSHOT
-
         if not args.dry_run:
             return _fail("the demo's machine is a recording: walk it with --dry-run")
         args.log, args.snapshot, args.offline, args.no_probe = str(DEMO_LOG), str(DEMO_SNAPSHOT), True, True
@@ -111,12 +109,7 @@ def main(argv: list[str]) -> int:
                 return _fail(f"{args.log} is a directory, not a log")
             if args.log != "-" and not os.path.exists(args.log):
                 return _fail(f"no such file: {args.log}")
-            try:
-                diagnoses, env, report = _diagnose(args)
-            except ImportError:
-                if not args.playbook:
-                    return _fail("the diagnosis pipeline is not available in this build; name a playbook with --playbook", 1)
-                diagnoses, env = [], {}
+            diagnoses, env, report = _diagnose(args)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         return _fail(str(exc))
 

@@ -64,7 +64,8 @@ def main(argv: list[str]) -> int:
         print("triage probe: --timeout and --concurrency must be positive", file=sys.stderr)
         return EXIT_USAGE
     if specs:
-        from triage.remote import parse_target, probe_hosts
+        from triage.probes.over_ssh import probe_hosts
+        from triage.remote import parse_target
 
         for s in specs:
             try:

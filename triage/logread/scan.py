@@ -10,7 +10,7 @@ from __future__ import annotations
 import collections
 
 if False:  # for type checkers only: typing costs start-up time
-    from typing import Any, Callable, Iterable, Iterator
+    from typing import Any, Iterable, Iterator
 
 from triage.logread import extract
 from triage.logread.normalize import Line, parse, paste_indent
@@ -73,7 +73,6 @@ class Scanner:
         self._seen: dict[str, int] = {}
         self._tail: collections.deque[Line] = collections.deque(maxlen=MAX_TAIL)
         self._collect_env_at: list[int] = []
-        self._in_env_block = False
         self._indent = 0  # a pasted log's indentation, learnt from its prefixed lines
         self._prev: Line | None = None  # the line fed last, and the exception it raised (if any)
         self._prev_exc: ExceptionRecord | None = None
@@ -153,8 +152,7 @@ def _cut_row(prev: Line, ln: Line, prev_is_exc: bool) -> bool:
             and not t.startswith(RECORD_STARTS) and EXC_RE.match(t) is None)
 
 
-def scan_source(src: LogSource, *, use_grep: bool | None = None,
-                progress: Callable[[int], None] | None = None) -> Scan:
+def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
     sel = select(src, use_grep=use_grep)
     sc = Scanner(src.name)
     for no, raw in sel.lines:

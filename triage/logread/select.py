@@ -78,7 +78,7 @@ def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
     if use_grep is None and src.is_plain_file:
         size = _size(src.path)
         if size <= GREP_MIN_BYTES:
-            # A small file is read faster here than grep and a thread can be started (issue 2).
+            # A small file is read faster here than grep and a thread can be started.
             if 0 <= size <= MAX_LINE and _prefilter_literals() is not None:
                 return _select_small(src)
             return _select_python(src, data)

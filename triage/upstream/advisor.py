@@ -7,56 +7,19 @@ really install (`pip index versions`), and nightly wheels show up when their ind
 
 from __future__ import annotations
 
-import os
 import re
 from triage.lazyre import AUTO, lazy
-from functools import lru_cache
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
+from triage.capabilities import load_capabilities
+from triage.computecap import env_cc
 from triage.record import Record
-from triage.upstream import versions as V
+from triage import versions as V
 from triage.upstream.facets import Facets
 
 INSTALLER_TIMEOUT = 8.0
 KEEP_PATCHES_CMD = "triage probe --save-patches DIR"
-
-
-CAPABILITIES = os.path.join(os.path.dirname(__file__), "capabilities.yaml")
-
-
-@lru_cache(maxsize=1)
-def load_capabilities() -> list[dict[str, Any]]:
-    """The table, from capabilities.yaml (the one place it is edited). Parsing YAML costs more than
-    the rest of an offline report, so the parsed table is kept as JSON in the cache folder, keyed by
-    the YAML file's size and modification time."""
-    import json
-
-    from triage.paths import cache_dir_str
-
-    st = os.stat(CAPABILITIES)
-    cached = os.path.join(cache_dir_str(), f"capabilities-{st.st_size}-{st.st_mtime_ns}.json")
-    try:
-        with open(cached, encoding="utf-8") as fh:
-            caps = json.load(fh)
-    except (OSError, ValueError):
-        caps = None
-    if not isinstance(caps, list):
-        import yaml
-
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        with open(CAPABILITIES, encoding="utf-8") as fh:
-            data = yaml.load(fh.read(), Loader=loader) or {}  # noqa: S506 (safe)
-        caps = [c for c in (data.get("capabilities") or []) if isinstance(c, dict) and c.get("id")]
-        try:
-            os.makedirs(os.path.dirname(cached), exist_ok=True)
-            tmp = os.path.splitext(cached)[0] + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(caps, default=str))
-            os.replace(tmp, cached)
-        except OSError:
-            pass  # a read-only cache only costs the YAML parse next time
-    return caps
 
 
 # --- what the installer can reach ------------------------------------------------------------
@@ -142,14 +105,9 @@ def _uv_versions(runner: Any, python: str, *, timeout: float) -> Available:
 # --- which table entries speak to this failure -------------------------------------------------
 
 def _cc_major(env: dict[str, Any], f: Facets) -> int | None:
-    cc = env.get("compute_capability")
-    gpus = env.get("gpus") or []
-    if not cc and isinstance(gpus, list) and gpus and isinstance(gpus[0], dict):
-        cc = gpus[0].get("compute_capability")
+    cc = env_cc(env)
     if cc:
-        m = re.match(r"\s*(\d+)", str(cc))
-        if m:
-            return int(m.group(1))
+        return cc.major
     if f.gpu_family and re.match(r"^\d+", f.gpu_family[0]):
         return int(float(f.gpu_family[0]))
     return None

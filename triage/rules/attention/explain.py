@@ -6,6 +6,8 @@ The table (BACKENDS) is the capability data; the functions read parsed rejection
 from __future__ import annotations
 
 import re
+
+from triage.computecap import parse_cc
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
@@ -47,11 +49,8 @@ DSA_ARCHES = ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "Glm5NextForCond
 
 
 def cc_major(env: dict[str, Any]) -> int | None:
-    cc = env.get("compute_capability")
-    try:
-        return int(str(cc).split(".")[0]) if cc else None
-    except ValueError:
-        return None
+    cc = parse_cc(env.get("compute_capability"))
+    return cc.major if cc else None
 
 
 def rejects_gpu(reasons: list[str]) -> bool:

@@ -200,7 +200,7 @@ def chosen_by(scan: Scan, backend: str) -> tuple[str | None, str]:
 
 def _better_sparse(version: Any, major: int | None) -> str | None:
     """The sparse MLA backend this vLLM picks by itself on this GPU, when the table says it has one."""
-    from triage.upstream import versions as V
+    from triage import versions as V
 
     if major in (9, 10):
         return "FLASHMLA_SPARSE"
