@@ -60,3 +60,48 @@ def test_cause_and_first_fix(name):
     # the same verdict from the in-memory path (Python selection instead of grep)
     d2, _ = diagnose(scan_text((HERE / name).read_bytes()))
     assert d2 and d2[0].signature == d.signature
+
+
+# --- message-level checks, in the wordings of vLLM and its libraries (read from their source) -----------------
+
+def _one(text: str):
+    ds, _ = diagnose(scan_text(text))
+    assert ds, text
+    return ds[0]
+
+
+def test_invalid_choice_names_the_closest_value_in_newer_argparse_format():
+    # Python >= 3.12.8 prints the choices without quotes
+    d = _one("vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp8_e4m3fn' "
+             "(choose from auto, bfloat16, fp8, fp8_ds_mla, fp8_e4m3, fp8_e5m2, fp8_inc)\n")
+    assert d.signature == "config.invalid_choice"
+    assert d.facts["closest"] == "fp8_e4m3" and "--kv-cache-dtype fp8_e4m3" in d.fix.summary
+    d = _one("vllm serve: error: argument --dtype: invalid choice: 'bf16' (choose from 'auto', 'half', 'float16', "
+             "'bfloat16', 'float', 'float32')\n")
+    assert d.facts["closest"] == "bfloat16" and d.fix.summary.startswith("--dtype exists")
+
+
+def test_unknown_flag_is_still_unknown():
+    d = _one("vllm serve: error: unrecognized arguments: --enable-reasoning\n")
+    assert d.signature == "config.unrecognized_argument" and "removed or renamed" in d.fix.summary
+
+
+def test_rocm_build_without_the_gfx_target():
+    d = _one("INFO 05-01 10:00:00 [__init__.py:235] Automatically detected platform rocm.\n"
+             "RuntimeError: HIP error: invalid device function\n"
+             "HIP kernel errors might be asynchronously reported at some other API call\n")
+    assert d.signature == "gpu.no_kernel_image"
+    assert "PYTORCH_ROCM_ARCH" in d.fix.summary and "TORCH_CUDA_ARCH_LIST" not in d.fix.summary
+
+
+def test_newer_gpu_than_the_check_is_a_build_gap():
+    d = _one("INFO 03-01 10:00:00 [cuda.py:1] Found GPU0 NVIDIA GeForce RTX 5090 which is of cuda capability 12.0.\n"
+             "ERROR 03-01 10:00:01 [core.py:1] RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    assert d.facts.get("cause") == "build_gap", (d.signature, d.title, d.fix.summary)
+    assert "build gap, not a GPU limitation" in d.fix.summary and "needs a newer GPU" not in d.fix.summary
+
+
+def test_old_gpu_below_the_check_is_too_old():
+    d = _one("INFO 03-01 10:00:00 [cuda.py:1] Found GPU0 Tesla T4 which is of cuda capability 7.5.\n"
+             "ERROR 03-01 10:00:01 [core.py:1] RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    assert d.facts.get("cause") == "gpu_too_old" and "newer GPU" in d.fix.summary
