@@ -105,3 +105,24 @@ def test_old_gpu_below_the_check_is_too_old():
     d = _one("INFO 03-01 10:00:00 [cuda.py:1] Found GPU0 Tesla T4 which is of cuda capability 7.5.\n"
              "ERROR 03-01 10:00:01 [core.py:1] RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
     assert d.facts.get("cause") == "gpu_too_old" and "newer GPU" in d.fix.summary
+
+
+def test_backend_from_the_environment_is_the_users_choice():
+    d = _one("$ VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve google/gemma-4-31b-it\n"
+             "(APIServer pid=1) INFO 04-24 16:44:00 [utils.py:233] non-default args: {'model_tag': 'google/gemma-4-31b-it'}\n"
+             "(EngineCore pid=274) ERROR 04-24 16:45:02 [core.py:1108] ValueError: Selected backend "
+             "AttentionBackendEnum.FLASHINFER is not valid for this configuration. Reason: ['head_size not supported']\n")
+    assert d.facts["chosen_by"] == "user" and "VLLM_ATTENTION_BACKEND=FLASHINFER" in d.fix.summary
+    assert "drop the override" in d.fix.summary
+
+
+def test_phase_is_the_specific_function_not_the_innermost_dummy_run():
+    from triage.rules.budget import phase_of
+
+    assert phase_of(["compile_or_warm_up_model", "capture_model", "_capture_cudagraphs", "_dummy_run"]) == \
+        "CUDA graph capture"
+    assert phase_of(["determine_available_memory", "profile_run", "_dummy_run", "forward"]) == "memory profiling"
+    assert phase_of(["profile_run", "_dummy_sampler_run", "sample"]) == "sampler warm-up"
+    assert phase_of(["load_model", "load_weights", "weight_loader"]) == "weight loading"
+    assert phase_of([], "CUDA out of memory occurred when warming up sampler with 256 dummy requests") == \
+        "sampler warm-up"

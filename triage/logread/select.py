@@ -36,7 +36,7 @@ PREFILTER = (
     # the memory budget and the start-up phase: what the memory rules' explanations are made of
     "memory|loading took|apturing|Model Runner|"
     # rows of a wrapped message whose first row was kept (attention reasons, shared-memory numbers)
-    "not supported|Reasons|use_mla|requires|Hardware limit|Ray cluster|"
+    "not supported|Reasons|use_mla|requires|Hardware limit|Ray cluster|ATTENTION_BACKEND|ENABLE_KVCACHED|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
     "File \x1b"
 )

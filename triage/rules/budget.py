@@ -33,8 +33,9 @@ UTIL_RES = (
     re.compile(r"--gpu-memory-utilization[= ](?P<util>0?\.\d+|1(?:\.0+)?)\b"),
 )
 
-# Where in start-up the failure happened, by the innermost matching function of the traceback (vLLM's
-# worker/model-runner functions, V0 and V1): the order is innermost-first priority.
+# Where in start-up the failure happened, by vLLM's worker/model-runner functions in the traceback (V0 and
+# V1), most specific first: capture and profiling both run _dummy_run inside, so the phase is the listed
+# function that comes first here, not the innermost frame.
 PHASES = [
     ("capture_model", "CUDA graph capture"), ("capture_graphs", "CUDA graph capture"),
     ("_dummy_sampler_run", "sampler warm-up"),
@@ -51,11 +52,11 @@ PHASE_WORDS = [("warming up sampler", "sampler warm-up"), ("capturing cudagraph"
 
 
 def phase_of(frames_funcs: list[str], message: str = "") -> str | None:
-    """The start-up phase from the traceback's function names (innermost first), else from the message."""
-    for func in reversed(frames_funcs):
-        for fn, phase in PHASES:
-            if func == fn:
-                return phase
+    """The start-up phase from the traceback's function names, else from the message."""
+    funcs = set(frames_funcs)
+    for fn, phase in PHASES:
+        if fn in funcs:
+            return phase
     low = message.lower()
     for words, phase in PHASE_WORDS:
         if words.lower() in low:
