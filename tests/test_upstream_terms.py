@@ -103,3 +103,17 @@ def test_every_query_fits_github_and_carries_nothing_private():
                   "install_mismatch")
     for q in qs:
         assert "alice" not in q and "gpu-node-17" not in q and len(q) <= 256
+
+
+def test_threads_from_releases_without_the_message_rank_lower():
+    from triage.upstream.rank import rank
+
+    d = Diagnosis("engine_config", "catalogue.vllm", "vLLM refused the configuration", 0.6,
+                  [Evidence(3, "ValueError: Chunked MM input disabled but max_tokens_per_mm_item (2048) is larger")],
+                  facts={"catalogue": {"package": "vllm", "first_release": "0.8.5", "last_release": "0.10.2"}})
+    f = diagnosis_facets(d, {})
+    base = {"state": "open", "is_pr": False, "title": "Chunked MM input disabled but max_tokens_per_mm_item is larger"}
+    items = [{**base, "number": 1, "body": "vllm==0.6.3 crashes"}, {**base, "number": 2, "body": "vllm 0.9.1 crashes"}]
+    ranked = rank(items, f)
+    assert [h["number"] for h in ranked] == [2, 1]
+    assert "0.8.5-0.10.2" in ranked[1]["why"]

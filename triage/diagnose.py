@@ -13,6 +13,7 @@ from triage.lazyre import lazy
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any
 
+from triage.exception_words import category_from_words
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord
 from triage.model import Diagnosis, Evidence, Fix, Note
@@ -21,6 +22,11 @@ from triage.rules.base import Rule
 from triage.rules.wrappers import is_wrapper
 
 SECONDARY_FACTOR = 0.6
+# The fallback's confidence: its category decided by the exception's type or message words, guessed
+# from where it was raised, or not decided at all (then the diagnosis says "unrecognised", no more).
+WORDED_CONFIDENCE = 0.45
+FRAMED_CONFIDENCE = 0.35
+UNDECIDED_CONFIDENCE = 0.2
 WRAPPED_ERROR_RE = lazy(r"failed with error '(.+?)'(?:,|$)")
 EARLIEST_BONUS = 0.06
 
@@ -60,7 +66,7 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
         fb = fallback(scan, harmless_lines, {e.line for _, d in found for e in d.evidence})
         if fb is not None:
             found.append((Rule(fb.signature, fb.category, fb.title, "", confidence=fb.confidence), fb))
-    return rank(found), notes
+    return rank(found, raised_lines(scan), {ln.no: ln.level for ln in scan.lines if ln.level}), notes
 
 
 def _only_harmless(d: Diagnosis, harmless_lines: set[int]) -> bool:
@@ -79,11 +85,37 @@ def _dedupe_same_line(found: list[tuple[Rule, Diagnosis]]) -> list[tuple[Rule, D
     return [(r, d) for r, d in found if id(d) in keep]
 
 
-def rank(found: list[tuple[Rule, Diagnosis]]) -> list[Diagnosis]:
+def raised_lines(scan: Scan) -> set[int]:
+    """Lines of exceptions actually raised: the exception line that ends a traceback."""
+    return {e.line.no for e in scan.exceptions if e.in_traceback}
+
+
+def _printed(d: Diagnosis, raised: set[int], levels: dict[int, str]) -> bool:
+    """Read only from a logger's INFO/WARNING lines, none of them a raised exception."""
+    # (not DEBUG: that is where vLLM explains an exception it caught, "Failed to initialize NVML: ...")
+    return bool(d.evidence) and all(e.line not in raised and levels.get(e.line) in ("INFO", "WARNING")
+                                    for e in d.evidence)
+
+
+def rank(found: list[tuple[Rule, Diagnosis]], raised: set[int] | None = None,
+         levels: dict[int, str] | None = None) -> list[Diagnosis]:
     # The fallback's guess is no evidence that a known secondary failure had another cause.
     primaries = [d for r, d in found if not r.secondary and not d.signature.startswith("generic.")]
-    earliest = min((d.first_line for d in primaries), default=None)
-    scored: list[tuple[float, int, Diagnosis]] = []
+    # A message a logger printed on the way (a dtype fallback, a backend choice) ranks below the
+    # exception actually raised after it: that is what stopped the start-up.
+    raised = raised or set()
+    levels = levels or {}
+    # (Of one category, the earlier line stays first: "Failed to import vllm._C ... undefined symbol"
+    # printed, then the AttributeError it causes raised.)
+    printed = {id(d) for d in primaries if _printed(d, raised, levels)}
+    raised_cats = {d.category for d in primaries if id(d) not in printed
+                   and any(e.line in raised for e in d.evidence)}
+    printed = {i for i in printed if all(d.category not in raised_cats for d in primaries if id(d) == i)}
+    if not raised_cats:
+        printed = set()  # nothing raised is diagnosed: the printed lines are all there is
+    ranked = [d for d in primaries if id(d) not in printed] or primaries
+    earliest = min((d.first_line for d in ranked), default=None)
+    scores: dict[int, float] = {}
     for r, d in found:
         score = d.confidence
         if r.secondary and primaries:
@@ -91,9 +123,13 @@ def rank(found: list[tuple[Rule, Diagnosis]]) -> list[Diagnosis]:
             score = d.confidence
         elif not r.secondary and d.first_line == earliest and len(primaries) > 1:
             score += EARLIEST_BONUS
-        scored.append((score, d.first_line, d))
-    scored.sort(key=lambda t: (-t[0], t[1]))
-    return [d for _, _, d in scored]
+        scores[id(d)] = score
+    if printed:
+        below = min(scores[id(d)] for d in ranked) - 0.01
+        for i in printed:
+            scores[i] = min(scores[i], below)
+    scored = sorted(found, key=lambda rd: (-scores[id(rd[1])], rd[1].first_line))
+    return [d for _, d in scored]
 
 
 # ---- fallback for failures no rule knows -------------------------------------------------------
@@ -187,6 +223,23 @@ def guess_category(exc: ExceptionRecord) -> str:
     return "engine_config" if exc.short_type in ("ValueError", "TypeError", "AssertionError", "KeyError") else "environment"
 
 
+def _raise_site(scan: Scan, exc: ExceptionRecord) -> str:
+    """For a bare exception (`AssertionError`, a short message): the source line printed under the
+    last frame (`assert num_spec_tokens > 0 ...`) and the frame's function, whose words say more."""
+    if len(exc.message) >= 40 or not exc.frames:
+        return ""
+    words = [exc.frames[-1].func]
+    lines = scan.lines
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i] is exc.line or lines[i].no == exc.line.no and lines[i].text == exc.line.text:
+            for ln in lines[max(0, i - 3):i]:
+                t = ln.text.strip()
+                if ln.proc == exc.line.proc and t and not t.startswith(("File ", "^", "~", "Traceback")):
+                    words.append(t)
+            break
+    return " " + " ".join(words)
+
+
 def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diagnosis | None:
     candidates = [e for e in scan.exceptions
                   if not is_wrapper(e.text) and e.line.no not in harmless_lines and e.line.no not in used_lines
@@ -197,7 +250,15 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         exc = min(in_tb, key=lambda e: e.line.no)
         while exc.caused_by is not None and not is_wrapper(exc.caused_by.text):
             exc = exc.caused_by
-        cat = guess_category(exc)
+        worded = category_from_words(exc.type, exc.message + _raise_site(scan, exc))
+        if worded is not None:
+            cat, basis = worded
+            conf = WORDED_CONFIDENCE
+        else:
+            cat = guess_category(exc)
+            framed = exc.short_type not in TYPE_AREAS and any(frag in fr.file for fr in exc.frames for frag, _ in AREAS)
+            basis = "traceback frames" if framed else "exception type"
+            conf = FRAMED_CONFIDENCE if framed or exc.short_type in TYPE_AREAS else UNDECIDED_CONFIDENCE
         where = ""
         for fr in reversed(exc.frames):
             if "/vllm/" in fr.file:
@@ -206,20 +267,26 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         title = f"Unrecognised failure: {exc.text[:160]}"
         evidence = [Evidence(exc.line.no, exc.line.shown)]
         return Diagnosis(
-            category=cat, signature="generic.unrecognized_exception", title=title, confidence=0.35,
+            category=cat, signature="generic.unrecognized_exception", title=title, confidence=conf,
             evidence=evidence,
             facts={"exception": exc.type, "message": exc.message[:500], "raised_at": where or None,
-                   "category_guessed_from": "traceback frames" if exc.frames else "exception type"},
+                   "category_guessed_from": basis,
+                   "category_decided": conf > UNDECIDED_CONFIDENCE},
             fix=Fix("triage has no rule for this failure yet; the exception above is the first real error. "
                     "Search upstream for its message, or file it with `triage report --log FILE`.", None),
             first_line=exc.line.no)
-    wrappers = [ln for ln in scan.lines if is_wrapper(ln.text)]
+    # an INFO line ("Parent process exited, terminating worker") is how a clean shutdown reads too
+    wrappers = [ln for ln in scan.lines if ln.level not in ("INFO", "DEBUG") and is_wrapper(ln.text)]
     for ln in scan.lines:
         if ln.level in ("ERROR", "CRITICAL") and not is_wrapper(ln.text) and ln.no not in harmless_lines \
                 and ln.no not in used_lines and not ln.text.startswith((" ", "Traceback")):
+            worded = category_from_words("", ln.text)
             return Diagnosis(
-                category="environment", signature="generic.error_line", title=f"Unrecognised error: {ln.text[:160]}",
-                confidence=0.25, evidence=[Evidence(ln.no, ln.shown)], facts={},
+                category=worded[0] if worded else "environment", signature="generic.error_line",
+                title=f"Unrecognised error: {ln.text[:160]}",
+                confidence=0.25 if worded else 0.15, evidence=[Evidence(ln.no, ln.shown)],
+                facts={"category_guessed_from": worded[1] if worded else "nothing decisive",
+                       "category_decided": bool(worded)},
                 fix=Fix("triage has no rule for this error yet; search upstream for it or file it with "
                         "`triage report --log FILE`.", None),
                 first_line=ln.no)

@@ -12,7 +12,7 @@ import collections
 if False:  # for type checkers only: typing costs start-up time
     from typing import Any, Iterable, Iterator
 
-from triage.logread import extract
+from triage.logread import extract, unquote
 from triage.logread.normalize import Line, parse, paste_indent
 from triage.logread.select import MAX_LINE, iter_lines, select
 from triage.logread.source import LogSource, chunks, open_source
@@ -81,6 +81,28 @@ class Scanner:
         ln = parse(no, raw, self._indent)
         if ln.shown[:1] == " ":
             self._indent = paste_indent(ln) or self._indent
+        if not unquote.may_quote(ln.text):
+            return self._take(ln)
+        # A message quoted in a tuple of pieces, an HTTP error body, an escaped string: read as the
+        # lines it stands for (numbered as the line that holds them), so the rules see them plainly.
+        got = unquote.expand(ln.text)
+        if got is None:
+            return self._take(ln)
+        replace, parts = got
+        if replace:
+            ln.text = parts[0]
+            parts = parts[1:]
+        self._take(ln)
+        for part in parts:
+            sub = parse(no, part)
+            sub.shown = ln.shown
+            sub.proc = sub.proc or ln.proc
+            sub.level = sub.level or ln.level
+            self._take(sub)
+        return ln
+
+    def _take(self, ln: Line) -> Line:
+        no = ln.no
         key = f"{ln.proc}\x00{ln.text}" if ln.text.startswith((" ", "\t")) else ln.text
         prev, prev_exc = self._prev, self._prev_exc
         if prev is not None and no == prev.no + 1 and _cut_row(prev, ln, prev_exc is not None):
@@ -175,7 +197,7 @@ def scan_path(name: str, **kw: Any) -> Scan:
 
 def scan_text(text: str | bytes, source: str = "<text>") -> Scan:
     """Scan an in-memory log (tests, the demo); the same selection rules as a file."""
-    from triage.logread.select import PREFILTER_RE
+    from triage.logread.select import PREFILTER_RE, is_fragment
 
     from triage.logread.unwrap import SAMPLE, unwrap_lines, wrap_width
 
@@ -188,8 +210,9 @@ def scan_text(text: str | bytes, source: str = "<text>") -> Scan:
         numbered = unwrap_lines(numbered, width, MAX_LINE)
     want = 0
     env_until = 0
+    whole = is_fragment(data)
     for i, raw in numbered:
-        hit = PREFILTER_RE.search(raw) is not None
+        hit = whole or PREFILTER_RE.search(raw) is not None
         if hit or want or i <= env_until:
             ln = sc.feed(i, raw)
             if any(m in ln.text for m in COLLECT_ENV_MARKERS):

@@ -33,6 +33,8 @@ PREFILTER = (
     'Error|ERROR|error|Exception|Traceback|File "|WARN|Warning|CRITICAL|FATAL|Killed|Segmentation|'
     "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env|"
     "above exception|NumPy|bootstrapping|fatal|only supports|plugin|"
+    # memory profiling's INFO lines when nothing is left for the KV cache
+    "KV cache memory: -|KV Cache is -|blocks: 0,|cache size: 0 tokens|"
     # the memory budget and the start-up phase: what the memory rules' explanations are made of
     "memory|loading took|apturing|Model Runner|"
     # rows of a wrapped message whose first row was kept (attention reasons, shared-memory numbers)
@@ -41,6 +43,10 @@ PREFILTER = (
     "File \x1b"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
+# A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a
+# timestamp of another logger, a process tag "(EngineCore_DP0 pid=1576)".
+VLLM_HEADER_RE = lazy(rb"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?:\x1b\[[0-9;]*m)*\s+\d\d-\d\d \d\d:\d\d"
+                      rb"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|pid=\d+(?:, ip=[\w.:-]+)?\)")
 MAX_LINE = 64 * 1024
 BLOCK_MARKER = b"Collecting environment information"
 BLOCK_BYTES = 64 * 1024
@@ -49,6 +55,10 @@ CONTEXT_AFTER = 1
 # Below this size a regular file is selected in Python: starting grep (and the thread that counts
 # lines) costs more than reading it here. Both ways select the same lines.
 GREP_MIN_BYTES = 256 * 1024
+# A paste this small is read whole (is_fragment).
+FRAGMENT_LINES = 40
+FRAGMENT_BYTES = 16 * 1024
+FRAGMENT_WAIT = 0.2  # seconds a stream may take to show that it has ended
 
 
 class Selection(Record):
@@ -75,6 +85,14 @@ def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
     data, width = _sniff_wrap(src)
     if width:
         return _select_unwrapped(data, width)
+    if src.fd is not None:
+        whole, data = _whole_if_fragment(src, data)
+        if whole is not None:
+            return _select_all(whole)
+    if use_grep is None and src.path is not None and 0 <= _size(src.path) <= FRAGMENT_BYTES:
+        whole = _head(chunks(src), FRAGMENT_BYTES + 1)
+        if is_fragment(whole):
+            return _select_all(whole)
     if use_grep is None and src.is_plain_file:
         size = _size(src.path)
         if size <= GREP_MIN_BYTES:
@@ -106,6 +124,49 @@ def _sniff_wrap(src: LogSource) -> tuple[Iterator[bytes], int | None]:
     it = chunks(src)
     head = next(it, b"")
     return _prepend(head, it), wrap_width(head[:SAMPLE])
+
+
+def is_fragment(data: bytes) -> bool:
+    """A paste of a few lines cut out of a log (what people put in a ticket), without vLLM's own
+    headers: every line is kept, not only those with a PREFILTER word, for such a paste is often a
+    bare message ("No available memory for the cache blocks ..."). A log with vLLM's headers is read
+    the usual way whatever its size: the same lines are selected whichever way it reaches triage."""
+    return (len(data) <= FRAGMENT_BYTES and data.count(b"\n", 0, FRAGMENT_BYTES) <= FRAGMENT_LINES
+            and VLLM_HEADER_RE.search(data) is None)
+
+
+def _head(data: Iterable[bytes], limit: int) -> bytes:
+    out = b""
+    for chunk in data:
+        out += chunk
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _whole_if_fragment(src: LogSource, data: Iterator[bytes]) -> tuple[bytes | None, Iterator[bytes]]:
+    """A stream whose writer has already finished after a fragment's worth of text: its bytes. A live
+    pipe (vLLM still writing) is never waited for longer than a moment."""
+    head = next(data, b"")
+    if not is_fragment(head):
+        return None, _prepend(head, data)
+    import select as _select_mod
+
+    try:
+        ready, _, _ = _select_mod.select([src.fd], [], [], FRAGMENT_WAIT)
+    except (OSError, ValueError):
+        ready = []
+    if not ready:
+        return None, _prepend(head, data)
+    nxt = next(data, b"")
+    if nxt:
+        return None, _prepend(head, _prepend(nxt, data))
+    return head, iter(())
+
+
+def _select_all(data: bytes) -> Selection:
+    out = list(enumerate(iter_lines([data]), 1))
+    return Selection(iter(out), lambda: (len(data), len(out)))
 
 
 def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

@@ -198,3 +198,25 @@ RULES = [
                    r"(?P<detail>xgrammar\.[\w.]*Error: .{0,120})"],
          playbook="engine-config", confidence=0.8),
 ]
+
+# A request longer than the context the server was started with (the server stays up; the request fails).
+RULES += [
+    Rule(signature="config.prompt_too_long", category="engine_config",
+         title="A request is longer than the server's max_model_len ({max_model_len} tokens)",
+         fix="Send shorter prompts (or fewer max_tokens), or restart with a larger --max-model-len if the "
+             "model and the KV-cache memory allow it.",
+         patterns=[r"The decoder prompt \(length (?P<prompt>\d+)\) is longer than the maximum model length of (?P<max_model_len>\d+)",
+                   r"maximum context length is (?P<max_model_len>\d+) tokens\. However, you requested (?P<prompt>\d+) tokens",
+                   r"Input prompt \((?P<prompt>\d+) tokens\) is too long and exceeds limit of (?P<max_model_len>\d+)"],
+         playbook="engine-config", confidence=0.85),
+]
+
+RULES += [
+    Rule(signature="config.pp_unsupported_model", category="engine_config",
+         title="This model cannot be split with pipeline parallelism in this vLLM",
+         fix="The model class does not implement pipeline parallelism (SupportsPP): drop "
+             "--pipeline-parallel-size and use --tensor-parallel-size (or data parallelism) instead, or upgrade "
+             "vLLM if a newer release adds it.",
+         patterns=[r"Pipeline parallelism is not supported for this model\. Supported models implement the `SupportsPP`"],
+         playbook="engine-config", confidence=0.9),
+]

@@ -143,3 +143,14 @@ RULES = [
                    r"P2P .{0,30}(?:not supported|failed)"],
          playbook="distributed", confidence=0.8),
 ]
+
+
+RULES += [
+    Rule(signature="distributed.ray_missing", category="distributed",
+         title="Ray is needed for this launch but is not installed",
+         fix="Install Ray into vLLM's environment (`pip install 'ray[default]'`, or `ray[cgraph]` for compiled "
+             "graphs), or use --distributed-executor-backend mp on a single node.",
+         patterns=[r"[Pp]lease install Ray with `pip install ray`", r"No module named 'ray'",
+                   r"Ray Compiled Graph is not installed", r"Run `pip install ray\[cgraph\]`"],
+         playbook="distributed", confidence=0.85),
+]

@@ -270,3 +270,25 @@ RULES = [
          patterns=[r"No compressed-tensors compatible scheme was found", r"compressed-tensors.{0,60}(?:not supported|Unsupported)"],
          playbook="quantization", confidence=0.85),
 ]
+
+
+# A quantization library the checkpoint's method needs is missing, or the method's name is not one
+# this vLLM knows (vLLM's own words).
+RULES += [
+    Rule(signature="quant.package_missing", category="quantization",
+         title="The package this quantization method needs is not installed ({package})",
+         fix="Install the package vLLM names, at least the version it asks for (e.g. `pip install "
+             "'bitsandbytes>=0.46.1'`), into the environment vLLM runs in.",
+         patterns=[r"Please install (?P<package>bitsandbytes|torchao|modelscope)(?:>=[\d.]+)? via",
+                   r"`pip install (?P<package>bitsandbytes|torchao)(?:>=[\d.]+)?` to use",
+                   r"Please install it with `pip install (?P<package>amd-quark)",
+                   r"No module named '(?P<package>bitsandbytes|torchao|gptqmodel|auto_gptq|awq|compressed_tensors|"
+                   r"modelopt|quark|hqq)'"],
+         playbook="quantization", confidence=0.85),
+    Rule(signature="quant.invalid_method", category="quantization",
+         title="This vLLM does not know the quantization method {quantization}",
+         fix="Pass a --quantization value your vLLM lists (`vllm serve --help`), or leave it out to use the "
+             "checkpoint's own; a method newer than your vLLM needs an upgrade.",
+         patterns=[r"Invalid quantization method: (?P<quantization>[\w-]+)"],
+         playbook="quantization", confidence=0.9),
+]

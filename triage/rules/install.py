@@ -106,3 +106,27 @@ RULES = [
                    r"torch version mismatch.{0,80}"],
          playbook="install-mismatch", confidence=0.75),
 ]
+
+
+# NumPy 2's banner: printed (not raised) before the import that fails; a paste often holds only it.
+RULES += [
+    Rule(signature="install.numpy_abi_banner", category="install_mismatch",
+         title="A package compiled against NumPy 1.x is imported under NumPy 2",
+         fix="Pin numpy<2 in this environment (`pip install 'numpy<2'`) or upgrade the package that was built "
+             "against NumPy 1.x (the traceback under the banner names it).",
+         patterns=[r"A module that was compiled using NumPy 1\.x cannot be run in",
+                   r"modules must be compiled with NumPy 2\.0",
+                   r"numpy\.dtype size changed, may indicate binary incompatibility"],
+         # secondary: the error raised under the banner (install.numpy_abi) says the same, when present
+         playbook="install-mismatch", confidence=0.8, secondary=True),
+]
+
+RULES += [
+    Rule(signature="install.core_c_mismatch", category="install_mismatch",
+         title="vLLM's compiled core (_core_C) was built for another torch than the one installed",
+         fix="vLLM's wheel pins one torch version: reinstall vLLM into a clean environment so pip brings the torch "
+             "it was built for (`pip install vllm==X` without installing torch afterwards), or use the "
+             "vllm/vllm-openai image.",
+         patterns=[r"Tried to instantiate class '_core_C\.\w+', but it does not exist"],
+         playbook="install-mismatch", confidence=0.9),
+]

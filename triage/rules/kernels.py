@@ -304,3 +304,44 @@ RULES = [
                    r"CUDA error: unspecified launch failure", r"cudaErrorLaunchFailure"],
          playbook="kernel-library", confidence=0.7),
 ]
+
+
+# An optional kernel package a chosen backend or model needs is not installed (vLLM's own words).
+RULES += [
+    Rule(signature="kernels.package_missing", category="kernel_library",
+         title="A kernel package this launch needs is not installed ({package})",
+         fix="Install the package vLLM names, in the version your vLLM release expects (see its "
+             "requirements/cuda.txt), or choose a backend that does not need it.",
+         patterns=[r"FlashInfer backend is not available\. Please install the package",
+                   r"Please install (?P<package>flashinfer) \(>= ?[\d.]+\)",
+                   r"pip install (?P<package>flashinfer-python)",
+                   r"Please install (?P<package>flash[_-]attn)",
+                   r"to be installed\. Please install (?P<package>flash-attn) first",
+                   r"(?P<package>tilelang) is required for \w+ but is not installed",
+                   r"pip install (?P<package>fbgemm-gpu-genai)",
+                   r"All2All kernels .{0,80}are not available\. See (?P<package>tools/ep_kernels)",
+                   r"No module named '(?P<package>triton_kernels|flash_mla|causal_conv1d|mamba_ssm|xformers|sgl_kernel|"
+                   r"deep_ep|pplx_kernels|aiter|tilelang|fla|cuda\.bindings|flashinfer_cubin|flashinfer_jit_cache)"
+                   r"[\w.]*'"],
+         playbook="kernel-library", confidence=0.85),
+]
+
+# A kernel built on the fly (FlashInfer, DeepGEMM, torch extensions) needs a CUDA toolchain the machine lacks,
+# or Triton's compiler itself failed.
+RULES += [
+    Rule(signature="kernels.jit_toolchain_missing", category="kernel_library",
+         title="A kernel must be compiled at start-up, but the CUDA toolchain is not there",
+         fix="Install the CUDA toolkit that matches torch's CUDA (nvcc, and ninja) and set CUDA_HOME to it, use "
+             "an image that ships it (vllm/vllm-openai), or install the library's precompiled wheels (e.g. "
+             "flashinfer-cubin / flashinfer-jit-cache) so nothing is compiled.",
+         patterns=[r"CUDA_HOME environment variable is not set", r"Ninja is required to load C\+\+ extensions",
+                   r"nvcc: (?:not found|command not found)"],
+         playbook="kernel-library", confidence=0.85),
+    Rule(signature="triton.llvm_failed", category="triton_compile",
+         title="Triton's compiler failed while lowering a kernel (LLVM / MLIR pass)",
+         fix="This Triton cannot compile the kernel for this GPU: upgrade Triton with torch (new GPUs need the "
+             "newest), clear ~/.triton/cache, or avoid the kernel (another --attention-backend / --moe-backend, "
+             "--enforce-eager).",
+         patterns=[r"PassManager::run failed", r"LLVM ERROR: (?P<detail>.{1,160})", r"LLVM Translation failed"],
+         playbook="triton-compile", confidence=0.8),
+]

@@ -257,3 +257,26 @@ RULES = [
          playbook="cudagraph-capture", confidence=0.9),
 ]
 
+
+def _budget_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    gib = m.groupdict().get("kv_gib")
+    out = _no_blocks_facts(m, line, scan)  # the same budget story as the error vLLM raises next
+    out["kv_budget"] = f"{gib} GiB" if gib else "0 blocks"
+    return out
+
+
+# The cause stated only by INFO lines: vLLM's memory profiling found nothing left for the KV cache (a
+# negative budget, zero blocks) before any error was raised; a pasted log is often cut right there.
+RULES += [
+    Rule(signature="kv_cache.negative_budget", category="kv_cache_memory",
+         title="Memory profiling left no room for the KV cache (KV cache budget: {kv_budget})",
+         fix="{advice}",
+         patterns=[r"Available KV cache memory: (?P<kv_gib>-[\d.]+) ?GiB",  # V1 gpu_worker
+                   r"the rest of the memory reserved for KV Cache is (?P<kv_gib>-[\d.]+) ?GiB",  # V0 worker
+                   r"# (?:GPU|cuda|CUDA) blocks: 0, # CPU blocks",  # V0 executor
+                   r"GPU KV cache size: 0 tokens",  # V1 kv_cache_utils
+                   # V1 scheduler / block pool: the assertion's source line under its frame
+                   r"assert (?:num_gpu_blocks is not None and |isinstance\(num_gpu_blocks, int\) and )num_gpu_blocks > 0"],
+         # secondary: the error vLLM raises next (when the log has it) says the same more exactly
+         facts=_budget_facts, playbook="kv-cache-memory", confidence=0.85, secondary=True),
+]

@@ -275,7 +275,7 @@ class Facets(Record):
 
     __slots__ = ("subsystem", "phrase", "backends", "related_backends", "gpu_family", "gpu_name", "model_family",
                  "model_group", "architecture", "use_sparse", "use_mla", "repos", "text", "line", "message",
-                 "vllm_version", "title")
+                 "vllm_version", "title", "releases")
     _fields = __slots__
 
     def __init__(self, subsystem: str | None = None, phrase: str = "", backends: set[str] | None = None,
@@ -302,6 +302,7 @@ class Facets(Record):
         self.message = None  # that line read by triage.upstream.terms, on first use
         self.vllm_version = vllm_version  # of the failing install, to prefer threads of its releases
         self.title = ""  # the diagnosis' title: the query of last resort
+        self.releases: tuple[str, str] | None = None  # the vLLM releases whose source holds the message
 
 
 def _gpu_from_env(env: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -345,6 +346,9 @@ def diagnosis_facets(diag: Any, env: dict[str, Any]) -> Facets:
         f.line = evidence[0]
     f.phrase = phrase
     f.vllm_version = str(env.get("vllm_version") or facts.get("vllm_version") or "") or None
+    cat = facts.get("catalogue")
+    if isinstance(cat, dict) and cat.get("package") == "vllm" and cat.get("first_release") and cat.get("last_release"):
+        f.releases = (str(cat["first_release"]), str(cat["last_release"]))
 
     rejected = facts.get("rejected")
     if isinstance(rejected, dict):

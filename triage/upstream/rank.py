@@ -37,6 +37,8 @@ W_MODEL_SAME = 1.0
 W_MODEL_RELATED = 0.6
 W_RELEASE_SAME = 0.75  # the thread names the log's vLLM minor release
 W_RELEASE_NEAR = 0.4  # within two minor releases
+W_IN_MESSAGE_RANGE = 0.3  # the thread's release has the message in its source
+W_OUTSIDE_MESSAGE_RANGE = -0.4  # every release the thread names predates or postdates the message
 W_MERGED = 1.5
 W_OPEN_PR = 1.0
 W_FIXED = 0.5
@@ -194,6 +196,17 @@ def score_hit(item: dict[str, Any], f: Facets, *, order: float = 0.0, now: float
         elif any(t[0] == mine[0] and abs(t[1] - mine[1]) <= 2 for t in theirs):
             score += W_RELEASE_NEAR
             same.append("nearby vLLM release")
+
+    span = (_minor_of(f.releases[0]), _minor_of(f.releases[1])) if f.releases else None
+    if span and span[0] and span[1]:
+        theirs = release_minors(text)
+        if theirs:
+            inside = [t for t in theirs if span[0] <= t <= span[1]]
+            if inside:
+                score += W_IN_MESSAGE_RANGE
+            else:
+                score += W_OUTSIDE_MESSAGE_RANGE
+                other.append(f"its vLLM release has no such message ({f.releases[0]}-{f.releases[1]} do)")
 
     state = []
     if item.get("is_pr"):

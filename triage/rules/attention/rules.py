@@ -13,6 +13,7 @@ from triage.rules.attention.explain import (BACKENDS, DSA_ARCHES, blocker_of, cc
                                             infer_sparse, rejects_gpu, sparse_here)
 from triage.rules.attention.parse import (NO_VALID_RE, OLD_INVALID_RE, SELECTED_RE, fields_nearby, join_wrapped,
                                           parse_config, parse_reasons, split_top)
+from triage import versions
 from triage.rules.base import Rule
 
 
@@ -200,15 +201,13 @@ def chosen_by(scan: Scan, backend: str) -> tuple[str | None, str]:
 
 def _better_sparse(version: Any, major: int | None) -> str | None:
     """The sparse MLA backend this vLLM picks by itself on this GPU, when the table says it has one."""
-    from triage import versions as V
-
     if major in (9, 10):
         return "FLASHMLA_SPARSE"
     since = BACKENDS["FLASHINFER_MLA_SPARSE_SM120"].get("since")
     v = str(version or "")
     if major == 12 and since and v and not v.startswith("0.1.dev"):
         try:
-            if V.ge(v, since):
+            if versions.ge(v, since):
                 return "FLASHINFER_MLA_SPARSE_SM120"
         except (ValueError, TypeError):
             return None
@@ -363,4 +362,15 @@ RULES = [
                    r"(?P<what>kv_cache\.size\(2\) must be 656 bytes for fp8_ds_mla)"],
          playbook="attention-sparse-mla", confidence=0.95),
 
+]
+
+# xFormers (the default attention of older vLLM on pre-Ampere GPUs) has no kernel for these inputs.
+RULES += [
+    Rule(signature="attention.xformers_no_operator", category="attention_backend",
+         title="xFormers has no attention kernel for these inputs on this GPU",
+         fix="xFormers' memory_efficient_attention has no kernel for this GPU / dtype / head size: use --dtype "
+             "half on pre-Ampere GPUs, pick another attention backend (VLLM_ATTENTION_BACKEND / "
+             "--attention-backend), or install the xformers build that matches torch.",
+         patterns=[r"No operator found for `memory_efficient_attention_(?:forward|backward)` with inputs"],
+         playbook="attention-backend", confidence=0.85),
 ]
