@@ -126,3 +126,14 @@ def test_phase_is_the_specific_function_not_the_innermost_dummy_run():
     assert phase_of(["load_model", "load_weights", "weight_loader"]) == "weight loading"
     assert phase_of([], "CUDA out of memory occurred when warming up sampler with 256 dummy requests") == \
         "sampler warm-up"
+
+
+def test_a_block_size_vllm_chose_is_not_blamed_on_the_launch():
+    d = _one("(APIServer pid=1) INFO 12-07 09:38:02 [utils.py:253] non-default args: {'model_tag': 'm', 'model': 'm'}\n"
+             "ERROR 11-20 08:01:02 [core.py:700] ValueError: No valid attention backend found for cuda with "
+             "head_size: 128, dtype: torch.bfloat16, kv_cache_dtype: auto, block_size: 128, use_mla: False, "
+             "has_sink: False, use_sparse: False. Reasons: {FLASH_ATTN: [block_size not supported], "
+             "TRITON_ATTN: [compute capability not supported]}.\n")
+    assert d.signature == "attention.no_valid_backend"
+    assert d.facts.get("block_size_chosen_by") == "vllm"
+    assert any("was not set by this launch" in ln for ln in d.explanation)
