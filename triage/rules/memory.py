@@ -179,6 +179,19 @@ def _free_memory_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, 
     return out
 
 
+def _capture_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    """The innermost vLLM function of the traceback: the op that broke the capture, when the log has it."""
+    for exc in scan.exceptions:
+        if exc.line.no >= line.no - 2 and exc.frames:
+            for fr in reversed(exc.frames):
+                if ("/vllm/" in fr.file and "cuda_graph" not in fr.file and "cudagraph" not in fr.file
+                        and "capture" not in fr.func and "model_runner" not in fr.file and "/worker/" not in fr.file):
+                    where = f"{fr.file.split('/vllm/', 1)[-1]} ({fr.func})"
+                    return {"where": where, "where_suffix": f" in {where}"}
+            break
+    return {"where_suffix": ""}
+
+
 def _kv_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     gd = m.groupdict()
     out: dict[str, Any] = {}
@@ -246,10 +259,10 @@ RULES = [
          patterns=[r"CUDAGraphMode\.(?P<mode>\w+) is not supported with (?P<backend>[\w.]+) backend \(support: AttentionCGSupport\.(?P<support>\w+)\); please try"],
          playbook="cudagraph-capture", confidence=0.9),
     Rule(signature="cudagraph.capture_failed", category="cudagraph_capture",
-         title="CUDA graph capture failed",
-         fix="An op that cannot be captured ran during CUDA graph capture: launch with --enforce-eager to confirm, "
-             "then try -O/--compilation-config with fewer cudagraph sizes or another attention backend; report it "
-             "upstream with the op name.",
+         title="CUDA graph capture failed{where_suffix}",
+         fix="An op that cannot be captured ran during CUDA graph capture{where_suffix}: launch with --enforce-eager "
+             "to confirm, then try -O/--compilation-config with fewer cudagraph sizes or another attention backend; "
+             "report it upstream with the op name.", facts=_capture_facts,
          patterns=[r"operation not permitted when stream is capturing", r"cudaErrorStreamCaptureUnsupported",
                    r"cudaErrorStreamCaptureInvalidated", r"operation failed due to a previous error during capture",
                    r"CUDA graph capture (?:failed|is not supported)", r"cudaErrorStreamCaptureImplicit",
