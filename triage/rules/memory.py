@@ -184,8 +184,9 @@ def _capture_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]
     for exc in scan.exceptions:
         if exc.line.no >= line.no - 2 and exc.frames:
             for fr in reversed(exc.frames):
-                if ("/vllm/" in fr.file and "cuda_graph" not in fr.file and "cudagraph" not in fr.file
-                        and "capture" not in fr.func and "model_runner" not in fr.file and "/worker/" not in fr.file):
+                # model, layer, attention or collective code: the op itself, not the engine that drives capture
+                if "/vllm/" in fr.file and any(p in fr.file for p in ("/model_executor/", "/attention/",
+                                                                      "/distributed/", "/layers/")):
                     where = f"{fr.file.split('/vllm/', 1)[-1]} ({fr.func})"
                     return {"where": where, "where_suffix": f" in {where}"}
             break
