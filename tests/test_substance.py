@@ -137,3 +137,17 @@ def test_a_block_size_vllm_chose_is_not_blamed_on_the_launch():
     assert d.signature == "attention.no_valid_backend"
     assert d.facts.get("block_size_chosen_by") == "vllm"
     assert any("was not set by this launch" in ln for ln in d.explanation)
+
+
+def test_missing_cuda12_runtime_under_a_cuda11_torch_is_a_wheel_mismatch():
+    d = _one("PyTorch version: 2.1.0+cu118\nCUDA used to build PyTorch: 11.8\nTraceback (most recent call last):\n"
+             '  File "/usr/local/lib/python3.10/dist-packages/vllm/utils.py", line 8, in <module>\n'
+             "    from vllm import cuda_utils\n"
+             "ImportError: libcudart.so.12: cannot open shared object file: No such file or directory\n")
+    assert d.signature == "install.cuda_runtime_lib_missing" and d.facts["cause"] == "wheel_torch_cuda_mismatch"
+    fix = d.fix.summary
+    assert "built for CUDA 12" in fix and "CUDA 11.8" in fix
+    assert fix.index("Install the torch build this vLLM pins") < fix.index("vLLM wheel built for CUDA 11.8")
+    # a library whose soname does not carry the CUDA major (cuDNN 9) is not read as a CUDA version
+    d = _one("ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory\n")
+    assert d.facts.get("cause") is None and "CUDA 9" not in d.fix.summary
