@@ -146,7 +146,10 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
             since = str(cap.get("since")) if cap and cap.get("since") else None
             release = _release_of(version)
             has_it = SM12X_BACKEND in rejected or bool(since and release and _ge(release, since))
-            if has_it and selected and selected != SM12X_BACKEND:
+            if has_it and selected and selected != SM12X_BACKEND and d.facts.get("chosen_by") == "vllm":
+                _add_line(d, f"{vw} has {SM12X_BACKEND} for compute capability {cc_s}, but its own platform code "
+                             f"selected {selected}: name {SM12X_BACKEND} with --attention-backend")
+            elif has_it and selected and selected != SM12X_BACKEND:
                 _add_line(d, f"{vw} has {SM12X_BACKEND} for compute capability {cc_s}, but --attention-backend "
                              f"{selected} overrides it: drop the override (or name {SM12X_BACKEND})")
             elif SM12X_BACKEND in rejected:
