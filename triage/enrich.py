@@ -15,7 +15,7 @@ import re
 if False:  # for type checkers only (importing typing costs start-up time)
     from typing import Any, Callable
 
-from triage.capabilities import load_capabilities
+from triage.capabilities import load_capabilities, matches
 from triage.computecap import env_cc
 from triage import versions
 from triage.model import Diagnosis
@@ -213,46 +213,6 @@ def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
     d.facts["indexer_blocked"] = cc[0] not in (9, 10, 12)
 
 
-REGRESSION_CONDITIONS = {"category", "signature_prefix", "facts", "text", "kv_cache_dtype_prefix", "rejected_reason",
-                         "cc_major"}
-
-
-def _regression_applies(c: dict[str, Any], d: Diagnosis, env: dict[str, Any]) -> bool:
-    """Whether every `applies` condition of a capability entry holds for this diagnosis. A condition this
-    reader does not know, or a compute capability the log does not give, means no: a regression is only
-    claimed on evidence."""
-    a = c.get("applies") or {}
-    if set(a) - REGRESSION_CONDITIONS:
-        return False
-    if a.get("kv_cache_dtype_prefix") and not str(d.facts.get("kv_cache_dtype") or "").startswith(
-            a["kv_cache_dtype_prefix"]):
-        return False
-    if a.get("rejected_reason"):
-        rej = d.facts.get("rejected") if isinstance(d.facts.get("rejected"), dict) else {}
-        if not any(re.search(a["rejected_reason"], str(r), re.I) for rs in rej.values() for r in (rs or [])):
-            return False
-    if a.get("cc_major"):
-        cc = _env_cc(env)
-        if cc is None or cc[0] not in a["cc_major"]:
-            return False
-    if a.get("category") and a["category"] != d.category:
-        return False
-    prefixes = a.get("signature_prefix")
-    if prefixes:
-        prefixes = prefixes if isinstance(prefixes, list) else [prefixes]
-        if not any(d.signature.startswith(p) for p in prefixes):
-            return False
-    for k, want in (a.get("facts") or {}).items():
-        have = d.facts.get(k)
-        if (have not in want) if isinstance(want, list) else (have != want):
-            return False
-    if a.get("text"):
-        words = "\n".join([d.title, *(e.text for e in d.evidence)])
-        if not re.search(a["text"], words, re.S):
-            return False
-    return True
-
-
 def _regression(d: Diagnosis, env: dict[str, Any]) -> None:
     """A failure that starts in a release (a capability-table entry with broken_in) is vLLM's regression, not
     the user's configuration: say so first, with the release to pin and the one that fixes it."""
@@ -263,8 +223,12 @@ def _regression(d: Diagnosis, env: dict[str, Any]) -> None:
         caps = [c for c in load_capabilities() if c.get("broken_in")]
     except (OSError, ValueError):
         return
+    if not caps:
+        return
+    text = "\n".join([d.title, *(e.text for e in d.evidence)])
     for c in caps:
-        if not _regression_applies(c, d, env):
+        # a regression is claimed on evidence only: an unknown compute capability (None) is not a match
+        if matches(c, d, env, text=text) is not True:
             continue
         if not _ge(version, str(c["broken_in"])) or (c.get("since") and _ge(version, str(c["since"]))):
             continue

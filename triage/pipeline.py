@@ -122,4 +122,6 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
         except Exception as exc:
             report.warnings.append(f"upstream search failed: {type(exc).__name__}: {exc}")
     report.elapsed_s = round(time.monotonic() - t0, 3)  # type: ignore[attr-defined]
-    return report
+    from triage.sanitize import clean_object
+
+    return clean_object(report)  # log, snapshot, host and GitHub text, before any writer or screen

@@ -202,8 +202,9 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
 
     def count() -> None:
         try:
-            out = subprocess.run([grep, "-c", "", src.path], capture_output=True, env=env, check=False)
-            counter["lines"] = int(out.stdout.strip() or 0)
+            out = subprocess.run([grep, "-c", "", src.path], capture_output=True, env=env, check=False,
+                                 preexec_fn=_grep_memory_cap)
+            counter["lines"] = int(out.stdout.strip() or 0) if out.returncode in (0, 1) else -1
         except (OSError, ValueError):
             counter["lines"] = -1
 
@@ -211,23 +212,67 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
     t.start()
     proc = subprocess.Popen(
         [grep, "-n", "-a", "-E", f"-A{CONTEXT_AFTER + 1}", "-e", PREFILTER, "--", src.path],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, preexec_fn=_grep_memory_cap,
     )
     assert proc.stdout is not None
+    rest: list[Selection] = []
 
     def gen() -> Iterator[tuple[int, bytes]]:
+        last = 0
         try:
-            yield from _grep_lines(proc.stdout)
+            for no, line in _grep_lines(proc.stdout):
+                last = no
+                yield no, line
         finally:
             proc.stdout.close()
             proc.wait()
             t.join()
+        if proc.returncode == 2:
+            # grep gave up, out of memory on a line too long to hold (its cap): the rest of the file
+            # goes the stream way, its lines cut short before grep sees them.
+            sel = _select_grep_stream(src, grep, chunks(src))
+            rest.append(sel)
+            yield from ((no, line) for no, line in sel.lines if no > last)
 
     def totals() -> tuple[int, int]:
+        if rest:
+            return rest[0].totals()
         lines = counter.get("lines", -1)
         return size, max(lines, 0)
 
     return Selection(gen(), totals)
+
+
+GREP_MEMORY = 64 << 20  # address space for a grep reading a file: ample for any line LineClipper lets by
+
+
+def _grep_memory_cap() -> None:
+    import resource
+
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (GREP_MEMORY, GREP_MEMORY))
+    except (ValueError, OSError):
+        pass
+
+
+class LineClipper:
+    """Cuts a stream's lines at `limit` bytes on its way to grep, which holds a whole line in memory
+    (a 1 GB line, or /dev/zero, would cost that much). A few finds a chunk: the lines inside one
+    chunk are shorter than the chunk, so only a line that spans chunks can run long."""
+
+    def __init__(self, limit: int = 1 << 20):
+        self.limit = limit
+        self.run = 0  # bytes of the current line seen so far
+
+    def __call__(self, chunk: bytes) -> bytes:
+        first = chunk.find(b"\n")
+        room = max(0, self.limit - self.run)
+        if first < 0:
+            self.run += len(chunk)
+            return chunk if len(chunk) <= room else chunk[:room]
+        out = chunk if first <= room else chunk[:room] + chunk[first:]
+        self.run = len(chunk) - chunk.rfind(b"\n") - 1
+        return out
 
 
 def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Selection:
@@ -246,6 +291,7 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
     state: dict[str, object] = {"bytes": 0, "lines": 0, "last": b"\n", "error": None}
 
     sel_blocks: list[tuple[int, bytes]] = []
+    clip = LineClipper()
 
     def feed() -> None:
         nbytes = nlines = 0
@@ -266,7 +312,7 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
                 nbytes += len(chunk)
                 nlines += chunk.count(b"\n")
                 last = chunk[-1:]
-                proc.stdin.write(chunk)
+                proc.stdin.write(clip(chunk))
         except BrokenPipeError:
             pass
         except InputError as exc:
