@@ -157,3 +157,8 @@ def test_metadata_linked_to_dev_zero_reads_as_nothing(tmp_path):
     (site / "vllm" / "version.py").symlink_to("/dev/zero")
     got = probe_pyenv_at(str(tmp_path / "env"))
     assert got["packages"]["vllm"] == "0.11.2" and got["vllm"]["files"]["record"] is False
+
+
+def test_snapshot_from_dev_zero_is_one_line():
+    p = run_triage("--log", str(LOG), "--snapshot", "/dev/zero", "--report", "--offline", timeout=60)
+    assert p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"larger than 64 MB" in p.stderr

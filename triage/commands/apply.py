@@ -82,6 +82,12 @@ def main(
             runner = default_runner_for(args.host) if args.host else LocalRunner()
         except RuntimeError as exc:
             return _err(str(exc))
+    if isinstance(runner, LocalRunner):
+        from triage.interpreter import refuse_reason
+
+        why = refuse_reason(args.python)
+        if why:
+            return _err(why)
     try:
         facts = action.checked(runner, args.python)
     except action.ApplyError as exc:

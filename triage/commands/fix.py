@@ -159,6 +159,10 @@ def main(argv: list[str]) -> int:
         session.outcome = "manual:interrupted"
         session.finish()
         return _fail("interrupted; `triage undo` reverts what was changed so far", 130)
+    except OSError as exc:  # a read-only or full HOME: the transcript for undo cannot be written
+        where = getattr(exc, "filename", None) or "the state folder"
+        return _fail(f"cannot record changes for undo in {where}: {exc.strerror or exc}; "
+                     "stopped before running anything more", 2)
     if args.dry_run:
         rest = [s for sid, s in pb.steps.items() if sid not in session.visited]
         if rest:

@@ -97,7 +97,7 @@ def derive_facts(
 
 
 def refresh_derived(facts: dict[str, Any]) -> None:
-    gpus = facts.get("gpus") or []
+    gpus = facts.get("gpus") if isinstance(facts.get("gpus"), list) else []  # a rule's fact may be a count
     first = gpus[0] if gpus and isinstance(gpus[0], dict) else {}
     cc = facts.get("compute_capability") or first.get("compute_capability")
     if cc is not None:
@@ -718,15 +718,16 @@ class Session:
             self.recorder.note(text)
 
     def _run(self, argv: list[str], *, timeout: float, env: dict[str, str] | None) -> Result:
+        recorder = self._recorder()  # before running: what cannot be recorded does not run
         r = self.runner.run(argv, timeout=timeout, env=env)
-        self._recorder().command(argv, r, self.runner.where)
+        recorder.command(argv, r, self.runner.where)
         return r
 
 
 class GuardedRunner:
     """The session's runner: an interpreter the log or a snapshot names (target_python when not
     trusted) runs only once the operator confirmed a step showing it, and a local one never from a
-    path another user could have written (probes.interpreter.refuse_reason)."""
+    path another user could have written (triage.interpreter.refuse_reason)."""
 
     def __init__(self, inner: Runner, facts: dict[str, Any]):
         self.inner = inner
@@ -749,7 +750,7 @@ class GuardedRunner:
         argv = [str(a) for a in argv]
         if argv and self.needs_consent(argv[0]):
             return Result(argv, -1, "", f"not run: {argv[0]} was named by the log or a snapshot and not confirmed")
-        if argv and argv[0] == self.facts.get("target_python") and isinstance(self.inner, LocalRunner):
+        if argv and argv[0] == self.facts.get("target_python") and self.inner.where == LocalRunner.where:
             from triage.interpreter import refuse_reason
 
             why = refuse_reason(argv[0])
@@ -780,7 +781,9 @@ class ConsoleFrontEnd:
         self._awaiting: str | None = None
 
     def say(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+        from triage.sanitize import clean
+
+        self.out.write(clean(text) + "\n")  # facts and command output may carry terminal control
         self.out.flush()
 
     def _ask(self, prompt: str) -> str | None:

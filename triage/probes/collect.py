@@ -13,7 +13,6 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from triage.computecap import parse_cc
@@ -28,6 +27,15 @@ class HostProbe:
     error: str | None = None
     facts: dict[str, Any] = field(default_factory=dict)
     findings: list[dict[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Facts and errors come from other machines, snapshots and NVML: no terminal control in them.
+        from triage.sanitize import clean_tree
+
+        self.host, self.error = clean_tree(self.host), clean_tree(self.error)
+        if isinstance(self.error, str) and len(self.error) > 2000:
+            self.error = self.error[:2000] + " ..."
+        self.facts, self.findings = clean_tree(self.facts), clean_tree(self.findings)
 
     def to_json(self) -> dict[str, Any]:
         return {"host": self.host, "ok": self.ok, "error": self.error, "facts": self.facts,
@@ -299,9 +307,12 @@ def interpret_result(res: Any, py: str, where: str, timeout: float) -> tuple[dic
         return raw, None, False
     if res.timed_out:
         return None, f"the probe timed out after {timeout:g}s on {where}", False
-    tail = (res.stderr or res.stdout).strip().splitlines()
-    err = f"{py}: " + (tail[-1] if tail else f"exit {res.returncode}")
-    missing = res.returncode in (-1, 126, 127) or "No such file" in res.stderr or "not found" in res.stderr
+    tail = (res.stderr or res.stdout)[-4096:].strip().splitlines()
+    last = tail[-1] if tail else f"exit {res.returncode}"
+    err = f"{py}: " + (last if len(last) <= 300 else last[:300] + " ...")
+    cut = "output cut at" in res.stderr[-200:]
+    missing = not cut and (res.returncode in (-1, 126, 127) or "No such file" in res.stderr
+                           or "not found" in res.stderr)
     if missing:
         return None, f"no usable Python on {where} ({err})", True
     return None, f"the probe failed with {err}", False
@@ -425,14 +436,22 @@ def _same_env(python: str) -> bool:
         os.path.abspath(sys.prefix), "bin")
 
 
+MAX_SNAPSHOT = 64 << 20  # a fleet of hundreds of hosts is a few MB
+
+
 def load_snapshot(path: str | os.PathLike[str]) -> HostProbe:
     """A recorded `triage probe --json` (first host) or a bare HostProbe object. ValueError when not one."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as fh:  # a FIFO or /dev/zero too: at most MAX_SNAPSHOT bytes are read
+            raw = fh.read(MAX_SNAPSHOT + 1)
     except OSError as exc:
         raise ValueError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ValueError(f"snapshot {path} is not JSON: {exc}") from None
+    if len(raw) > MAX_SNAPSHOT:
+        raise ValueError(f"snapshot {path} is larger than {MAX_SNAPSHOT >> 20} MB: not a `triage probe --json`")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"snapshot {path} is not JSON: {type(exc).__name__}") from None
     if isinstance(data, dict) and isinstance(data.get("hosts"), list) and data["hosts"]:
         data = data["hosts"][0]
     if not isinstance(data, dict) or not isinstance(data.get("facts"), dict):

@@ -156,3 +156,14 @@ def _number(v: str) -> Any:
     except ValueError:
         pass
     return v
+
+
+def not_in_passing(rule: Rule, scan: Scan) -> Diagnosis | None:
+    """The rule's diagnosis unless all it saw are INFO/WARNING lines: an optional import or a look-up
+    that failed and was logged in passing (the start-up went on) is not the failure. For a rule's
+    `check`: `check=lambda scan, env: not_in_passing(THE_RULE, scan)`."""
+    d = rule.match_lines(scan)
+    if d is None:
+        return None
+    levels = {ln.no: ln.level for ln in scan.lines}
+    return None if all(levels.get(e.line) in ("INFO", "WARNING") for e in d.evidence) else d

@@ -258,8 +258,12 @@ RULES = [
 
 
 def _budget_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
-    gib = m.groupdict().get("kv_gib")
-    return {"kv_budget": f"{gib} GiB" if gib else "0 blocks"}
+    gd = m.groupdict()
+    if gd.get("kv_gib"):
+        return {"kv_budget": f"{gd['kv_gib']} GiB"}
+    if gd.get("concurrency"):
+        return {"kv_budget": f"{gd['concurrency']}x of one max_model_len request"}
+    return {"kv_budget": "0 blocks"}
 
 
 # The cause stated only by INFO lines: vLLM's memory profiling found nothing left for the KV cache (a
@@ -274,6 +278,8 @@ RULES += [
                    r"the rest of the memory reserved for KV Cache is (?P<kv_gib>-[\d.]+) ?GiB",  # V0 worker
                    r"# (?:GPU|cuda|CUDA) blocks: 0, # CPU blocks",  # V0 executor
                    r"GPU KV cache size: 0 tokens",  # V1 kv_cache_utils
+                   # V0 executor: printed before it raises that the KV cache cannot hold one request
+                   r"Maximum concurrency for [\d,]+ tokens per request: (?P<concurrency>0\.\d+)x",
                    # V1 scheduler / block pool: the assertion's source line under its frame
                    r"assert (?:num_gpu_blocks is not None and |isinstance\(num_gpu_blocks, int\) and )num_gpu_blocks > 0"],
          # secondary: the error vLLM raises next (when the log has it) says the same more exactly

@@ -17,7 +17,6 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
@@ -26,6 +25,7 @@ from triage.logread.source import InputError
 from triage.model import Report
 from triage.tui import intake
 from triage.tui.intake import LiveLog, Options
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 from triage.tui.panes.diagnosis import DiagnosisPane
 from triage.tui.panes.fix import FixPane
 from triage.tui.panes.machine import MachinePane

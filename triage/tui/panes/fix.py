@@ -15,11 +15,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.markup import escape
 from textual.widgets import Input, Log, OptionList, Static
 from textual.widgets.option_list import Option
 
 from triage.tui import fixflow
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 class _Split:
     """Writes a first line to the head and the rest to the intro area below it."""

@@ -9,11 +9,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from triage.model import Report
 from triage.report.text import machine_lines
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 SEVERITY = {"error": "$error", "warning": "$warning", "info": "$text-muted"}
 

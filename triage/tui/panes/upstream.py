@@ -10,10 +10,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from triage.model import Report, UpstreamHit
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 VERDICT_STYLES = {"fixes": "$success", "does-not-fix": "$error", "unknown": "$warning"}
 STATE_STYLE = {"open": "green", "merged": "magenta", "closed": "red"}
