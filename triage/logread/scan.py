@@ -108,7 +108,8 @@ class Scanner:
 
     def feed(self, no: int, raw: bytes | str) -> Line:
         shapes = self._shapes
-        key = key2 = None
+        key: bytes | None = None
+        key2: bytes | None = None
         if (isinstance(raw, bytes) and len(raw) >= SHAPE_MIN and _TB_HEAD not in raw
                 and not any(w in raw for w in _MACHINE_WORDS) and not (b"GPU " in raw and _GPU_ROW.search(raw))):
             key = raw.translate(_DIGITS)
@@ -123,7 +124,7 @@ class Scanner:
                 seen[2] = no
                 return seen[3]
         ln = self._read(no, raw)
-        if key is not None and len(shapes) < MAX_SHAPES:
+        if key is not None and key2 is not None and len(shapes) < MAX_SHAPES:
             shapes[key] = shapes[key2] = [1, no, no, ln]
         return ln
 
