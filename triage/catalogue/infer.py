@@ -10,8 +10,7 @@ Both rank between the hand rules (which win) and the plain fallback.
 
 from __future__ import annotations
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.catalogue.areas import area_of, area_of_frames, category_for
 from triage.logread.normalize import Line

@@ -107,7 +107,8 @@ class Scanner:
 
     def feed(self, no: int, raw: bytes | str) -> Line:
         shapes = self._shapes
-        key = key2 = None
+        key: bytes | None = None
+        key2: bytes | None = None
         if isinstance(raw, bytes) and len(raw) >= SHAPE_MIN:
             key = raw.translate(_DIGITS)
             seen = shapes.get(key)  # only shapes that may repeat are ever stored: a hit is a repeat
