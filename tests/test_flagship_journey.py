@@ -96,7 +96,7 @@ AVAILABLE = advisor.Available(["0.13.0", "0.22.1", "0.26.0", "0.28.0", "0.29.0rc
 
 def advise(name: str, env: dict, avail: advisor.Available = AVAILABLE) -> dict:
     d = top(name, env)
-    return advisor.advise(d, env, diagnosis_facets(d, env), avail, offline=True)
+    return advisor.advise(d, env, diagnosis_facets(d, env), avail, offline=True).to_json()
 
 
 def test_sm120_on_an_old_vllm_is_fixed_by_the_release_with_the_sm120_backend():

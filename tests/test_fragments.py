@@ -223,3 +223,82 @@ def test_a_tuple_inside_other_text_is_left_alone():
     s = scan_text("(APIServer pid=1) INFO 02-14 10:00:00 [utils.py:233] non-default args: {'model': 'm', "
                   "'allowed_media_domains': ('a.example', 'b.example')}\n")
     assert s.facts["launch_args"]["allowed_media_domains"] == ("a.example", "b.example")
+
+
+def test_kv_info_line_in_a_big_log_is_selected(tmp_path):
+    """In a log too big to read whole, memory profiling's INFO lines still reach the rule (the line
+    selection keeps them)."""
+    noise = "".join(f"(APIServer pid=1) INFO 02-14 10:{i // 60 % 60:02d}:{i % 60:02d} [loggers.py:123] Engine 000: "
+                    f"Avg prompt throughput: 0.0 tokens/s, Running: 0 reqs\n" for i in range(4000))
+    log = (noise + "(Worker pid=2) INFO 02-14 11:00:00 [executor_base.py:118] Maximum concurrency for 32768 tokens "
+           "per request: 0.41x\n" + noise)
+    p = tmp_path / "big.log"
+    p.write_text(log)
+    for use_grep in (True, False):
+        ds, _ = diagnose(scan_path(str(p), use_grep=use_grep))
+        assert ds and ds[0].signature == "kv_cache.negative_budget", use_grep
+        assert ds[0].evidence[0].line == 4001 and "0.41x" in ds[0].title
+
+
+def _docker_json(text: str) -> str:
+    """What `docker logs` keeps on disk with the json-file driver: one JSON object per line."""
+    return "".join(json.dumps({"log": ln + "\n", "stream": "stderr", "time": "2026-02-14T10:12:44.123456789Z"})
+                   + "\n" for ln in text.splitlines())
+
+
+@pytest.mark.parametrize("name", ["quant.min_capability.log", "kv_cache.no_memory_for_blocks.log",
+                                  "attention.no_valid_backend.log", "distributed.nccl_shm.log",
+                                  "model_support.transformers_unknown_type.log", "kv_cache.negative_budget.log"])
+def test_docker_json_file_log_keeps_its_diagnosis(name, tmp_path):
+    from pathlib import Path
+
+    src = Path(__file__).parent / "logs" / name
+    want, _ = diagnose(scan_path(str(src)))
+    p = tmp_path / "container-json.log"
+    p.write_text(_docker_json(src.read_text()))
+    got, _ = diagnose(scan_path(str(p)))
+    assert got and got[0].signature == want[0].signature
+    assert [e.line for e in got[0].evidence] == [e.line for e in want[0].evidence]
+    assert got[0].evidence[0].text == want[0].evidence[0].text  # shown as the log line, not the JSON
+
+
+def test_missing_root_cause_takes_its_category_from_the_quoted_worker_error():
+    d = _fallback("RuntimeError: Worker failed with error 'the draft model proposed 0 tokens for a request "
+                  "that needs 3', please check the stack trace above for the root cause\n")
+    assert d.signature == "generic.root_cause_missing" and d.category == "speculative_decoding"
+    assert d.confidence < 0.5
+
+
+def test_fallback_category_from_the_library_of_the_exception_type():
+    d = _fallback("Traceback (most recent call last):\n  File \"/srv/x.py\", line 1, in f\n"
+                  "ray.exceptions.GetTimeoutError: Get timed out: some object(s) not ready.\n")
+    assert d.category == "distributed" and d.facts["category_decided"] is True
+
+
+def test_a_hub_lookup_that_failed_in_passing_is_not_the_failure():
+    log = ("(APIServer pid=1) INFO 02-14 10:00:00 [api_server.py:1896] vLLM API server version 0.11.0\n"
+           "(APIServer pid=1) WARNING 02-14 10:00:01 [config.py:412] Could not fetch generation config from "
+           "https://huggingface.co/Qwen/Qwen3-8B: Max retries exceeded with url: /api/models/Qwen/Qwen3-8B\n"
+           "(APIServer pid=1) INFO:     Application startup complete.\n")
+    ds, _ = diagnose(scan_text(log))
+    assert all(d.confidence <= 0.5 for d in ds), [(d.signature, d.confidence) for d in ds]
+
+
+def test_an_optional_import_warned_about_in_passing_is_not_the_failure():
+    log = ("(APIServer pid=1) INFO 02-14 10:00:00 [api_server.py:1896] vLLM API server version 0.11.0\n"
+           "(APIServer pid=1) WARNING 02-14 10:00:01 [ray_utils.py:48] Failed to import Ray with "
+           "ModuleNotFoundError(\"No module named 'ray'\"). For multi-node inference, please install Ray with "
+           "`pip install ray`.\n"
+           "(EngineCore_DP0 pid=2) WARNING 02-14 10:00:09 [mxfp4.py:161] Failed to import triton_kernels: "
+           "No module named 'triton_kernels'\n"
+           "(APIServer pid=1) INFO:     Application startup complete.\n")
+    ds, _ = diagnose(scan_text(log))
+    assert all(d.confidence <= 0.5 for d in ds), [(d.signature, d.confidence) for d in ds]
+
+
+def test_escapes_in_an_error_body_never_break_the_report():
+    text = ('{"detail":"Traceback (most recent call last):\\n  File \\"/x/vllm/config/model.py\\", line 1, in f\\n'
+            'ValueError: bad value \\ud800 for --max-model-len \\u00e9\\n"}\n')
+    r = run_triage("--log", "-", "--json", "--offline", "--no-probe", input=text.encode())
+    assert r.returncode in (0, 3), r.stderr
+    json.loads(r.stdout)

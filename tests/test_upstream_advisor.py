@@ -38,7 +38,7 @@ def R(rc=0, out="", err="", timed_out=False):
 def advise(avail, diag=None, **env):
     d = diag or sm120_diagnosis()
     e = sm120_env(**env)
-    return advisor.advise(d, e, diagnosis_facets(d, e), avail)
+    return advisor.advise(d, e, diagnosis_facets(d, e), avail).to_json()
 
 
 # --- the installer ---------------------------------------------------------------------------

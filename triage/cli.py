@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from triage import __version__
 from triage.demo import DEMO_LOG, DEMO_SNAPSHOT
@@ -29,7 +30,7 @@ SUBCOMMANDS = {
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line and exit status 2 (argparse prints the whole usage block)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 

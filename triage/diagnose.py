@@ -2,17 +2,19 @@
 
 Every rule runs; what they find is ranked so that the first real failure of the cascade comes first:
 wrappers never count, failures that are usually consequences (NCCL errors after a peer died, a
-SIGKILL) are demoted below any primary failure, and among primaries the earliest one gets a bonus.
-When no rule knows the failure, the first real exception still becomes a low-confidence diagnosis
-whose category is guessed from where in the code it was raised.
+SIGKILL) are demoted below any primary failure, among primaries the earliest one gets a bonus, and a
+logger's INFO/WARNING line ranks below an exception of another kind actually raised after it.
+When no rule knows the failure, the first real exception still becomes a diagnosis below 0.5, its
+category taken from what decides it (the exception's type and words, where it was raised), else
+said to be unrecognised.
 """
 
 from __future__ import annotations
 
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
+from triage.catalogue.areas import TYPE_AREAS, area_of_frames
 from triage.exception_words import category_from_words
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord
@@ -63,7 +65,8 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
     found = [(r, d) for r, d in found if not _only_harmless(d, harmless_lines)]
     found = _dedupe_same_line(found)
     if not any(not r.secondary for r, _ in found):
-        fb = fallback(scan, harmless_lines, {e.line for _, d in found for e in d.evidence})
+        used = {e.line for _, d in found for e in d.evidence}
+        fb = unknown(scan, harmless_lines | used) or fallback(scan, harmless_lines, used)
         if fb is not None:
             found.append((Rule(fb.signature, fb.category, fb.title, "", confidence=fb.confidence), fb))
     return rank(found, raised_lines(scan), {ln.no: ln.level for ln in scan.lines if ln.level}), notes
@@ -134,87 +137,12 @@ def rank(found: list[tuple[Rule, Diagnosis]], raised: set[int] | None = None,
 
 # ---- fallback for failures no rule knows -------------------------------------------------------
 
-# Where an exception was raised says which subsystem failed (checked on the innermost frames first).
-AREAS: list[tuple[str, str]] = [
-    ("/spec_decode/", "speculative_decoding"),
-    ("/fused_moe/oracle/", "quantization"),  # picks the quantized MoE kernel: a refusal there is a quant gap
-    ("/attention/", "attention_backend"),
-    ("/quantization/", "quantization"),
-    ("/model_loader/", "model_loading"),
-    ("gguf", "model_loading"),
-    ("safetensors", "model_loading"),
-    ("huggingface_hub", "model_loading"),
-    ("/transformers_utils/tokenizer", "tokenizer_chat_template"),
-    ("/tokenizers/", "tokenizer_chat_template"),
-    ("/transformers/tokenization_", "tokenizer_chat_template"),
-    ("mistral_common", "tokenizer_chat_template"),
-    ("chat_utils", "tokenizer_chat_template"),
-    ("jinja2", "tokenizer_chat_template"),
-    ("/distributed/", "distributed"),
-    ("torch/distributed", "distributed"),
-    ("/ray/", "distributed"),
-    ("multiproc_worker_utils", "distributed"),
-    ("multiprocessing/", "distributed"),
-    ("cuda_graph", "cudagraph_capture"),
-    ("cudagraph", "cudagraph_capture"),
-    ("torch/cuda/graphs.py", "cudagraph_capture"),
-    ("flashinfer", "kernel_library"),
-    ("flash_attn", "kernel_library"),
-    ("deep_gemm", "kernel_library"),
-    ("flashmla", "kernel_library"),
-    ("/fused_moe/", "kernel_library"),
-    ("/triton/", "triton_compile"),
-    ("torch/_inductor", "triton_compile"),
-    ("torch/_dynamo", "triton_compile"),
-    ("/compilation/", "triton_compile"),
-    ("/v1/core/kv_cache", "kv_cache_memory"),
-    ("kv_cache_utils", "kv_cache_memory"),
-    ("/multimodal/", "model_support"),
-    ("/model_executor/models/", "model_support"),
-    ("/transformers/", "model_support"),
-    ("/lora/", "engine_config"),
-    ("/structured_output/", "engine_config"),
-    ("/tool_parsers/", "engine_config"),
-    ("/reasoning/", "engine_config"),
-    ("/config", "engine_config"),
-    ("arg_utils", "engine_config"),
-    ("/entrypoints/", "engine_config"),
-]
-TYPE_AREAS = {
-    "OutOfMemoryError": "gpu_oom",
-    "DistBackendError": "distributed",
-    "DistNetworkError": "distributed",
-    "DistStoreError": "distributed",
-    "RayActorError": "distributed",
-    "ActorDiedError": "distributed",
-    "OutOfResources": "triton_compile",
-    "CompilationError": "triton_compile",
-    "PTXASError": "triton_compile",
-    "InductorError": "triton_compile",
-    "BackendCompilerFailed": "triton_compile",
-    "TemplateError": "tokenizer_chat_template",
-    "TemplateSyntaxError": "tokenizer_chat_template",
-    "UndefinedError": "tokenizer_chat_template",
-    "SafetensorError": "model_loading",
-    "GatedRepoError": "model_loading",
-    "RepositoryNotFoundError": "model_loading",
-    "EntryNotFoundError": "model_loading",
-    "LocalEntryNotFoundError": "model_loading",
-    "HFValidationError": "model_loading",
-    "NVMLError_LibraryNotFound": "environment",
-    "NVMLError_DriverNotLoaded": "environment",
-    "ModuleNotFoundError": "install_mismatch",
-    "ImportError": "install_mismatch",
-}
-
-
 def guess_category(exc: ExceptionRecord) -> str:
     if exc.short_type in TYPE_AREAS:
         return TYPE_AREAS[exc.short_type]
-    for fr in reversed(exc.frames):
-        for frag, cat in AREAS:
-            if frag in fr.file:
-                return cat
+    hit = area_of_frames([fr.file for fr in exc.frames])  # the deepest frame the map knows
+    if hit is not None:
+        return hit[0]
     msg = exc.message
     if "NCCL" in msg or "Gloo" in msg or "gloo" in msg:
         return "distributed"
@@ -240,6 +168,17 @@ def _raise_site(scan: Scan, exc: ExceptionRecord) -> str:
     return " " + " ".join(words)
 
 
+def unknown(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
+    """No rule knows it: vLLM's own source may (the mined message catalogue, loaded only now)."""
+    try:
+        from triage.catalogue.infer import diagnose_unknown
+
+        return diagnose_unknown(scan, skip_lines, is_wrapper)
+    except Exception as exc:  # like a broken rule: the plain fallback still answers
+        scan.warnings.append(f"message catalogue failed: {type(exc).__name__}: {exc}")
+        return None
+
+
 def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diagnosis | None:
     candidates = [e for e in scan.exceptions
                   if not is_wrapper(e.text) and e.line.no not in harmless_lines and e.line.no not in used_lines
@@ -250,15 +189,24 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         exc = min(in_tb, key=lambda e: e.line.no)
         while exc.caused_by is not None and not is_wrapper(exc.caused_by.text):
             exc = exc.caused_by
-        worded = category_from_words(exc.type, exc.message + _raise_site(scan, exc))
+        # What decides the category, surest first: the exception's type, its decisive words, where it
+        # was raised, words that only hint; else it is unrecognised (a prior by type, said quietly).
+        words = exc.message + _raise_site(scan, exc)
+        framed = exc.short_type not in TYPE_AREAS and area_of_frames([fr.file for fr in exc.frames]) is not None
+        if exc.short_type in TYPE_AREAS and exc.short_type not in ("ImportError", "ModuleNotFoundError"):
+            worded = TYPE_AREAS[exc.short_type], f"the exception type {exc.short_type}"
+        else:
+            worded = category_from_words(exc.type, words)
+        conf = WORDED_CONFIDENCE
+        if worded is None and not framed:
+            worded = category_from_words(exc.type, words, weak=True)
+            conf = FRAMED_CONFIDENCE  # a hint, as sure as the place it was raised
         if worded is not None:
             cat, basis = worded
-            conf = WORDED_CONFIDENCE
         else:
             cat = guess_category(exc)
-            framed = exc.short_type not in TYPE_AREAS and any(frag in fr.file for fr in exc.frames for frag, _ in AREAS)
             basis = "traceback frames" if framed else "exception type"
-            conf = FRAMED_CONFIDENCE if framed or exc.short_type in TYPE_AREAS else UNDECIDED_CONFIDENCE
+            conf = FRAMED_CONFIDENCE if framed else UNDECIDED_CONFIDENCE
         where = ""
         for fr in reversed(exc.frames):
             if "/vllm/" in fr.file:
@@ -293,8 +241,9 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
     if wrappers:
         # vLLM says it failed, but the worker's own error is not in this log (some wrappers quote it).
         quoted = next((m.group(1) for ln in wrappers if (m := WRAPPED_ERROR_RE.search(ln.text))), None)
+        worded = category_from_words("", quoted) if quoted else None
         return Diagnosis(
-            category="environment", signature="generic.root_cause_missing",
+            category=worded[0] if worded else "environment", signature="generic.root_cause_missing",
             title="vLLM failed to start, but the root cause is not in this log"
                   + (f" (a worker reported: {quoted[:120]})" if quoted else ""),
             confidence=0.2, evidence=[Evidence(ln.no, ln.shown) for ln in wrappers[:3]],

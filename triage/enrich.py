@@ -4,19 +4,17 @@ A rule reads the log; an enricher reads the rule's facts plus the probed environ
 and explanation lines: "no sparse MLA backend exists for compute capability 12.0 in vLLM
 0.16.0rc2.dev313 (nightly wheel, pip), and 2 of its files were patched by hand".
 
-`env` uses the keys of `triage probe --json` facts (and of the report's `environment`):
-compute_capability, gpus, driver_version, cuda_driver_version, torch_cuda_version, torch_arch_list,
-vllm_version, vllm_install, packages, patched_files. Every key may be missing.
+`env` is the report's `environment` (the keys of `triage probe --json` facts, every one may be missing);
+the enrichers read it as one triage.environment.Environment.
 """
 
 from __future__ import annotations
 
 import re
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any, Callable
+from typing import Any, Callable
 
 from triage.capabilities import load_capabilities, matches
-from triage.computecap import env_cc
+from triage.environment import Environment
 from triage import versions
 from triage.model import Diagnosis
 from triage_sparse_mla.support import indexer_note
@@ -76,14 +74,14 @@ def _major_minor(v: Any) -> tuple[int, int] | None:
     return rel[0], rel[1]
 
 
-def _env_cc(env: dict[str, Any]) -> tuple[int, int] | None:
-    cc = env_cc(env)
+def _env_cc(env: Environment) -> tuple[int, int] | None:
+    cc = env.compute_capability
     return (cc.major, cc.minor) if cc else None
 
 
-def _vllm_words(env: dict[str, Any]) -> str:
-    inst = env.get("vllm_install") or {}
-    version = env.get("vllm_version") or inst.get("version")
+def _vllm_words(env: Environment) -> str:
+    inst = env.vllm_install
+    version = env.vllm_version
     if not version:
         return "the installed vLLM"
     how = []
@@ -99,8 +97,8 @@ def _vllm_words(env: dict[str, Any]) -> str:
     return f"vLLM {version}" + (f" ({', '.join(how)})" if how else "")
 
 
-def _patched_line(env: dict[str, Any]) -> str | None:
-    patched = env.get("patched_files") or (env.get("vllm_install") or {}).get("patched_files") or []
+def _patched_line(env: Environment) -> str | None:
+    patched = env.patched_files
     if not patched:
         return None
     return (f"{len(patched)} vLLM file(s) were patched by hand ({', '.join(patched[:4])}"
@@ -114,29 +112,30 @@ def _add_line(d: Diagnosis, line: str) -> None:
 
 
 # ------------------------------------------------------------------ enrichers
-def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
+def _attention(d: Diagnosis, env: Environment) -> None:
     cc = _env_cc(env)
     if cc:
         d.facts.setdefault("compute_capability", f"{cc[0]}.{cc[1]}")
         d.facts["gpu_family"] = gpu_family(cc)
     vw = _vllm_words(env)
-    version = env.get("vllm_version") or (env.get("vllm_install") or {}).get("version")
+    version = env.vllm_version
     if version:
         d.facts.setdefault("vllm_version", version)
-    rejected = d.facts.get("rejected") if isinstance(d.facts.get("rejected"), dict) else {}
+    got = d.facts.get("rejected")
+    rejected: dict[str, Any] = got if isinstance(got, dict) else {}
     sparse = _truthy(d.facts.get("use_sparse"))
     mla = _truthy(d.facts.get("use_mla"))
     selected = d.facts.get("selected_backend")
     cc_s = f"{cc[0]}.{cc[1]}" if cc else ""
     if cc and sparse and d.signature.startswith("attention.") and d.signature != "attention.custom_backend_unregistered":
         if d.facts.get("case") == "sparse_backend_rejects_config":
-            name = d.facts.get("sparse_backend_here")
+            name = str(d.facts.get("sparse_backend_here"))
             reasons = ", ".join(map(str, rejected.get(name) or []))
             _add_line(d, f"{vw} has {name}, a sparse MLA backend that runs on compute capability {cc_s}; it "
                          f"rejected this launch ({reasons}), so the fix is in the launch or the install, not an "
                          "upgrade or a plugin")
             if any("sparse MLA decode API" in str(r) for r in rejected.get(name) or []):
-                pk = env.get("packages") or {}
+                pk = env.packages
                 fi = ", ".join(f"{k} {pk[k]}" for k in ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
                                if k in pk) or "no FlashInfer package"
                 _add_line(d, f"Installed here: {fi}. vLLM turns FlashInfer off when neither flashinfer-cubin nor "
@@ -177,8 +176,7 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
                      "the FlashInfer, CUTLASS and FlashMLA MLA backends need 9.x or 10.x")
     line = _patched_line(env)
     if line:
-        d.facts["patched_files"] = list(env.get("patched_files") or (env.get("vllm_install") or {}).get(
-            "patched_files") or [])
+        d.facts["patched_files"] = list(env.patched_files)
         _add_line(d, line)
 
 
@@ -186,7 +184,7 @@ def _ge(a: str, b: str) -> bool:
     return versions.ge(a, b)
 
 
-def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
+def _deepgemm(d: Diagnosis, env: Environment) -> None:
     """The DSA indexer needs DeepGEMM: what that means on this GPU (the attention backend does not cover it)."""
     if d.signature != "kernels.deepgemm_missing" or not _truthy(d.facts.get("dsa_indexer")):
         return
@@ -210,10 +208,10 @@ def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
     d.facts["indexer_blocked"] = cc[0] not in (9, 10, 12)
 
 
-def _regression(d: Diagnosis, env: dict[str, Any]) -> None:
+def _regression(d: Diagnosis, env: Environment) -> None:
     """A failure that starts in a release (a capability-table entry with broken_in) is vLLM's regression, not
     the user's configuration: say so first, with the release to pin and the one that fixes it."""
-    version = _release_of(env.get("vllm_version") or (env.get("vllm_install") or {}).get("version"))
+    version = _release_of(env.vllm_version)
     if not version:
         return
     try:
@@ -224,7 +222,7 @@ def _regression(d: Diagnosis, env: dict[str, Any]) -> None:
         return
     text = "\n".join([d.title, *(e.text for e in d.evidence)])
     for c in caps:
-        if matches(c, d, env, text=text) is False:
+        if matches(c, d, dict(env.facts), text=text) is False:
             continue
         if not _ge(version, str(c["broken_in"])) or (c.get("since") and _ge(version, str(c["since"]))):
             continue
@@ -244,46 +242,45 @@ def _regression(d: Diagnosis, env: dict[str, Any]) -> None:
         return
 
 
-def _cuda_driver(d: Diagnosis, env: dict[str, Any]) -> None:
-    for key in ("driver_version", "cuda_driver_version", "torch_cuda_version"):
-        if env.get(key) is not None:
-            d.facts.setdefault(key, env[key])
-    drv, tcu = _major_minor(env.get("cuda_driver_version")), _major_minor(env.get("torch_cuda_version"))
+def _cuda_driver(d: Diagnosis, env: Environment) -> None:
+    for key, value in (("driver_version", env.driver_version), ("cuda_driver_version", env.cuda_driver_version),
+                       ("torch_cuda_version", env.torch_cuda_version)):
+        if value is not None:
+            d.facts.setdefault(key, value)
+    drv, tcu = _major_minor(env.cuda_driver_version), _major_minor(env.torch_cuda_version)
     if drv and tcu:
         too_old = tcu > drv
         d.facts["driver_too_old_for_torch"] = too_old
         if too_old:
-            _add_line(d, f"The NVIDIA driver {env.get('driver_version')} supports CUDA up to "
-                         f"{env['cuda_driver_version']}, but torch was built for CUDA {env['torch_cuda_version']}: "
+            _add_line(d, f"The NVIDIA driver {env.driver_version} supports CUDA up to "
+                         f"{env.cuda_driver_version}, but torch was built for CUDA {env.torch_cuda_version}: "
                          "CUDA initialisation fails until the driver is upgraded or torch matches it (forward "
                          "compatibility bridges this only on data-center GPUs)")
         else:
-            _add_line(d, f"The driver's CUDA {env['cuda_driver_version']} is new enough for torch's CUDA "
-                         f"{env['torch_cuda_version']}: look for compat libraries (cuda-compat, LD_LIBRARY_PATH) "
+            _add_line(d, f"The driver's CUDA {env.cuda_driver_version} is new enough for torch's CUDA "
+                         f"{env.torch_cuda_version}: look for compat libraries (cuda-compat, LD_LIBRARY_PATH) "
                          "shadowing the driver, or a container built for a newer CUDA")
 
 
-def _arch(d: Diagnosis, env: dict[str, Any]) -> None:
+def _arch(d: Diagnosis, env: Environment) -> None:
     cc = _env_cc(env)
     if cc:
         d.facts.setdefault("compute_capability", f"{cc[0]}.{cc[1]}")
         d.facts["gpu_family"] = gpu_family(cc)
-    if env.get("torch_arch_list"):
-        d.facts.setdefault("torch_arch_list", env["torch_arch_list"])
+    if env.torch_arch_list:
+        d.facts.setdefault("torch_arch_list", list(env.torch_arch_list))
         sm = f"sm_{cc[0]}{cc[1]}" if cc else None
-        if sm and sm not in env["torch_arch_list"]:
-            _add_line(d, f"torch {env.get('torch_version', '')} was compiled for {' '.join(env['torch_arch_list'])}, "
+        if sm and sm not in env.torch_arch_list:
+            _add_line(d, f"torch {env.torch_version or ''} was compiled for {' '.join(env.torch_arch_list)}, "
                          f"not {sm}")
 
 
-def _memory(d: Diagnosis, env: dict[str, Any]) -> None:
+def _memory(d: Diagnosis, env: Environment) -> None:
     held = []
-    for g in env.get("gpus") or []:
-        procs = g.get("processes") if isinstance(g, dict) else None
-        if isinstance(procs, list):
-            for p in procs:
-                held.append({"gpu": g.get("index"), "pid": p.get("pid"), "name": p.get("name"),
-                             "used_memory_mib": p.get("used_memory_mib")})
+    for g in env.gpus:
+        for p in g.processes:
+            held.append({"gpu": g.index, "pid": p.get("pid"), "name": p.get("name"),
+                         "used_memory_mib": p.get("used_memory_mib")})
     if held:
         d.facts["gpu_processes"] = held
         _add_line(d, "Other processes hold GPU memory right now: " + "; ".join(
@@ -291,8 +288,8 @@ def _memory(d: Diagnosis, env: dict[str, Any]) -> None:
             + ". A leftover vLLM worker from an earlier run leaves less memory for the KV cache")
 
 
-def _install(d: Diagnosis, env: dict[str, Any]) -> None:
-    pk = env.get("packages") or {}
+def _install(d: Diagnosis, env: Environment) -> None:
+    pk = env.packages
     for name in ("vllm", "torch", "triton", "flashinfer-python", "flash-attn", "xformers", "deep-gemm",
                  "transformers"):
         if name in pk:
@@ -302,7 +299,7 @@ def _install(d: Diagnosis, env: dict[str, Any]) -> None:
         _add_line(d, line)
 
 
-ENRICHERS: list[tuple[Callable[[Diagnosis], bool], Callable[[Diagnosis, dict[str, Any]], None]]] = [
+ENRICHERS: list[tuple[Callable[[Diagnosis], bool], Callable[[Diagnosis, Environment], None]]] = [
     (lambda d: d.category == "attention_backend" or d.signature.startswith("attention."), _attention),
     (lambda d: d.category == "cuda_driver" or d.signature.startswith("cuda_driver."), _cuda_driver),
     (lambda d: d.category in ("unsupported_gpu", "dtype_unsupported", "quantization"), _arch),
@@ -317,10 +314,11 @@ def enrich(diagnoses: list[Diagnosis], env: dict[str, Any]) -> None:
     """Add probe facts and explanation lines to each diagnosis in place."""
     if not env:
         return
+    machine = Environment.from_facts(env)
     for d in diagnoses:
         if d.signature.startswith("generic."):
             # No rule recognised it: its category is a guess, and area-specific lines would pose as a diagnosis.
             continue
         for applies, fn in ENRICHERS:
             if applies(d):
-                fn(d, env)
+                fn(d, machine)

@@ -41,10 +41,13 @@ for _names, _cat in [
 
 # Words that name the subsystem whatever raised them; earlier entries win.
 WORDS: list[tuple[tuple[str, ...], str]] = [
+    (("invalid device ordinal",), "environment"),
     (("out of memory", "OutOfMemory", "CUBLAS_STATUS_ALLOC_FAILED"), "gpu_oom"),
     (("no kernel image", "is not compatible with the current PyTorch installation", "too old to be supported"),
      "unsupported_gpu"),
-    (("CUDA driver initialization failed", "No HIP GPUs", "Too many open files"), "environment"),
+    (("CUDA driver initialization failed", "No HIP GPUs", "Too many open files", "Cannot allocate memory"),
+     "environment"),
+    (("Cannot assign requested address",), "distributed"),
     (("NVIDIA driver", "CUDA driver version", "driver version is insufficient", "cudaErrorInsufficientDriver",
       "forward compatibility", "NVML"), "cuda_driver"),
     (("NCCL", "nccl", "Gloo", "gloo", "ProcessGroup", "TCPStore", "c10d", "all_reduce", "Ray cluster", "placement group",
@@ -64,16 +67,20 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
     (("Triton", "triton", "ptxas", "Inductor", "inductor", "torch.compile", "dynamo"), "triton_compile"),
     (("CUDA graph", "cudagraph", "CUDAGraph", "cuda_graph", "stream is capturing"), "cudagraph_capture"),
     (("compute capability", "Compute capability", "sm_"), "unsupported_gpu"),
-    (("bfloat16", "float16", "dtype"), "dtype_unsupported"),
-    (("architecture", "Architecture", "model_type", "model type", "trust_remote_code", "not supported for now",
-      "transformers"), "model_support"),
-    (("safetensors", "checkpoint", "huggingface.co", "Repository Not Found", "401 Client Error", "404 Client Error",
-      "config.json", "weights", "gguf", "GGUF", "snapshot_download", "HF_HUB_OFFLINE", "local_files_only"),
-     "model_loading"),
+    (("safetensors", "huggingface.co", "Repository Not Found", "401 Client Error", "404 Client Error",
+      "config.json", "gguf", "GGUF", "snapshot_download", "HF_HUB_OFFLINE", "local_files_only"), "model_loading"),
+    (("trust_remote_code", "not supported for now"), "model_support"),
     (("Address already in use", "address already in use", "No CUDA GPUs", "CUDA_VISIBLE_DEVICES", "Permission denied",
       "Read-only file system"), "environment"),
+]
+# Words that hint more than they decide: where in vLLM the exception was raised counts for more.
+WEAK_WORDS: list[tuple[tuple[str, ...], str]] = [
+    (("bfloat16", "float16", "dtype"), "dtype_unsupported"),
+    (("architecture", "Architecture", "model_type", "model type"), "model_support"),
+    (("checkpoint", "weights"), "model_loading"),
     (("tensor_parallel_size", "tensor parallel", "pipeline_parallel", "max_model_len", "max_num_seqs",
       "max_num_batched_tokens", "--", "argument", "LoRA", "lora"), "engine_config"),
+    (("transformers",), "model_support"),
 ]
 
 
@@ -88,8 +95,11 @@ def imported_package(message: str) -> str | None:
     return name.split(".")[0] or None
 
 
-def category_from_words(exc_type: str, message: str) -> tuple[str, str] | None:
-    """(category, why) when the exception's type or message words decide it, else None."""
+def category_from_words(exc_type: str, message: str, weak: bool = False) -> tuple[str, str] | None:
+    """(category, why) when the exception's type or message words decide it, else None. `weak`: the
+    words that only hint (WEAK_WORDS), for when nothing else decided."""
+    if weak:
+        return _search(WEAK_WORDS, message)
     short = exc_type.rsplit(".", 1)[-1]
     if short in ("ModuleNotFoundError", "ImportError") or "No module named" in message \
             or "cannot open shared object file" in message:
@@ -105,7 +115,18 @@ def category_from_words(exc_type: str, message: str) -> tuple[str, str] | None:
             if cat:
                 return cat, f"the package {pkg} does not import"
             return "install_mismatch", f"the package {pkg} does not import"
-    for words, cat in WORDS:
+    # an exception class of a library names that library ("ray.exceptions.GetTimeoutError")
+    if "." in exc_type:
+        if exc_type.startswith("torch.distributed."):
+            return "distributed", f"the exception type {exc_type}"
+        cat = PACKAGES.get(exc_type.split(".", 1)[0])
+        if cat and cat != "install_mismatch":
+            return cat, f"the exception type {exc_type}"
+    return _search(WORDS, message)
+
+
+def _search(table: list[tuple[tuple[str, ...], str]], message: str) -> tuple[str, str] | None:
+    for words, cat in table:
         for w in words:
             if w in message:
                 return cat, f"its message mentions {w!r}"

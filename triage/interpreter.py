@@ -66,7 +66,7 @@ def is_own(python: str | None) -> bool:
     if not python:
         return False
     path = _path_of(python)
-    return bool(path) and os.path.abspath(path) == os.path.abspath(sys.executable)
+    return path is not None and os.path.abspath(path) == os.path.abspath(sys.executable)
 
 
 def runnable_python(env: dict | None, user_python: str | None = None) -> str | None:

@@ -6,9 +6,7 @@ each later stage is optional and degrades to "not known" rather than failing the
 
 from __future__ import annotations
 
-import time
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage import upstream
 from triage.computecap import parse_cc
@@ -16,7 +14,8 @@ from triage.diagnose import diagnose
 from triage.enrich import enrich
 from triage.logread import Scan, scan_source
 from triage.logread.source import InputError, open_source
-from triage.model import Report
+from triage.model import Diagnosis, Report
+from triage.sanitize import clean_object
 from triage.interpreter import runnable_python
 from triage.versions import decode_vllm_version
 
@@ -36,6 +35,17 @@ def environment_from_log(scan: Scan) -> dict[str, Any]:
     return env
 
 
+def mark_repeats(diagnoses: list[Diagnosis], scan: Scan) -> None:
+    """A failure whose line came back again and again (a restart loop, every worker, all day) says how often:
+    facts.repeated = {count, first_line, last_line}."""
+    for d in diagnoses:
+        for e in d.evidence:
+            span = scan.repeated(e.line)
+            if span:
+                d.facts["repeated"] = {"count": span[0], "first_line": e.line, "last_line": span[1]}
+                break
+
+
 def merge_probe(env: dict[str, Any], facts: dict[str, Any], host: str) -> None:
     """Probe facts describe the machine now; the log's describe it when vLLM ran. Where both speak,
     the probe wins and the log's value is kept under environment["from_log"] if it differs."""
@@ -52,11 +62,11 @@ def merge_probe(env: dict[str, Any], facts: dict[str, Any], host: str) -> None:
         else:
             env[key] = value
     gpus = env.get("gpus") or []
-    ccs = sorted({str(g.get("compute_capability")) for g in gpus if parse_cc(g.get("compute_capability"))},
-                 key=parse_cc)
+    found = {str(g.get("compute_capability")): cc for g in gpus if (cc := parse_cc(g.get("compute_capability")))}
+    ccs = sorted(found, key=found.__getitem__)
     if ccs:
         env["compute_capability"] = ccs[0] if len(ccs) == 1 else env.get("compute_capability", ccs[0])
-        env["gpu_family"] = f"SM{parse_cc(ccs[0]).major}x"
+        env["gpu_family"] = f"SM{found[ccs[0]].major}x"
     pk = env.get("packages") or {}
     if pk.get("vllm"):
         env["vllm_version"] = pk["vllm"]
@@ -71,7 +81,6 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
                  python: str | None = None, snapshot: str | None = None, fd: int | None = None,
                  scan: Scan | None = None) -> Report:
     """Read `source` ("-" for stdin, or a path) and diagnose it. Raises InputError for bad input."""
-    t0 = time.monotonic()
     if scan is None:
         scan = scan_source(open_source(source, fd))
     env = environment_from_log(scan)
@@ -105,11 +114,13 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
                 warnings.append(f"probe of {hp.host} failed: {hp.error}")
             probe_findings = list(hp.findings)
     diagnoses, notes = diagnose(scan, env)
+    mark_repeats(diagnoses, scan)
     enrich(diagnoses, env)
     if probe_findings:
         env["findings"] = probe_findings
     report = Report(source=scan.source, bytes=scan.bytes, lines=scan.lines_total, diagnoses=diagnoses,
-                    environment=env, notes=notes, warnings=warnings, input_complete=scan.complete)
+                    environment=env, notes=notes, warnings=warnings, input_complete=scan.complete,
+                    input_truncated=scan.truncated)
     if diagnoses:
         try:
             runner = None
@@ -121,7 +132,4 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
             upstream.lookup(report, offline=offline, python=py, runner=runner)
         except Exception as exc:
             report.warnings.append(f"upstream search failed: {type(exc).__name__}: {exc}")
-    report.elapsed_s = round(time.monotonic() - t0, 3)  # type: ignore[attr-defined]
-    from triage.sanitize import clean_object
-
     return clean_object(report)  # log, snapshot, host and GitHub text, before any writer or screen

@@ -263,12 +263,12 @@ def decode_vllm_version(s: str) -> dict[str, Any]:
         else:
             local_rest = local
         for seg in [p for p in local_rest.split(".") if p]:
-            if _GIT.match(seg):
-                out["commit"] = _GIT.match(seg).group(1)  # type: ignore[union-attr]
+            if git := _GIT.match(seg):
+                out["commit"] = git.group(1)
             elif out["ngc_release"] and _HEX.match(seg):
                 out["commit"] = seg
-            elif _DIRTY.match(seg):
-                y, mo, d = _DIRTY.match(seg).groups()  # type: ignore[union-attr]
+            elif dirty := _DIRTY.match(seg):
+                y, mo, d = dirty.groups()
                 out["dirty_date"] = f"{y}-{mo}-{d}"
             elif _CUDA.match(seg):
                 out["cuda"] = cuda_from_tag(seg)

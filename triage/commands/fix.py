@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from triage.demo import DEMO_LOG, DEMO_SNAPSHOT
+from triage.model import Report
 from triage.pipeline import build_report
 from triage.playbooks.engine import ConsoleFrontEnd, Session, default_upstream, derive_facts, show_argv
 from triage.playbooks.load import load_library
@@ -32,15 +33,17 @@ def _fail(msg: str, code: int = USAGE_ERROR) -> int:
     return code
 
 
-def _report_from_json(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], Any]:
+def _report_from_json(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], Report]:
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
-    if not isinstance(data, dict) or not isinstance(data.get("diagnoses"), list):
-        raise ValueError(f"{path} is not a triage report (no diagnoses list)")
-    return data["diagnoses"], data.get("environment") or {}, None
+    try:
+        report = Report.from_json(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return [d.to_json() for d in report.diagnoses], dict(report.environment), report
 
 
-def _diagnose(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any], Any]:
+def _diagnose(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any], Report]:
     report = build_report(args.log, offline=args.offline, probe=not args.no_probe, host=args.host, python=args.python,
                           snapshot=args.snapshot)
     return [d.to_json() for d in report.diagnoses], dict(report.environment), report
@@ -129,6 +132,8 @@ def main(argv: list[str]) -> int:
             print(f"No playbook for {diag.get('category')} ({diag.get('signature')}): {((diag.get('fix') or {}).get('summary')) or ''}")
             return NOTHING_TO_FIX
 
+    if pb is None:  # --playbook names one that is checked above; this is for the type checker
+        return _fail(f"no playbook {args.playbook!r}")
     try:
         runner = _runner(args.host)
     except RuntimeError as exc:

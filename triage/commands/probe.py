@@ -14,7 +14,7 @@ import json
 import re
 import sys
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NoReturn
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -22,7 +22,7 @@ EXIT_UNREACHABLE = 4  # some host could not be probed (the others are still repo
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
         print(f"triage probe: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 

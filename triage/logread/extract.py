@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.literal import literal_eval
 from triage.logread.normalize import Line
@@ -103,12 +102,12 @@ def _add_gpu(facts: dict[str, Any], name: str, index: int | None = None, cc: str
             return
     if len(gpus) >= 64:
         return
-    g: dict[str, Any] = {"name": name}
+    new: dict[str, Any] = {"name": name}
     if index is not None:
-        g["index"] = index
+        new["index"] = index
     if cc:
-        g["compute_capability"] = cc
-    gpus.append(g)
+        new["compute_capability"] = cc
+    gpus.append(new)
 
 
 def extract(line: Line, facts: dict[str, Any]) -> None:

@@ -13,8 +13,7 @@ import zlib
 
 from triage.record import Record
 
-if False:  # for type checkers only: typing costs start-up time
-    from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator
 
 CHUNK = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"

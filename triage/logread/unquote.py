@@ -7,6 +7,7 @@
   OpenAI client's dict repr `{'object': 'error', 'message': "..."}`; quotes escaped, line breaks as
   `\\n`. The message is decoded and split into its lines (often a whole traceback).
 - A traceback quoted as one string with `\\n` escapes.
+- A log kept by Docker's json-file driver (`{"log":"INFO ...\\n","stream":"stderr","time":...}`).
 
 `expand` returns the lines a line stands for, or None when it quotes nothing. It is called only for
 lines that `may_quote` lets through (a few substring checks), so ordinary lines cost next to nothing.
@@ -14,10 +15,9 @@ lines that `may_quote` lets through (a few substring checks), so ordinary lines 
 
 from __future__ import annotations
 
-from triage.lazyre import lazy
+import re
 
-if False:  # for type checkers only
-    import re
+from triage.lazyre import lazy
 from triage.logread.literal import literal_eval
 
 MAX_TEXT = 32 * 1024  # a quoted message longer than this is not decoded (a paste is short)
@@ -28,13 +28,27 @@ _KEY_RE = lazy(r"""["']?(?:message|detail|msg)["']?\s*:\s*(?P<q>["'])(?P<s>(?:[^
 
 
 def may_quote(text: str) -> bool:
-    return "('" in text or '("' in text or "message" in text or "detail" in text or "\\n" in text
+    return ("('" in text or '("' in text or "message" in text or "detail" in text or "\\n" in text
+            or text.startswith('{"log":'))
 
 
 def expand(text: str) -> tuple[bool, list[str]] | None:
     """(whether the lines replace `text`, the lines); None when `text` quotes nothing."""
+    got = _expand(text)
+    if got is None:
+        return None
+    # a decoded "\ud800" is a lone surrogate: not printable, not encodable; it becomes "?"
+    return got[0], [ln.encode("utf-8", "replace").decode("utf-8") for ln in got[1]]
+
+
+def _expand(text: str) -> tuple[bool, list[str]] | None:
     if len(text) > MAX_TEXT:
         return None
+    if text.startswith('{"log":'):
+        # Docker's json-file log driver: one JSON object per line, the line itself under "log"
+        val = _json(text.rstrip())
+        if isinstance(val, dict) and isinstance(val.get("log"), str):
+            return True, val["log"].rstrip("\n").split("\n")
     if "('" in text or '("' in text:
         out = _tuple(text)
         if out:
@@ -105,7 +119,7 @@ def _message(d: dict, depth: int = 0) -> str | None:
             if got:
                 return got
         if isinstance(v, list):
-            msgs = [x.get("msg") for x in v if isinstance(x, dict) and isinstance(x.get("msg"), str)]
+            msgs = [str(x["msg"]) for x in v if isinstance(x, dict) and isinstance(x.get("msg"), str)]
             if msgs:
                 return "\n".join(msgs)
     return None

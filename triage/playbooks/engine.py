@@ -149,7 +149,7 @@ def render_text(template: Any, facts: dict[str, Any]) -> str:
             return "yes" if v else "no"
         return str(v)
 
-    lines = []
+    lines: list[str] = []
     for line in str(template).split("\n"):
         whole = PLACEHOLDER_RE.fullmatch(line.strip())
         v = lookup(facts, whole.group(2)) if whole else None
@@ -251,15 +251,15 @@ def default_upstream(facts: dict[str, Any], report: Report | None = None, offlin
             why = "the upstream lookup gave no verdict"
         return {"verdict": "unknown", "why": why, "hits": len(hits or []), "source": source}
     out = {
-        "verdict": upgrade.get("verdict", "unknown"),
-        "target_version": upgrade.get("target_version"),
-        "evidence": upgrade.get("evidence"),
+        "verdict": upgrade.verdict,
+        "target_version": upgrade.target_version,
+        "evidence": upgrade.evidence,
         "hits": len(hits or []),
         "source": source,
     }
     if hits:
         top = hits[0]
-        out["top"] = f"#{top.get('number')} {top.get('title')} ({top.get('url')})"
+        out["top"] = f"#{top.number} {top.title} ({top.url})"
     return out
 
 
@@ -495,10 +495,10 @@ class Session:
         r = self._run(argv, timeout=float(step.get("timeout") or TIMEOUTS["check"]), env=self._env(step))
         out = (r.stdout or "") + (r.stderr or "")
         if step.get("capture"):
-            value = out.strip()
+            value: str | None = out.strip()
             if step.get("pattern"):
                 m = re.search(str(step.get("pattern")), out, re.MULTILINE)
-                value = (m.group(1) if m and m.groups() else m.group(0)) if m else None
+                value = (m.group(1) if m.groups() else m.group(0)) if m else None
             self.facts[step.get("capture")] = value
             refresh_derived(self.facts)
         if step.get("expect") is None:
@@ -673,8 +673,10 @@ class Session:
             with open(os.path.expanduser(path), encoding="utf-8", errors="replace") as fh:
                 output = fh.read()
         except OSError as exc:
-            self.current.error = f"cannot read {path}: {exc.strerror or exc}"
-            return self.current
+            view = self.current
+            assert view is not None  # a verify step is being shown
+            view.error = f"cannot read {path}: {exc.strerror or exc}"
+            return view
         return self._judge(step, output, None, None)
 
     # --- helpers ---

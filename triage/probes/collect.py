@@ -167,7 +167,8 @@ def build_facts(raw: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, str
         "cuda_driver_version": gpu.get("cuda_driver_version"),
         "nvml_source": gpu.get("nvml_source"),
     }
-    ccs = sorted({g["compute_capability"] for g in gpus if parse_cc(g.get("compute_capability"))}, key=parse_cc)
+    found = {g["compute_capability"]: cc for g in gpus if (cc := parse_cc(g.get("compute_capability")))}
+    ccs = sorted(found, key=found.__getitem__)
     if ccs:
         facts["compute_capability"] = ccs[0] if len(ccs) == 1 else None
         facts["compute_capabilities"] = ccs

@@ -88,7 +88,7 @@ def _packages() -> tuple[dict[str, str], dict[str, list[dict[str, str]]]]:
 
     seen: dict[str, list[dict[str, str]]] = {}
     for dist in metadata.distributions():
-        name = _norm(dist.metadata.get("Name") or "")
+        name = _norm(dist.metadata.get("Name") or "")  # type: ignore[attr-defined]  # an email Message
         if not name or not (name in _WANTED or name.startswith("nvidia-")):
             continue
         seen.setdefault(name, []).append({"version": dist.version, "path": _dist_path(dist) or ""})
@@ -162,7 +162,8 @@ def git_state(src: str, package: str = "vllm") -> dict[str, Any]:
     if head is None:
         return {"source": src, "git": False}
     status = _git(src, "status", "--porcelain", "--untracked-files=all", "--", package) or ""
-    modified, untracked = [], []
+    modified: list[str] = []
+    untracked: list[str] = []
     for line in status.splitlines():
         code, path = line[:2], line[3:].strip()
         if " -> " in path:
@@ -457,7 +458,7 @@ def probe_pyenv_at(prefix: str | None, site_packages: str | None = None) -> dict
             "prefix": prefix,
             "base_prefix": os.path.dirname(cfg["home"].rstrip("/")) if cfg.get("home") else prefix,
             "virtualenv": bool(cfg),
-            "conda": bool(prefix) and os.path.isdir(os.path.join(prefix, "conda-meta")),
+            "conda": bool(prefix and os.path.isdir(os.path.join(prefix, "conda-meta"))),
             "site_packages": sites,
             "read_from": "disk",
         },

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-from triage.model import UPGRADE_VERDICTS, Diagnosis, Report
+from triage.model import Diagnosis, Report
 
 
 def _describe_install(env: dict[str, Any]) -> str:
@@ -104,19 +104,16 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
     if report.upstream:
         con.print("\n[bold]Upstream[/]")
         for h in report.upstream[:6]:
-            state = escape(h.get("state", ""))
-            con.print(f"  #{escape(h.get('number'))} \\[{state}] {escape(str(h.get('title', ''))[:90])}")
-            con.print(f"      {escape(str(h.get('why', '')))}  {escape(h.get('url', ''))}")
+            con.print(f"  #{h.number} \\[{escape(h.state)}] {escape(h.title[:90])}")
+            con.print(f"      {escape(h.why)}  {escape(h.url)}")
     if report.upgrade:
         u = report.upgrade
-        verdict = UPGRADE_VERDICTS.get(u.get("verdict"), u.get("verdict"))
-        target = f" (to {escape(u['target_version'])})" if u.get("target_version") else ""
-        con.print(f"\n[bold]Upgrade[/]: {escape(str(verdict))}{target}")
-        ev = u.get("evidence")
-        for e in (ev if isinstance(ev, list) else [ev] if ev else [])[:4]:
-            con.print(f"  {escape(str(e))}")
-        if u.get("overwrites"):
-            con.print(f"  would overwrite: {escape(', '.join(map(str, u['overwrites'])))}")
+        target = f" (to {escape(u.target_version)})" if u.target_version else ""
+        con.print(f"\n[bold]Upgrade[/]: {escape(u.verdict_words)}{target}")
+        for e in u.evidence[:4]:
+            con.print(f"  {escape(e)}")
+        if u.overwrites:
+            con.print(f"  would overwrite: {escape(', '.join(u.overwrites))}")
     if report.notes and report.diagnoses:
         con.print("\n[bold]Harmless[/] (recognised, not the cause): " + "; ".join(escape(n.title) for n in report.notes))
     for w in report.warnings:
@@ -141,6 +138,10 @@ def _diagnosis(con, d: Diagnosis, i: int, log_name: str, escape, fix_hint: str |
         con.print("  Why:")
         for ln in d.explanation:
             con.print(f"    {escape(ln)}")
+    rep = d.facts.get("repeated")
+    if isinstance(rep, dict) and rep.get("count", 0) > 1:
+        con.print(f"  [bold]Repeated {rep['count']} times[/] (first at line {rep['first_line']}, last at line "
+                  f"{rep['last_line']})")
     if d.evidence:
         con.print("  Evidence:")
         for e in d.evidence[:6]:

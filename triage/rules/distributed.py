@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from triage.rules.base import Rule
+from triage.rules.base import Rule, not_in_passing
 
 NODE_REQ_RE = re.compile(r"'node:(?P<ip>[\d.]+|[0-9a-fA-F:]+)': ?0\.001")
 RAY_IP_RE = re.compile(r"\bip=(?P<ip>\d+\.\d+\.\d+\.\d+)\)|Local node IP: (?P<ip2>\d+\.\d+\.\d+\.\d+)|"
@@ -145,12 +145,16 @@ RULES = [
 ]
 
 
+RAY_MISSING = Rule(
+    signature="distributed.ray_missing", category="distributed",
+    title="Ray is needed for this launch but is not installed",
+    fix="Install Ray into vLLM's environment (`pip install 'ray[default]'`, or `ray[cgraph]` for compiled "
+        "graphs), or use --distributed-executor-backend mp on a single node.",
+    patterns=[r"[Pp]lease install Ray with `pip install ray`", r"No module named 'ray'",
+              r"Ray Compiled Graph is not installed", r"Run `pip install ray\[cgraph\]`"],
+    playbook="distributed", confidence=0.85,
+    check=lambda scan, env: not_in_passing(RAY_MISSING, scan))
+
 RULES += [
-    Rule(signature="distributed.ray_missing", category="distributed",
-         title="Ray is needed for this launch but is not installed",
-         fix="Install Ray into vLLM's environment (`pip install 'ray[default]'`, or `ray[cgraph]` for compiled "
-             "graphs), or use --distributed-executor-backend mp on a single node.",
-         patterns=[r"[Pp]lease install Ray with `pip install ray`", r"No module named 'ray'",
-                   r"Ray Compiled Graph is not installed", r"Run `pip install ray\[cgraph\]`"],
-         playbook="distributed", confidence=0.85),
+    RAY_MISSING,
 ]

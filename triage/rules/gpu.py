@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
-from triage.rules.base import Rule
+from triage.model import Diagnosis
+from triage.rules.base import Rule, not_in_passing
 
 
 def _capabilities(m, line, scan) -> dict:
@@ -253,21 +253,72 @@ RULES = [
 
 # A quantization library the checkpoint's method needs is missing, or the method's name is not one
 # this vLLM knows (vLLM's own words).
+QUANT_PACKAGE_MISSING = Rule(
+    signature="quant.package_missing", category="quantization",
+    title="The package this quantization method needs is not installed ({package})",
+    fix="Install the package vLLM names, at least the version it asks for (e.g. `pip install "
+        "'bitsandbytes>=0.46.1'`), into the environment vLLM runs in.",
+    patterns=[r"Please install (?P<package>bitsandbytes|torchao|modelscope)(?:>=[\d.]+)? via",
+              r"`pip install (?P<package>bitsandbytes|torchao)(?:>=[\d.]+)?` to use",
+              r"Please install it with `pip install (?P<package>amd-quark)",
+              r"No module named '(?P<package>bitsandbytes|torchao|gptqmodel|auto_gptq|awq|compressed_tensors|"
+              r"modelopt|quark|hqq)'"],
+    playbook="quantization", confidence=0.85,
+    check=lambda scan, env: not_in_passing(QUANT_PACKAGE_MISSING, scan))
+
 RULES += [
-    Rule(signature="quant.package_missing", category="quantization",
-         title="The package this quantization method needs is not installed ({package})",
-         fix="Install the package vLLM names, at least the version it asks for (e.g. `pip install "
-             "'bitsandbytes>=0.46.1'`), into the environment vLLM runs in.",
-         patterns=[r"Please install (?P<package>bitsandbytes|torchao|modelscope)(?:>=[\d.]+)? via",
-                   r"`pip install (?P<package>bitsandbytes|torchao)(?:>=[\d.]+)?` to use",
-                   r"Please install it with `pip install (?P<package>amd-quark)",
-                   r"No module named '(?P<package>bitsandbytes|torchao|gptqmodel|auto_gptq|awq|compressed_tensors|"
-                   r"modelopt|quark|hqq)'"],
-         playbook="quantization", confidence=0.85),
+    QUANT_PACKAGE_MISSING,
     Rule(signature="quant.invalid_method", category="quantization",
          title="This vLLM does not know the quantization method {quantization}",
          fix="Pass a --quantization value your vLLM lists (`vllm serve --help`), or leave it out to use the "
              "checkpoint's own; a method newer than your vLLM needs an upgrade.",
          patterns=[r"Invalid quantization method: (?P<quantization>[\w-]+)"],
+         playbook="quantization", confidence=0.9),
+]
+
+# Newer wordings of "this GPU cannot run the checkpoint's quantization" (kernel pickers, scheme checks).
+NO_KERNEL_PATTERNS = [
+    r"Failed to find a kernel that can implement the (?P<layer>[\w ]+?) linear layer",
+    r"Quantization scheme is not supported for the current GPU\. Required capability: (?P<min>\d+)",
+    r"The quantization method (?P<quantization>[\w+ -]+?) is not supported for the current GPU\.",
+    r"quantization config '[\w-]+' requires GPU compute capability >= (?P<min>[\d.]+)",
+]
+
+
+def _no_kernel_for_gpu(scan: Scan, env: dict) -> Diagnosis | None:
+    """The kernel picker lists every kernel's reason on the lines after its message: when one of them is
+    a weight shape (not divisible), the shape is the cause (quant.shape_unsupported), not the GPU."""
+    d = NO_KERNEL_RULE.match_lines(scan)
+    if d is None or "Failed to find a kernel" not in d.evidence[0].text:
+        return d
+    lines = scan.lines
+    for i, ln in enumerate(lines):
+        if ln.no == d.first_line:
+            for nxt in lines[i + 1:i + 16]:
+                if nxt.proc != ln.proc or "Failed to find a kernel" in nxt.text:
+                    break
+                if "divisible" in nxt.text:
+                    return None
+            break
+    return d
+
+
+NO_KERNEL_RULE = Rule(
+    signature="quant.no_kernel_for_gpu", category="quantization",
+    title="No quantized kernel of this vLLM can run the checkpoint's scheme on this GPU",
+    fix="Each kernel vLLM tried refused this GPU or dtype (the reasons follow the message): on pre-Ampere GPUs "
+        "try --dtype half, else use a checkpoint in a scheme this GPU supports (FP8 needs compute capability "
+        "8.9+, NVFP4 needs Blackwell), or a newer GPU.",
+    patterns=NO_KERNEL_PATTERNS, check=lambda scan, env: _no_kernel_for_gpu(scan, env),
+    playbook="quantization", confidence=0.9)
+RULES += [NO_KERNEL_RULE]
+
+RULES += [
+    Rule(signature="quant.config_file_missing", category="quantization",
+         title="The checkpoint has no {quantization} quantization config file",
+         fix="--quantization {quantization} was asked for, but the checkpoint carries no config for it (e.g. "
+             "quantize_config.json / quant_config.json): drop --quantization to use what the checkpoint declares, "
+             "or point --model at the quantized checkpoint.",
+         patterns=[r"Cannot find the config file for (?P<quantization>[\w-]+)"],
          playbook="quantization", confidence=0.9),
 ]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.base import Rule
+from triage.rules.base import Rule, not_in_passing
 from triage.rules.vendor import vendor
 from triage.rules.wrappers import is_wrapper
 
@@ -307,23 +306,27 @@ RULES = [
 
 
 # An optional kernel package a chosen backend or model needs is not installed (vLLM's own words).
+KERNEL_PACKAGE_MISSING = Rule(
+    signature="kernels.package_missing", category="kernel_library",
+    title="A kernel package this launch needs is not installed ({package})",
+    fix="Install the package vLLM names, in the version your vLLM release expects (see its "
+        "requirements/cuda.txt), or choose a backend that does not need it.",
+    patterns=[r"FlashInfer backend is not available\. Please install the package",
+              r"Please install (?P<package>flashinfer) \(>= ?[\d.]+\)",
+              r"pip install (?P<package>flashinfer-python)",
+              r"Please install (?P<package>flash[_-]attn)",
+              r"to be installed\. Please install (?P<package>flash-attn) first",
+              r"(?P<package>tilelang) is required for \w+ but is not installed",
+              r"pip install (?P<package>fbgemm-gpu-genai)",
+              r"All2All kernels .{0,80}are not available\. See (?P<package>tools/ep_kernels)",
+              r"No module named '(?P<package>triton_kernels|flash_mla|causal_conv1d|mamba_ssm|xformers|sgl_kernel|"
+              r"deep_ep|pplx_kernels|aiter|tilelang|fla|cuda\.bindings|flashinfer_cubin|flashinfer_jit_cache)"
+              r"[\w.]*'"],
+    playbook="kernel-library", confidence=0.85,
+    check=lambda scan, env: not_in_passing(KERNEL_PACKAGE_MISSING, scan))
+
 RULES += [
-    Rule(signature="kernels.package_missing", category="kernel_library",
-         title="A kernel package this launch needs is not installed ({package})",
-         fix="Install the package vLLM names, in the version your vLLM release expects (see its "
-             "requirements/cuda.txt), or choose a backend that does not need it.",
-         patterns=[r"FlashInfer backend is not available\. Please install the package",
-                   r"Please install (?P<package>flashinfer) \(>= ?[\d.]+\)",
-                   r"pip install (?P<package>flashinfer-python)",
-                   r"Please install (?P<package>flash[_-]attn)",
-                   r"to be installed\. Please install (?P<package>flash-attn) first",
-                   r"(?P<package>tilelang) is required for \w+ but is not installed",
-                   r"pip install (?P<package>fbgemm-gpu-genai)",
-                   r"All2All kernels .{0,80}are not available\. See (?P<package>tools/ep_kernels)",
-                   r"No module named '(?P<package>triton_kernels|flash_mla|causal_conv1d|mamba_ssm|xformers|sgl_kernel|"
-                   r"deep_ep|pplx_kernels|aiter|tilelang|fla|cuda\.bindings|flashinfer_cubin|flashinfer_jit_cache)"
-                   r"[\w.]*'"],
-         playbook="kernel-library", confidence=0.85),
+    KERNEL_PACKAGE_MISSING,
 ]
 
 # A kernel built on the fly (FlashInfer, DeepGEMM, torch extensions) needs a CUDA toolchain the machine lacks,
@@ -344,4 +347,20 @@ RULES += [
              "--enforce-eager).",
          patterns=[r"PassManager::run failed", r"LLVM ERROR: (?P<detail>.{1,160})", r"LLVM Translation failed"],
          playbook="triton-compile", confidence=0.8),
+]
+
+FLASHINFER_ARCH_UNSUPPORTED = Rule(
+    signature="kernels.flashinfer_arch_unsupported", category="kernel_library",
+    title="FlashInfer cannot build this kernel for this GPU's architecture",
+    fix="FlashInfer compiles some kernels only for some GPU generations, and needs an nvcc new enough for the "
+        "GPU (SM 12.x needs CUDA >= 12.9): install such a CUDA toolkit and set CUDA_HOME to it, install the "
+        "flashinfer-cubin / flashinfer-jit-cache wheels of your FlashInfer version, or choose a backend "
+        "without FlashInfer (another --attention-backend, NVFP4 GEMM or MoE backend).",
+    patterns=[r"No supported CUDA architectures found for major versions \[(?P<majors>[\d, ]+)\]",
+              r"SM (?P<sm>\d+)\.x requires CUDA >= (?P<cuda>[\d.]+)"],
+    playbook="kernel-library", confidence=0.9,
+    check=lambda scan, env: not_in_passing(FLASHINFER_ARCH_UNSUPPORTED, scan))
+
+RULES += [
+    FLASHINFER_ARCH_UNSUPPORTED,
 ]

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
@@ -109,7 +108,7 @@ def _no_blocks_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, An
         parts.append(f"{b['kv_gib']:g} GiB is left for the KV cache")
     fits = util_that_fits(b)
     low = util is not None and util < 0.85
-    if low and (fits is None and weights is None or (fits is not None and fits > util)):
+    if low and util is not None and (fits is None and weights is None or (fits is not None and fits > util)):
         out["cause"] = "utilization_too_low"
         out["headline"] = f"--gpu-memory-utilization {util:g} leaves no room for the KV cache after the model"
         out["advice"] = (f"The budget was set low ({'; '.join(parts)}): raise --gpu-memory-utilization"
@@ -259,8 +258,12 @@ RULES = [
 
 
 def _budget_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
-    gib = m.groupdict().get("kv_gib")
-    return {"kv_budget": f"{gib} GiB" if gib else "0 blocks"}
+    gd = m.groupdict()
+    if gd.get("kv_gib"):
+        return {"kv_budget": f"{gd['kv_gib']} GiB"}
+    if gd.get("concurrency"):
+        return {"kv_budget": f"{gd['concurrency']}x of one max_model_len request"}
+    return {"kv_budget": "0 blocks"}
 
 
 # The cause stated only by INFO lines: vLLM's memory profiling found nothing left for the KV cache (a
@@ -275,6 +278,8 @@ RULES += [
                    r"the rest of the memory reserved for KV Cache is (?P<kv_gib>-[\d.]+) ?GiB",  # V0 worker
                    r"# (?:GPU|cuda|CUDA) blocks: 0, # CPU blocks",  # V0 executor
                    r"GPU KV cache size: 0 tokens",  # V1 kv_cache_utils
+                   # V0 executor: printed before it raises that the KV cache cannot hold one request
+                   r"Maximum concurrency for [\d,]+ tokens per request: (?P<concurrency>0\.\d+)x",
                    # V1 scheduler / block pool: the assertion's source line under its frame
                    r"assert (?:num_gpu_blocks is not None and |isinstance\(num_gpu_blocks, int\) and )num_gpu_blocks > 0"],
          # secondary: the error vLLM raises next (when the log has it) says the same more exactly

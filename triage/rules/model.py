@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
-
-    from triage.logread.normalize import Line
-
+from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.base import Rule
+from triage.rules.base import Rule, not_in_passing
 from triage.rules.wrappers import is_wrapper
 
 
@@ -104,8 +101,8 @@ DOUBLED_NAME_RE = re.compile(r"(?:^|[._])([a-z]{2,})\1[a-z]*_proj\b|\b([a-z_]{3,
 
 def _weight_mismatch_facts(m, line, scan) -> dict:
     detail = m.groupdict().get("detail") or ""
-    name = re.search(r"'([\w.]+)'", detail)
-    name = name.group(1) if name else detail.rsplit(" ", 1)[-1]
+    quoted = re.search(r"'([\w.]+)'", detail)
+    name = quoted.group(1) if quoted else detail.rsplit(" ", 1)[-1]
     dm = DOUBLED_NAME_RE.search(name)
     if dm:
         ver = scan.facts.get("vllm_version")
@@ -275,24 +272,28 @@ def _config_mapping_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[st
     return {}
 
 
+HUB_UNREACHABLE = Rule(
+    signature="model_loading.hub_unreachable", category="model_loading",
+    title="The model could not be fetched: the Hugging Face Hub is unreachable, or offline mode is on",
+    fix="On a machine without access to huggingface.co, download the model elsewhere (`hf download MODEL "
+        "--local-dir DIR`) and pass --model DIR; behind a proxy, set HTTPS_PROXY (or HF_ENDPOINT for a "
+        "mirror). With HF_HUB_OFFLINE=1 every file the model needs must already be in the HF cache "
+        "(HF_HOME) of the user vLLM runs as.",
+    patterns=[r"We couldn't connect to '?https?://(?:huggingface\.co|hf\.co|hf-mirror\.com)[^' ]*'? to load",
+              r"outgoing traffic has been disabled",
+              r"offline mode is enabled\. To disable it, please unset the `HF_HUB_OFFLINE`",
+              r"OfflineModeIsEnabled",
+              r"An error happened while trying to locate the files? on the Hub and we cannot find the",
+              r"(?:huggingface\.co|hf\.co)\S*.{0,120}(?:Max retries exceeded|Read timed out|Failed to establish a "
+              r"new connection|Temporary failure in name resolution|Name or service not known|ProxyError|"
+              r"CERTIFICATE_VERIFY_FAILED|Connection reset by peer)"],
+    check=lambda scan, env: not_in_passing(HUB_UNREACHABLE, scan),
+    playbook="model-loading", confidence=0.85)
+
 # Well-known failures of fetching a model and reading its config (huggingface_hub, transformers,
 # vLLM's config loader), worded as those libraries word them.
 RULES += [
-    Rule(signature="model_loading.hub_unreachable", category="model_loading",
-         title="The model could not be fetched: the Hugging Face Hub is unreachable, or offline mode is on",
-         fix="On a machine without access to huggingface.co, download the model elsewhere (`hf download MODEL "
-             "--local-dir DIR`) and pass --model DIR; behind a proxy, set HTTPS_PROXY (or HF_ENDPOINT for a "
-             "mirror). With HF_HUB_OFFLINE=1 every file the model needs must already be in the HF cache "
-             "(HF_HOME) of the user vLLM runs as.",
-         patterns=[r"We couldn't connect to '?https?://(?:huggingface\.co|hf\.co|hf-mirror\.com)[^' ]*'? to load",
-                   r"outgoing traffic has been disabled",
-                   r"offline mode is enabled\. To disable it, please unset the `HF_HUB_OFFLINE`",
-                   r"OfflineModeIsEnabled",
-                   r"An error happened while trying to locate the files? on the Hub and we cannot find the",
-                   r"(?:huggingface\.co|hf\.co)\S*.{0,120}(?:Max retries exceeded|Read timed out|Failed to establish a "
-                   r"new connection|Temporary failure in name resolution|Name or service not known|ProxyError|"
-                   r"CERTIFICATE_VERIFY_FAILED|Connection reset by peer)"],
-         playbook="model-loading", confidence=0.85),
+    HUB_UNREACHABLE,
     Rule(signature="model_loading.model_not_found", category="model_loading",
          title="The model name is neither a local folder nor a repository on the Hugging Face Hub",
          fix="Check the --model value: a Hub id is 'namespace/name' exactly as on huggingface.co (case "
@@ -368,4 +369,27 @@ RULES += [
              "requirements), or upgrade vLLM.",
          patterns=[r"'(?P<name>[\w.-]+)' is already used by a Transformers config, pick another name"],
          playbook="model-support", confidence=0.9),
+]
+
+RULES += [
+    Rule(signature="model_support.rope_unknown", category="model_support",
+         title="This vLLM does not know the model's RoPE scaling type ({rope})",
+         fix="The model's config.json asks for a rotary-embedding scaling this vLLM does not implement: upgrade "
+             "vLLM to a release that supports the model (its model card usually names one).",
+         patterns=[r"Unknown RoPE scaling type (?P<rope>[\w'\"-]+)"],
+         playbook="model-support", confidence=0.9),
+]
+
+CONFIG_ATTR_MISSING = Rule(
+    signature="model_support.transformers_config_attr", category="model_support",
+    title="The model's config object lacks '{attr}' (transformers and vLLM versions do not match)",
+    fix="vLLM reads a config attribute this transformers does not provide (transformers 5 moved RoPE and "
+        "other fields; an old transformers lacks new ones): install the transformers version your vLLM "
+        "release pins, or upgrade vLLM.",
+    patterns=[r"'(?P<cls>\w+Config)' object has no attribute '(?P<attr>\w+)'"],
+    playbook="model-support", confidence=0.75,
+    check=lambda scan, env: not_in_passing(CONFIG_ATTR_MISSING, scan))
+
+RULES += [
+    CONFIG_ATTR_MISSING,
 ]

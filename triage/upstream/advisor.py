@@ -8,12 +8,14 @@ really install (`pip index versions`), and nightly wheels show up when their ind
 from __future__ import annotations
 
 import re
+from typing import Any
+
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
 
 from triage import capabilities
 from triage.capabilities import load_capabilities
+from triage.environment import Environment
+from triage.model import Upgrade
 from triage.record import Record
 from triage import versions as V
 from triage.upstream.facets import Facets
@@ -42,7 +44,8 @@ class Available(Record):
     @property
     def latest(self) -> str | None:
         rel = [v for v in self.versions if not V.is_prerelease(v)]
-        return (rel or self.versions or [None])[-1]
+        found = rel or self.versions
+        return found[-1] if found else None
 
     def to_json(self) -> dict[str, Any]:
         return {"versions": self.versions[-15:], "installed": self.installed, "source": self.source,
@@ -112,6 +115,49 @@ def matches(entry: dict[str, Any], diag: Any, env: dict[str, Any], f: Facets) ->
 
 # --- the verdict ------------------------------------------------------------------------------
 
+CATALOGUE_SOURCE = "vLLM's source, release by release (triage/catalogue, scripts/mine_messages.py)"
+
+
+def release_range_evidence(cat: dict[str, Any], installed: str | None) -> tuple[str | None, str] | None:
+    """What the releases a message occurs in say about upgrading: ("does-not-fix" or None, the
+    evidence line). A message still in the newest mined release will be printed after an upgrade
+    too; one gone by a release means upgrading changes the code that printed it (not proof that
+    the failure goes: the check may have moved or been reworded). Only the last patch of each minor
+    release is mined, so the range's edges are known to a minor release."""
+    pkg, first, last, newest = (cat.get(k) for k in ("package", "first_release", "last_release", "newest_release"))
+    if pkg != "vllm" or not (first and last and newest):
+        return None
+    where = f"{cat.get('kind', 'raised')} in {cat.get('module', '?')}"
+    span = first if first == last else f"{first}-{last}"
+    absent, gone = cat.get("absent_in"), cat.get("gone_by")
+    if installed and absent and not V.lt(absent, installed):
+        return None, (f"the matched message is in vLLM {span} ({where}) but not in {absent}, and the installed "
+                      f"vLLM is {installed}: it may come from another package (source: {CATALOGUE_SOURCE})")
+    if installed and gone and not V.lt(installed, gone):
+        return None, (f"the matched message is gone by vLLM {gone} ({where}, vLLM {span}), yet the installed "
+                      f"vLLM is {installed}: a modified install or another package (source: {CATALOGUE_SOURCE})")
+    if last == newest:
+        return "does-not-fix", (f"the message is still in vLLM {newest}, the newest release ({where}, vLLM {span}): "
+                                f"upgrading alone does not remove this check (source: {CATALOGUE_SOURCE})")
+    return None, (f"the message is gone since vLLM {gone or 'the release after ' + last} ({where}, vLLM {span}; "
+                  f"not in {newest}): upgrading changes the code that printed it (source: {CATALOGUE_SOURCE})")
+
+
+def _release_range(diag: Any, installed: str | None, verdict: str, target: str | None, evidence: list[str],
+                   table_applies: bool) -> tuple[str, str | None]:
+    cat = (getattr(diag, "facts", None) or {}).get("catalogue")
+    if not isinstance(cat, dict):
+        return verdict, target
+    got = release_range_evidence(cat, installed)
+    if got is None:
+        return verdict, target
+    say, line = got
+    evidence.append(line)
+    if say and verdict == "unknown" and not table_applies:
+        verdict = say
+    return verdict, target
+
+
 def _installed_version(env: dict[str, Any]) -> str | None:
     """The installed vLLM as a comparable release; None for a tagless build (`0.1.dev20051+g487ecf187`,
     a PR image or a checkout without tags), whose number says nothing about what it contains."""
@@ -144,17 +190,11 @@ def _prs_text(entry: dict[str, Any]) -> str:
 
 
 def patched_files(env: dict[str, Any]) -> list[str]:
-    out = []
-    for p in env.get("patched_files") or []:
-        if isinstance(p, str):
-            out.append(p)
-        elif isinstance(p, dict) and (p.get("path") or p.get("file")):
-            out.append(str(p.get("path") or p.get("file")))
-    return out
+    return list(Environment.from_facts(env).patched_files)
 
 
 def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits: list[dict[str, Any]] | None = None,
-           offline: bool = False) -> dict[str, Any]:
+           offline: bool = False) -> Upgrade:
     installed = _installed_version(env)
     evidence: list[str] = []
     applicable: list[dict[str, Any]] = []
@@ -254,16 +294,10 @@ def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits:
             if fixed_in and installed and V.lt(installed, fixed_in):
                 verdict, target = "fixes", fixed_in if target is None else target
 
+    verdict, target = _release_range(diag, installed, verdict, target, evidence, bool(applicable))
+
     files = patched_files(env)
-    out: dict[str, Any] = {
-        "verdict": verdict,
-        "target_version": target,
-        "evidence": evidence,
-        "overwrites": files,
-    }
-    if files:
-        out["keep_patches"] = (f"an upgrade replaces these {len(files)} hand-patched file(s); save them first with "
-                               f"`{KEEP_PATCHES_CMD}` and re-apply after (or drop the ones the new version makes unneeded)")
-    if avail.known or avail.message:
-        out["available"] = avail.to_json()
-    return out
+    keep = (f"an upgrade replaces these {len(files)} hand-patched file(s); save them first with "
+            f"`{KEEP_PATCHES_CMD}` and re-apply after (or drop the ones the new version makes unneeded)") if files else None
+    return Upgrade(verdict, target, evidence, files, keep,
+                   avail.to_json() if avail.known or avail.message else None)

@@ -11,9 +11,9 @@ user is told which. With offline=True nothing leaves the machine: cache only.
 from __future__ import annotations
 
 import time
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
+from triage.model import UpstreamHit
 from triage.upstream import advisor
 from triage.upstream.cache import Cache, human_age
 from triage.upstream.facets import diagnosis_facets
@@ -148,7 +148,7 @@ def _messages(results: list[SearchResult]) -> list[str]:
     notes = [r for r in results if r.status in ("ok", "cached") and r.message]
     out: list[str] = []
     if stale:
-        oldest = max(r.age for r in stale)  # type: ignore[type-var]
+        oldest = max(r.age or 0.0 for r in stale)
         why = next((r.message for r in stale if r.message), "")
         out.append(f"upstream: showing cached results up to {human_age(oldest)} old"
                    + (f" ({why})" if why else "") + f" for {len(stale)} of {len(results)} searches")
@@ -241,7 +241,7 @@ def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None
             h["age"] = human_age(age)
         h.pop("updated_at", None)
 
-    report.upstream = hits
+    report.upstream = [UpstreamHit.from_json(h) for h in hits]
     for m in _messages(results):
         if m not in report.warnings:
             report.warnings.append(m)

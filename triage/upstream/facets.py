@@ -13,8 +13,7 @@ from triage.lazyre import AUTO, lazy
 from triage.computecap import parse_cc
 from triage.record import Record
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 # --- subsystems -------------------------------------------------------------------------------
 # Keyword weights per subsystem; the text's subsystem is the best-scoring one. Strong, specific

@@ -12,9 +12,10 @@ import json
 import os
 import re
 import time
-if False:  # for type checkers only (importing typing, pathlib costs start-up time)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the headless report imports no pathlib (start-up)
     from pathlib import Path
-    from typing import Any
 
 from triage.paths import cache_dir
 from triage.record import Record

@@ -9,11 +9,10 @@ rather than sent.
 from __future__ import annotations
 
 import re
-from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Iterable
+from dataclasses import dataclass
+from typing import Iterable
 
-from triage.record import Record
+from triage.lazyre import lazy
 from triage.upstream.facets import FAMILY_SEARCH_TERMS, Facets, error_phrase
 from triage.upstream.redact import redact
 from triage.upstream.terms import is_generic, message_of, search_term
@@ -25,21 +24,10 @@ MAX_QUERIES = 3  # the unauthenticated search budget is 10 a minute: leave room 
 _OPERATOR = lazy(r"(?<![\w\"])(AND|OR|NOT)(?![\w\"])", needles=("AND", "OR", "NOT"))
 
 
-class Query(Record):
-    __slots__ = ("q", "kind")
-    _fields = __slots__
-
-    def __init__(self, q: str, kind: str) -> None:
-        object.__setattr__(self, "q", q)
-        object.__setattr__(self, "kind", kind)  # "issue" | "pr"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")  # frozen
-
-    __delattr__ = __setattr__
-
-    def __hash__(self) -> int:
-        return hash((self.q, self.kind))
+@dataclass(frozen=True, slots=True)
+class Query:
+    q: str
+    kind: str  # "issue" | "pr"
 
     def to_json(self) -> dict[str, str]:
         return {"q": self.q, "kind": self.kind}

@@ -12,8 +12,7 @@ from __future__ import annotations
 import math
 import re
 import time
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.upstream.facets import (
     Facets,
@@ -197,8 +196,9 @@ def score_hit(item: dict[str, Any], f: Facets, *, order: float = 0.0, now: float
             score += W_RELEASE_NEAR
             same.append("nearby vLLM release")
 
-    span = (_minor_of(f.releases[0]), _minor_of(f.releases[1])) if f.releases else None
-    if span and span[0] and span[1]:
+    releases = f.releases
+    span = (_minor_of(releases[0]), _minor_of(releases[1])) if releases else None
+    if releases and span and span[0] and span[1]:
         theirs = release_minors(text)
         if theirs:
             inside = [t for t in theirs if span[0] <= t <= span[1]]
@@ -206,7 +206,7 @@ def score_hit(item: dict[str, Any], f: Facets, *, order: float = 0.0, now: float
                 score += W_IN_MESSAGE_RANGE
             else:
                 score += W_OUTSIDE_MESSAGE_RANGE
-                other.append(f"its vLLM release has no such message ({f.releases[0]}-{f.releases[1]} do)")
+                other.append(f"its vLLM release has no such message ({releases[0]}-{releases[1]} do)")
 
     state = []
     if item.get("is_pr"):

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import re
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Iterable
+from typing import Iterable
 
 # Secrets with a recognisable shape: GitHub, Hugging Face, OpenAI-style, Slack, AWS keys, JWTs,
 # and any "token=..." / "Authorization: Bearer ..." pair. The needles (literals every match
@@ -117,7 +116,7 @@ def _host_names() -> list[str]:
     if host.isascii() and all(0 < len(label) < 64 for label in host.split(".")):
         arg = host.encode("ascii")
     try:
-        hostname, aliases, _ = _socket.gethostbyaddr(arg)
+        hostname, aliases, _ = _socket.gethostbyaddr(arg)  # type: ignore[arg-type]  # bytes skip the idna codec
     except OSError:
         out.append(host)
     else:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import re
 
 from triage.computecap import parse_cc
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 
 #     sparse MLA decode API and index_topk == 2048; head 512 only in releases after GLM-5.3 support).

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
@@ -132,7 +131,7 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
         explanation = [("Only the selected backend was tried: vLLM did not look for another one."
                         if ln.startswith("None of the listed backends is a sparse MLA backend") else ln)
                        for ln in explanation]
-        reasons = ", ".join(rejected.get(selected) or [])
+        reasons_said = ", ".join(rejected.get(selected) or [])
         # vLLM forces CUTLASS_MLA / FLASHINFER_MLA only on compute capability 10.x: its choice says which GPU
         gpu_major = major if major is not None else (10 if who == "vllm" and selected in ("CUTLASS_MLA", "FLASHINFER_MLA")
                                                      else None)
@@ -142,14 +141,14 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
         if who == "vllm":
             title = f"vLLM itself selected {selected}, which cannot run this configuration{gpu}"
             fix = (f"The launch names no attention backend ({how}): vLLM{' ' + str(version) if version else ''}'s own "
-                   f"platform code chose {selected} and then rejected it ({reasons}). This is vLLM's choice, not a "
+                   f"platform code chose {selected} and then rejected it ({reasons_said}). This is vLLM's choice, not a "
                    "flag of yours: name a backend that fits with --attention-backend"
                    + (f" {better}" if better else " (see the reasons below)")
                    + ", or use a vLLM release that does not force it (report it upstream).")
         else:
             by = how or "--attention-backend, -ac.backend or VLLM_ATTENTION_BACKEND"
             title = f"The selected attention backend {selected} cannot run this configuration{gpu}"
-            fix = (f"{selected} was chosen explicitly ({by}) and rejects this model/GPU ({reasons}): drop the override "
+            fix = (f"{selected} was chosen explicitly ({by}) and rejects this model/GPU ({reasons_said}): drop the override "
                    "to let vLLM choose" + (f" (this vLLM has {better} for it)" if better else "")
                    + ", or pick a backend that fits.")
             if sparse and not better:
