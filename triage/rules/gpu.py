@@ -253,7 +253,7 @@ RULES = [
 
 # A quantization library the checkpoint's method needs is missing, or the method's name is not one
 # this vLLM knows (vLLM's own words).
-QUANT_PACKAGE_MISSING = Rule(
+QUANT_PACKAGE_MISSING: Rule = Rule(
     signature="quant.package_missing", category="quantization",
     title="The package this quantization method needs is not installed ({package})",
     fix="Install the package vLLM names, at least the version it asks for (e.g. `pip install "

@@ -272,7 +272,7 @@ def _config_mapping_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[st
     return {}
 
 
-HUB_UNREACHABLE = Rule(
+HUB_UNREACHABLE: Rule = Rule(
     signature="model_loading.hub_unreachable", category="model_loading",
     title="The model could not be fetched: the Hugging Face Hub is unreachable, or offline mode is on",
     fix="On a machine without access to huggingface.co, download the model elsewhere (`hf download MODEL "
@@ -380,7 +380,7 @@ RULES += [
          playbook="model-support", confidence=0.9),
 ]
 
-CONFIG_ATTR_MISSING = Rule(
+CONFIG_ATTR_MISSING: Rule = Rule(
     signature="model_support.transformers_config_attr", category="model_support",
     title="The model's config object lacks '{attr}' (transformers and vLLM versions do not match)",
     fix="vLLM reads a config attribute this transformers does not provide (transformers 5 moved RoPE and "
