@@ -37,12 +37,15 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "tests" / "logs"
-DEFAULT_SETS = {
-    "fixtures: unseen": [LOGS / "unseen" / "expected.yaml", LOGS / "unseen" / "expected-b.yaml",
-                         LOGS / "unseen" / "expected-c.yaml"],
-    "fixtures: flagship": [LOGS / "flagship" / "expected.yaml"],
-    "validation (held out)": [LOGS / "validation" / "index.yaml"],
-}
+def default_sets() -> dict[str, list[Path]]:
+    """Every fixture folder with expected*.yaml (tests/logs/<dir>/), then the held-out validation set."""
+    sets = {f"fixtures: {d.name}": sorted(d.glob("expected*.yaml"))
+            for d in sorted(p for p in LOGS.iterdir() if p.is_dir() and p.name != "validation")
+            if any(d.glob("expected*.yaml"))}
+    sets["validation (held out)"] = [LOGS / "validation" / "index.yaml"]
+    return sets
+
+
 HARMLESS_CEILING = 0.5
 
 # What a user must never read in a guided fix: unfilled facts, placeholders, internal expressions.
@@ -224,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2, help="logs scored at once (default 2)")
     args = ap.parse_args(argv)
 
-    sets = ({str(Path(p)): [Path(p).resolve()] for p in args.index} if args.index else DEFAULT_SETS)
+    sets = ({str(Path(p)): [Path(p).resolve()] for p in args.index} if args.index else default_sets())
     summaries, details = {}, {}
     for name, paths in sets.items():
         missing = [p for p in paths if not p.exists()]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from triage.lazyre import lazy
 from typing import Any
 
+from triage.catalogue.areas import TYPE_AREAS, area_of_frames
 from triage.exception_words import category_from_words
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord
@@ -64,7 +65,8 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
     found = [(r, d) for r, d in found if not _only_harmless(d, harmless_lines)]
     found = _dedupe_same_line(found)
     if not any(not r.secondary for r, _ in found):
-        fb = fallback(scan, harmless_lines, {e.line for _, d in found for e in d.evidence})
+        used = {e.line for _, d in found for e in d.evidence}
+        fb = unknown(scan, harmless_lines | used) or fallback(scan, harmless_lines, used)
         if fb is not None:
             found.append((Rule(fb.signature, fb.category, fb.title, "", confidence=fb.confidence), fb))
     return rank(found, raised_lines(scan), {ln.no: ln.level for ln in scan.lines if ln.level}), notes
@@ -135,87 +137,12 @@ def rank(found: list[tuple[Rule, Diagnosis]], raised: set[int] | None = None,
 
 # ---- fallback for failures no rule knows -------------------------------------------------------
 
-# Where an exception was raised says which subsystem failed (checked on the innermost frames first).
-AREAS: list[tuple[str, str]] = [
-    ("/spec_decode/", "speculative_decoding"),
-    ("/fused_moe/oracle/", "quantization"),  # picks the quantized MoE kernel: a refusal there is a quant gap
-    ("/attention/", "attention_backend"),
-    ("/quantization/", "quantization"),
-    ("/model_loader/", "model_loading"),
-    ("gguf", "model_loading"),
-    ("safetensors", "model_loading"),
-    ("huggingface_hub", "model_loading"),
-    ("/transformers_utils/tokenizer", "tokenizer_chat_template"),
-    ("/tokenizers/", "tokenizer_chat_template"),
-    ("/transformers/tokenization_", "tokenizer_chat_template"),
-    ("mistral_common", "tokenizer_chat_template"),
-    ("chat_utils", "tokenizer_chat_template"),
-    ("jinja2", "tokenizer_chat_template"),
-    ("/distributed/", "distributed"),
-    ("torch/distributed", "distributed"),
-    ("/ray/", "distributed"),
-    ("multiproc_worker_utils", "distributed"),
-    ("multiprocessing/", "distributed"),
-    ("cuda_graph", "cudagraph_capture"),
-    ("cudagraph", "cudagraph_capture"),
-    ("torch/cuda/graphs.py", "cudagraph_capture"),
-    ("flashinfer", "kernel_library"),
-    ("flash_attn", "kernel_library"),
-    ("deep_gemm", "kernel_library"),
-    ("flashmla", "kernel_library"),
-    ("/fused_moe/", "kernel_library"),
-    ("/triton/", "triton_compile"),
-    ("torch/_inductor", "triton_compile"),
-    ("torch/_dynamo", "triton_compile"),
-    ("/compilation/", "triton_compile"),
-    ("/v1/core/kv_cache", "kv_cache_memory"),
-    ("kv_cache_utils", "kv_cache_memory"),
-    ("/multimodal/", "model_support"),
-    ("/model_executor/models/", "model_support"),
-    ("/transformers/", "model_support"),
-    ("/lora/", "engine_config"),
-    ("/structured_output/", "engine_config"),
-    ("/tool_parsers/", "engine_config"),
-    ("/reasoning/", "engine_config"),
-    ("/config", "engine_config"),
-    ("arg_utils", "engine_config"),
-    ("/entrypoints/", "engine_config"),
-]
-TYPE_AREAS = {
-    "OutOfMemoryError": "gpu_oom",
-    "DistBackendError": "distributed",
-    "DistNetworkError": "distributed",
-    "DistStoreError": "distributed",
-    "RayActorError": "distributed",
-    "ActorDiedError": "distributed",
-    "OutOfResources": "triton_compile",
-    "CompilationError": "triton_compile",
-    "PTXASError": "triton_compile",
-    "InductorError": "triton_compile",
-    "BackendCompilerFailed": "triton_compile",
-    "TemplateError": "tokenizer_chat_template",
-    "TemplateSyntaxError": "tokenizer_chat_template",
-    "UndefinedError": "tokenizer_chat_template",
-    "SafetensorError": "model_loading",
-    "GatedRepoError": "model_loading",
-    "RepositoryNotFoundError": "model_loading",
-    "EntryNotFoundError": "model_loading",
-    "LocalEntryNotFoundError": "model_loading",
-    "HFValidationError": "model_loading",
-    "NVMLError_LibraryNotFound": "environment",
-    "NVMLError_DriverNotLoaded": "environment",
-    "ModuleNotFoundError": "install_mismatch",
-    "ImportError": "install_mismatch",
-}
-
-
 def guess_category(exc: ExceptionRecord) -> str:
     if exc.short_type in TYPE_AREAS:
         return TYPE_AREAS[exc.short_type]
-    for fr in reversed(exc.frames):
-        for frag, cat in AREAS:
-            if frag in fr.file:
-                return cat
+    hit = area_of_frames([fr.file for fr in exc.frames])  # the deepest frame the map knows
+    if hit is not None:
+        return hit[0]
     msg = exc.message
     if "NCCL" in msg or "Gloo" in msg or "gloo" in msg:
         return "distributed"
@@ -241,6 +168,17 @@ def _raise_site(scan: Scan, exc: ExceptionRecord) -> str:
     return " " + " ".join(words)
 
 
+def unknown(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
+    """No rule knows it: vLLM's own source may (the mined message catalogue, loaded only now)."""
+    try:
+        from triage.catalogue.infer import diagnose_unknown
+
+        return diagnose_unknown(scan, skip_lines, is_wrapper)
+    except Exception as exc:  # like a broken rule: the plain fallback still answers
+        scan.warnings.append(f"message catalogue failed: {type(exc).__name__}: {exc}")
+        return None
+
+
 def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diagnosis | None:
     candidates = [e for e in scan.exceptions
                   if not is_wrapper(e.text) and e.line.no not in harmless_lines and e.line.no not in used_lines
@@ -254,7 +192,7 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         # What decides the category, surest first: the exception's type, its decisive words, where it
         # was raised, words that only hint; else it is unrecognised (a prior by type, said quietly).
         words = exc.message + _raise_site(scan, exc)
-        framed = exc.short_type not in TYPE_AREAS and any(frag in fr.file for fr in exc.frames for frag, _ in AREAS)
+        framed = exc.short_type not in TYPE_AREAS and area_of_frames([fr.file for fr in exc.frames]) is not None
         worded: tuple[str, str] | None
         if exc.short_type in TYPE_AREAS and exc.short_type not in ("ImportError", "ModuleNotFoundError"):
             worded = TYPE_AREAS[exc.short_type], f"the exception type {exc.short_type}"

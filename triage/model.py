@@ -230,6 +230,7 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     input_complete: bool = True
     upstream_queries: list[str] | None = None  # exactly what was sent (after redaction)
+    input_truncated: bool = False  # a line was cut or the reader stopped early: said in the report
 
     @property
     def exit_code(self) -> int:
@@ -238,7 +239,8 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "schema": SCHEMA,
-            "input": {"source": self.source, "bytes": self.bytes, "lines": self.lines},
+            "input": {"source": self.source, "bytes": self.bytes, "lines": self.lines,
+                      **({"truncated": True} if self.input_truncated else {})},
             "diagnoses": [d.to_json() for d in self.diagnoses],
             "environment": self.environment,
         }

@@ -14,7 +14,7 @@ from triage.diagnose import diagnose
 from triage.enrich import enrich
 from triage.logread import Scan, scan_source
 from triage.logread.source import InputError, open_source
-from triage.model import Report
+from triage.model import Diagnosis, Report
 from triage.sanitize import clean_object
 from triage.interpreter import runnable_python
 from triage.versions import decode_vllm_version
@@ -33,6 +33,17 @@ def environment_from_log(scan: Scan) -> dict[str, Any]:
         except (ValueError, TypeError):
             pass
     return env
+
+
+def mark_repeats(diagnoses: list[Diagnosis], scan: Scan) -> None:
+    """A failure whose line came back again and again (a restart loop, every worker, all day) says how often:
+    facts.repeated = {count, first_line, last_line}."""
+    for d in diagnoses:
+        for e in d.evidence:
+            span = scan.repeated(e.line)
+            if span:
+                d.facts["repeated"] = {"count": span[0], "first_line": e.line, "last_line": span[1]}
+                break
 
 
 def merge_probe(env: dict[str, Any], facts: dict[str, Any], host: str) -> None:
@@ -103,11 +114,13 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
                 warnings.append(f"probe of {hp.host} failed: {hp.error}")
             probe_findings = list(hp.findings)
     diagnoses, notes = diagnose(scan, env)
+    mark_repeats(diagnoses, scan)
     enrich(diagnoses, env)
     if probe_findings:
         env["findings"] = probe_findings
     report = Report(source=scan.source, bytes=scan.bytes, lines=scan.lines_total, diagnoses=diagnoses,
-                    environment=env, notes=notes, warnings=warnings, input_complete=scan.complete)
+                    environment=env, notes=notes, warnings=warnings, input_complete=scan.complete,
+                    input_truncated=scan.truncated)
     if diagnoses:
         try:
             runner = None

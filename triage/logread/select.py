@@ -63,7 +63,7 @@ FRAGMENT_WAIT = 0.2  # seconds a stream may take to show that it has ended
 class Selection(Record):
     """Selected lines, streamed; the totals are final once the iterator is exhausted."""
 
-    __slots__ = ("lines", "_totals", "warnings", "blocks")
+    __slots__ = ("lines", "_totals", "warnings", "blocks", "truncated")
     _fields = __slots__
 
     def __init__(self, lines: Iterator[tuple[int, bytes]], _totals: Callable[[], tuple[int, int]],
@@ -74,6 +74,7 @@ class Selection(Record):
         # A stream cannot be read twice: a pasted `vllm collect-env` block (few selectable words in it)
         # is kept aside whole while it streams by, as (number of its first line, its bytes).
         self.blocks = [] if blocks is None else blocks
+        self.truncated = False  # set while streaming: a line was cut, or grep failed before the end
 
     def totals(self) -> tuple[int, int]:
         """(bytes, lines) of the whole input. Call after consuming `lines`."""
@@ -214,11 +215,12 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
     )
     assert proc.stdout is not None
     rest: list[Selection] = []
+    cuts = [0]
 
     def gen() -> Iterator[tuple[int, bytes]]:
         last = 0
         try:
-            for no, line in _grep_lines(proc.stdout):
+            for no, line in _grep_lines(proc.stdout, cuts):
                 last = no
                 yield no, line
         finally:
@@ -228,9 +230,13 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
         if proc.returncode == 2:
             # grep gave up, out of memory on a line too long to hold (its cap): the rest of the file
             # goes the stream way, its lines cut short before grep sees them.
-            sel = _select_grep_stream(src, grep, chunks(src))
-            rest.append(sel)
-            yield from ((no, line) for no, line in sel.lines if no > last)
+            again = _select_grep_stream(src, grep, chunks(src))
+            rest.append(again)
+            yield from ((no, line) for no, line in again.lines if no > last)
+            sel.truncated = again.truncated
+            sel.warnings.extend(again.warnings)
+        else:
+            _grep_outcome(sel, proc.returncode, cuts[0])
 
     def totals() -> tuple[int, int]:
         if rest:
@@ -238,7 +244,8 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
         lines = counter.get("lines", -1)
         return size, max(lines, 0)
 
-    return Selection(gen(), totals)
+    sel = Selection(gen(), totals)
+    return sel
 
 
 GREP_MEMORY = 64 << 20  # address space for a grep reading a file: ample for any line LineClipper lets by
@@ -258,16 +265,23 @@ class LineClipper:
     (a 1 GB line, or /dev/zero, would cost that much). A few finds a chunk: the lines inside one
     chunk are shorter than the chunk, so only a line that spans chunks can run long."""
 
-    def __init__(self, limit: int = 1 << 20):
+    LIMIT = 1 << 20
+
+    def __init__(self, limit: int = LIMIT):
         self.limit = limit
         self.run = 0  # bytes of the current line seen so far
+        self.cut = 0  # lines cut
 
     def __call__(self, chunk: bytes) -> bytes:
         first = chunk.find(b"\n")
         room = max(0, self.limit - self.run)
         if first < 0:
+            if self.run <= self.limit < self.run + len(chunk):
+                self.cut += 1
             self.run += len(chunk)
             return chunk if len(chunk) <= room else chunk[:room]
+        if first > room:
+            self.cut += 1
         out = chunk if first <= room else chunk[:room] + chunk[first:]
         self.run = len(chunk) - chunk.rfind(b"\n") - 1
         return out
@@ -325,15 +339,18 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
     t = threading.Thread(target=feed, daemon=True)
     t.start()
 
+    cuts = [0]
+
     def gen() -> Iterator[tuple[int, bytes]]:
         try:
-            yield from _grep_lines(proc.stdout)
+            yield from _grep_lines(proc.stdout, cuts)
         finally:
             t.join()
             proc.stdout.close()
             proc.wait()
         if state["error"] is not None:
             raise state["error"]  # type: ignore[misc]
+        _grep_outcome(sel, proc.returncode, max(clip.cut, cuts[0]))
 
     def totals() -> tuple[int, int]:
         lines = int(state["lines"])  # type: ignore[arg-type]
@@ -341,15 +358,27 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
             lines += 1  # a last line without a newline still counts
         return int(state["bytes"]), lines  # type: ignore[arg-type]
 
-    return Selection(gen(), totals)
+    sel = Selection(gen(), totals)
+    return sel
 
 
-def _grep_lines(fh) -> Iterator[tuple[int, bytes]]:
+def _grep_outcome(sel: Selection, returncode: int | None, cut: int) -> None:
+    """What the report must say about a read that was not whole: lines cut, or grep dying before the end
+    (exit 0: lines found, 1: none, 2 or a signal: it failed)."""
+    if cut:
+        sel.truncated = True
+        sel.warnings.append(f"{cut} line(s) longer than {MAX_LINE >> 10} KiB were cut there")
+    if returncode not in (0, 1):
+        sel.truncated = True
+        sel.warnings.append(f"grep stopped with status {returncode}: the log may not have been read to its end")
+
+
+def _grep_lines(fh, cuts: list[int] | None = None) -> Iterator[tuple[int, bytes]]:
     """Parse `grep -n -A2` output: "N:text" for a match, "N-text" for context, "--" between groups.
     Of the context, the second line after a match is kept only when the first is blank."""
     hit = -1  # number of the last match
     blank_after = False  # the line after it is blank
-    for raw in iter_lines(_pipe_chunks(fh)):
+    for raw in iter_lines(_pipe_chunks(fh), MAX_LINE, cuts):
         i = 0
         n = len(raw)
         while i < n and 48 <= raw[i] <= 57:
@@ -375,8 +404,9 @@ def _pipe_chunks(fh) -> Iterator[bytes]:
         yield b
 
 
-def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE) -> Iterator[bytes]:
-    """Split a byte stream into lines without the newline; a line longer than max_len is cut."""
+def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE, cuts: list[int] | None = None) -> Iterator[bytes]:
+    """Split a byte stream into lines without the newline; a line longer than max_len is cut (and
+    counted in cuts[0] when given)."""
     pending = b""
     skipping = False
     for chunk in data:
@@ -389,6 +419,8 @@ def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE) -> Iterator[bytes
                     if len(pending) > max_len:
                         pending = pending[:max_len]
                         skipping = True
+                        if cuts is not None:
+                            cuts[0] += 1
                 break
             if skipping:
                 yield pending
@@ -401,6 +433,8 @@ def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE) -> Iterator[bytes
                     pending = b""
                 elif len(piece) > max_len:
                     piece = piece[:max_len]
+                    if cuts is not None:
+                        cuts[0] += 1
                 yield piece
             start = nl + 1
     if pending:

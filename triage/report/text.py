@@ -138,6 +138,10 @@ def _diagnosis(con, d: Diagnosis, i: int, log_name: str, escape, fix_hint: str |
         con.print("  Why:")
         for ln in d.explanation:
             con.print(f"    {escape(ln)}")
+    rep = d.facts.get("repeated")
+    if isinstance(rep, dict) and rep.get("count", 0) > 1:
+        con.print(f"  [bold]Repeated {rep['count']} times[/] (first at line {rep['first_line']}, last at line "
+                  f"{rep['last_line']})")
     if d.evidence:
         con.print("  Evidence:")
         for e in d.evidence[:6]:

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from triage.logread.scan import Scan
+from triage.logread.traceback import STEPS
 
 V0_BUDGET_RE = re.compile(r"total_gpu_memory \((?P<total>[\d.]+)\s*GiB\) x gpu_memory_utilization \((?P<util>[\d.]+)\)")
 V0_PARTS_RE = re.compile(r"model weights take (?P<weights>[\d.]+)\s*GiB; non_torch_memory takes (?P<non_torch>[\d.]+)\s*GiB; "
@@ -32,18 +33,9 @@ UTIL_RES = (
     re.compile(r"--gpu-memory-utilization[= ](?P<util>0?\.\d+|1(?:\.0+)?)\b"),
 )
 
-# Where in start-up the failure happened, by the innermost matching function of the traceback (vLLM's
-# worker/model-runner functions, V0 and V1): the order is innermost-first priority.
-PHASES = [
-    ("capture_model", "CUDA graph capture"), ("capture_graphs", "CUDA graph capture"),
-    ("_dummy_sampler_run", "sampler warm-up"),
-    ("profile_run", "memory profiling"), ("determine_available_memory", "memory profiling"),
-    ("determine_num_available_blocks", "memory profiling"),
-    ("initialize_kv_cache", "KV cache allocation"), ("_allocate_kv_cache", "KV cache allocation"),
-    ("initialize_cache", "KV cache allocation"), ("_init_cache_engine", "KV cache allocation"),
-    ("load_weights", "weight loading"), ("load_model", "weight loading"),
-    ("_dummy_run", "warm-up"), ("compile_or_warm_up_model", "warm-up"),
-]
+# Where in start-up the failure happened: the innermost frame whose function names a step (one table,
+# in triage.logread.traceback, for every reader of frames).
+PHASES = STEPS
 # The message itself, when the frames are not in the log (vLLM re-raises some OOMs with its own words).
 PHASE_WORDS = [("warming up sampler", "sampler warm-up"), ("capturing cudagraph", "CUDA graph capture"),
                ("CUDA graph", "CUDA graph capture")]

@@ -115,6 +115,49 @@ def matches(entry: dict[str, Any], diag: Any, env: dict[str, Any], f: Facets) ->
 
 # --- the verdict ------------------------------------------------------------------------------
 
+CATALOGUE_SOURCE = "vLLM's source, release by release (triage/catalogue, scripts/mine_messages.py)"
+
+
+def release_range_evidence(cat: dict[str, Any], installed: str | None) -> tuple[str | None, str] | None:
+    """What the releases a message occurs in say about upgrading: ("does-not-fix" or None, the
+    evidence line). A message still in the newest mined release will be printed after an upgrade
+    too; one gone by a release means upgrading changes the code that printed it (not proof that
+    the failure goes: the check may have moved or been reworded). Only the last patch of each minor
+    release is mined, so the range's edges are known to a minor release."""
+    pkg, first, last, newest = (cat.get(k) for k in ("package", "first_release", "last_release", "newest_release"))
+    if pkg != "vllm" or not (first and last and newest):
+        return None
+    where = f"{cat.get('kind', 'raised')} in {cat.get('module', '?')}"
+    span = first if first == last else f"{first}-{last}"
+    absent, gone = cat.get("absent_in"), cat.get("gone_by")
+    if installed and absent and not V.lt(absent, installed):
+        return None, (f"the matched message is in vLLM {span} ({where}) but not in {absent}, and the installed "
+                      f"vLLM is {installed}: it may come from another package (source: {CATALOGUE_SOURCE})")
+    if installed and gone and not V.lt(installed, gone):
+        return None, (f"the matched message is gone by vLLM {gone} ({where}, vLLM {span}), yet the installed "
+                      f"vLLM is {installed}: a modified install or another package (source: {CATALOGUE_SOURCE})")
+    if last == newest:
+        return "does-not-fix", (f"the message is still in vLLM {newest}, the newest release ({where}, vLLM {span}): "
+                                f"upgrading alone does not remove this check (source: {CATALOGUE_SOURCE})")
+    return None, (f"the message is gone since vLLM {gone or 'the release after ' + last} ({where}, vLLM {span}; "
+                  f"not in {newest}): upgrading changes the code that printed it (source: {CATALOGUE_SOURCE})")
+
+
+def _release_range(diag: Any, installed: str | None, verdict: str, target: str | None, evidence: list[str],
+                   table_applies: bool) -> tuple[str, str | None]:
+    cat = (getattr(diag, "facts", None) or {}).get("catalogue")
+    if not isinstance(cat, dict):
+        return verdict, target
+    got = release_range_evidence(cat, installed)
+    if got is None:
+        return verdict, target
+    say, line = got
+    evidence.append(line)
+    if say and verdict == "unknown" and not table_applies:
+        verdict = say
+    return verdict, target
+
+
 def _installed_version(env: dict[str, Any]) -> str | None:
     """The installed vLLM as a comparable release; None for a tagless build (`0.1.dev20051+g487ecf187`,
     a PR image or a checkout without tags), whose number says nothing about what it contains."""
@@ -250,6 +293,8 @@ def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits:
                             + (f", first in {fixed_in}" if fixed_in else ", release not determined"))
             if fixed_in and installed and V.lt(installed, fixed_in):
                 verdict, target = "fixes", fixed_in if target is None else target
+
+    verdict, target = _release_range(diag, installed, verdict, target, evidence, bool(applicable))
 
     files = patched_files(env)
     keep = (f"an upgrade replaces these {len(files)} hand-patched file(s); save them first with "
