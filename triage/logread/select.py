@@ -35,10 +35,11 @@ PREFILTER = (
     "above exception|NumPy|bootstrapping|fatal|only supports|plugin|"
     # memory profiling's INFO lines when nothing is left for the KV cache
     "KV cache memory: -|KV Cache is -|blocks: 0,|cache size: 0 tokens|tokens per request: 0|"
-    # the memory budget and the start-up phase: what the memory rules' explanations are made of
-    "memory|loading took|apturing|Model Runner|"
+    # the memory budget (V0's budget line, the weights' size): what the memory rules' explanations are made of.
+    # Plain "memory" would cost ~20% of grep's time on a big log; these cost nothing measurable.
+    "gpu_memory_utilization|loading took|weights took|"
     # rows of a wrapped message whose first row was kept (attention reasons, shared-memory numbers)
-    "not supported|Reasons|use_mla|requires|Hardware limit|Ray cluster|"
+    "head_size|use_mla|not supported|Reasons|requires|Ray cluster|ATTENTION_BACKEND|ENABLE_KVCACHED|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
     "File \x1b"
 )
