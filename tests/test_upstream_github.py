@@ -14,6 +14,9 @@ Q = 'repo:vllm-project/vllm is:issue "No valid attention backend found" (SM120 O
 
 
 def search(base, q=Q, **kw):
+    # loopback answers at once; a loaded test machine must not turn a slow accept into "unreachable"
+    kw.setdefault("connect_timeout", 10.0)
+
     async def go():
         async with GitHub(base, **kw) as gh:
             return await gh.search(q), gh
