@@ -262,6 +262,17 @@ def sparse_mla_probe() -> dict[str, Any]:
     return {"available": mod is not None and callable(getattr(mod, "apply", None)), "module": SPARSE_MLA_MODULE}
 
 
+def sparse_mla_range() -> dict[str, Any]:
+    """The vLLM range the bundled backend was proven in (written once, in its support module)."""
+    try:
+        from triage_sparse_mla.support import MAX_VLLM_EXCLUSIVE, MIN_VLLM, SUPPORTED_VLLM
+    except ImportError:
+        return {}
+    # .dev0: a release line's pre-releases and nightlies count as that line (as support does)
+    return {"min_vllm": "%d.%d.0.dev0" % MIN_VLLM, "max_vllm": "%d.%d.0.dev0" % MAX_VLLM_EXCLUSIVE,
+            "supported_vllm": SUPPORTED_VLLM}
+
+
 def default_diagnose(path: str) -> list[dict[str, Any]] | None:
     """Diagnoses of a log file, or None when the diagnosis pipeline is not available."""
     try:
@@ -445,7 +456,7 @@ class Session:
                 if got.get("why"):
                     result_msg += f" — {got['why']}"
             elif step.get("probe") == "sparse-mla-bundled":
-                got = self._sparse_probe()
+                got = {**sparse_mla_range(), **self._sparse_probe()}
                 self.facts["sparse_mla"] = {**(self.facts.get("sparse_mla") or {}), **got}
                 result_msg = "the bundled sparse MLA backend installer is " + ("available" if got.get("available") else "missing")
         if step.get("argv") is not None:
