@@ -41,7 +41,7 @@ class _CompiledVllmModules(importlib.abc.MetaPathFinder):
         if not name.startswith("vllm"):
             return None
         for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
+            if isinstance(finder, (_CompiledVllmModules, _AfterPlatforms)) or not hasattr(finder, "find_spec"):
                 continue
             spec = finder.find_spec(name, path, target)
             if spec is not None:
@@ -82,7 +82,7 @@ class _AfterPlatforms(importlib.abc.MetaPathFinder):
     started by someone else: `triage apply`'s checks in a test venv)."""
 
     def find_spec(self, name, path, target=None):
-        if name != "vllm.platforms":
+        if name != "vllm.platforms" or self not in sys.meta_path:
             return None
         sys.meta_path.remove(self)
         import importlib.util
@@ -99,6 +99,8 @@ class _AfterPlatforms(importlib.abc.MetaPathFinder):
 
 
 def pretend_gpu_machine(lazy: bool = False) -> None:
+    if any(type(f).__name__ == "_CompiledVllmModules" for f in sys.meta_path):
+        return  # a .pth hook can run twice at interpreter start
     sys.meta_path.insert(0, _CompiledVllmModules())
     if lazy:
         sys.meta_path.insert(0, _AfterPlatforms())

@@ -57,8 +57,9 @@ def make_venv(root: Path, version: str) -> str:
 
 
 def env_state(py: str) -> dict:
+    # vLLM declares general plugins of its own (LoRA resolvers): only the others count here
     code = ("import json\nfrom importlib import metadata\n"
-            "eps = sorted(e.value for e in metadata.entry_points(group='vllm.general_plugins'))\n"
+            "eps = sorted(e.value for e in metadata.entry_points(group='vllm.general_plugins') if not e.value.startswith('vllm.'))\n"
             "try:\n    v = metadata.version('triage-sparse-mla')\nexcept metadata.PackageNotFoundError:\n    v = None\n"
             "print(json.dumps({'eps': eps, 'version': v}))\n")
     out = subprocess.run([py, "-c", code], capture_output=True, text=True, check=True, timeout=120).stdout
