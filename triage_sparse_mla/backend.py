@@ -78,7 +78,7 @@ class TriageSparseMLABackend(AttentionBackend):
     def get_impl_cls() -> type["TriageSparseMLAImpl"]:
         return TriageSparseMLAImpl
 
-    @staticmethod  # asked by the engine up to 0.29; from 0.30 the KV cache spec decides (656-byte rows)
+    @staticmethod  # asked by the engine up to 0.28; from 0.29 the KV cache spec decides (656-byte rows)
     def get_kv_cache_shape(
         num_blocks: int,
         block_size: int,
@@ -92,7 +92,7 @@ class TriageSparseMLABackend(AttentionBackend):
 
     @staticmethod
     def get_supported_kernel_block_sizes(kv_cache_spec: Any = None) -> list[Any]:
-        # vLLM >= 0.32 passes the layer's KV cache spec (vllm/v1/worker/utils.py); older ones
+        # vLLM >= 0.31 passes the layer's KV cache spec (vllm/v1/worker/utils.py); older ones
         # pass nothing. The kernel pages in 64-token blocks whatever the spec.
         return [KERNEL_BLOCK_SIZE]
 

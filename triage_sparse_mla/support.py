@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import re
 
-# The vLLM releases the conformance suite (tests/conformance) runs the backend in, one or more per
-# interface era: 0.16-0.25 (SparseMLAAttentionImpl, isinstance routing), 0.26-0.29 (impl.is_sparse,
-# the backend shapes the KV cache), 0.30-0.31 (the KV cache spec shapes it), 0.32+ (kernel block
-# sizes asked with the spec). Older: 0.15 has no forward_mqa-only impl (its MLA impls implement the
-# whole forward), 0.14 no MLA layer. The supported range is derived from this list, nothing else.
-PROVEN_VLLM = ("0.16.0", "0.22.1", "0.25.1", "0.28.0", "0.30.0", "0.32.0", "0.33.0")
+# The vLLM releases the conformance suite (tests/conformance) runs the backend in: the first of
+# every interface era and the newest. Eras, read from the wheels: 0.16-0.25 SparseMLAAttentionImpl
+# and isinstance routing; 0.26 impl.is_sparse routing; 0.27-0.28 also supports_dense_mha_prefill;
+# 0.29-0.30 the KV cache spec shapes the cache (no get_kv_cache_shape on the base); 0.31-0.33 kernel
+# block sizes asked with the spec. Older: 0.15 has no forward_mqa-only impl (its MLA impls implement
+# the whole forward), 0.14 no MLA layer. The supported range is derived from this list, nothing else.
+PROVEN_VLLM = ("0.16.0", "0.25.1", "0.26.0", "0.28.0", "0.29.0", "0.31.0", "0.33.0")
 
 
 def _line(v: str) -> tuple[int, int]:
