@@ -88,10 +88,12 @@ def test_refusals(kw, expect):
     assert (why is None) if expect is None else (expect in why)
 
 
-def test_host_without_remote_support(capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "triage.remote", None)  # as on a main without triage.remote
+def test_host_without_asyncssh(capsys, monkeypatch):
+    monkeypatch.delitem(sys.modules, "triage.remote", raising=False)
+    monkeypatch.setitem(sys.modules, "asyncssh", None)  # as where asyncssh is not installed
     assert apply_cmd.main(["sparse-mla", "--host", "gpu-a", "--dry-run"]) == 2
-    assert capsys.readouterr().err.strip() == "triage apply: remote hosts need triage.remote"
+    assert capsys.readouterr().err.strip() == ("triage apply: cannot reach gpu-a: SSH needs the asyncssh package "
+                                               "(pip install asyncssh)")
 
 
 def test_usage_errors(capsys):

@@ -7,11 +7,11 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.markup import escape
 from textual.widgets import Static
 
 from triage.model import Diagnosis, Report
 from triage.tui.logview import LogView
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 
 def _fact_value(v: Any) -> str:

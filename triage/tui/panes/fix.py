@@ -15,11 +15,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.markup import escape
 from textual.widgets import Input, Log, OptionList, Static
 from textual.widgets.option_list import Option
 
 from triage.tui import fixflow
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 class _Split:
     """Writes a first line to the head and the rest to the intro area below it."""
@@ -117,12 +117,6 @@ class FixPane(Vertical, can_focus=True):
     def _intro(self) -> None:
         head = _Split(self.query_one("#fix-head", Static), self.query_one("#fix-intro", Static))
         r = self.report
-        if not fixflow.engine_available():
-            head.update("[b]Guided fix[/] [$warning]not available: the playbook engine (triage.playbooks) is not "
-                        "installed in this build[/]"
-                        + (f"\n[$success b]Fix[/] {escape(r.diagnoses[0].fix.summary)}" if r and r.diagnoses else ""))
-            self._keys("")
-            return
         if r is None:
             head.update("[b]Guided fix[/] [$text-muted]waiting for the diagnosis…[/]")
             self._keys("")
