@@ -31,12 +31,6 @@ from vllm.v1.attention.backend import (
     MLAAttentionImpl,
 )
 
-# The impl's base, by interface era (see support.py for the releases each was proven on):
-# 0.16-0.25 have SparseMLAAttentionImpl (forward_mqa only) and the MLA layer routes a sparse impl by
-# `isinstance(impl, SparseMLAAttentionImpl)`; from 0.26 that class is gone, MLAAttentionImpl's
-# forward_mha is optional and the layer routes by `impl.is_sparse`.
-_ImplBase: Any = getattr(_vllm_backend, "SparseMLAAttentionImpl", None) or MLAAttentionImpl
-
 try:
     from vllm.model_executor.layers.attention.sparse_mla_attention import SharedTopkIndicesBuffer
 except ImportError:  # older: each impl keeps the indexer's buffer itself
@@ -52,6 +46,12 @@ except ImportError:  # older: each impl keeps the indexer's buffer itself
 from .indices import req_local_to_global
 from .kernel import sparse_mla_fwd
 from .support import BACKEND_SLOT, KV_CACHE_DTYPES
+
+# The impl's base, by interface era (see support.py for the releases each was proven on):
+# 0.16-0.25 have SparseMLAAttentionImpl (forward_mqa only) and the MLA layer routes a sparse impl by
+# `isinstance(impl, SparseMLAAttentionImpl)`; from 0.26 that class is gone, MLAAttentionImpl's
+# forward_mha is optional and the layer routes by `impl.is_sparse`.
+_ImplBase: Any = getattr(_vllm_backend, "SparseMLAAttentionImpl", None) or MLAAttentionImpl
 
 FP8_DS_MLA = "fp8_ds_mla"
 KERNEL_BLOCK_SIZE = 64
