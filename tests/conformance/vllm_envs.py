@@ -107,7 +107,8 @@ def wheel_path(version: str) -> Path:
     with _locked(wheels / f"vllm-{version}"):
         hits = sorted(wheels.glob(f"vllm-{version}-*.whl"))
         if not hits:
-            _pip("download", "--no-deps", "--only-binary=:all:", f"vllm=={version}", "-d", str(wheels))
+            # --no-cache-dir: the wheel is kept here; a second copy in pip's cache would double 0.3-0.5 GB
+            _pip("download", "--no-cache-dir", "--no-deps", "--only-binary=:all:", f"vllm=={version}", "-d", str(wheels))
             hits = sorted(wheels.glob(f"vllm-{version}-*.whl"))
     if not hits:
         raise RuntimeError(f"pip download vllm=={version} produced no wheel")
@@ -135,9 +136,13 @@ def _tag(*parts: str) -> str:
 def release_paths(version: str) -> list[Path]:
     """The folders to put first on PYTHONPATH for this vLLM release (built on first use)."""
     root = cache_root()
-    vdir = _build_once(root / f"vllm-{version}",
-                       lambda tmp: _pip("install", "--no-deps", "--no-compile", "--target", str(tmp),
-                                        str(wheel_path(version))))
+    def unpack(tmp: Path) -> None:
+        wheel = wheel_path(version)
+        _pip("install", "--no-deps", "--no-compile", "--target", str(tmp), str(wheel))
+        if wheel.parent == root / "wheels":  # ours, not one offered by TRIAGE_VLLM_WHEELS: 0.3-0.5 GB less
+            wheel.unlink()
+
+    vdir = _build_once(root / f"vllm-{version}", unpack)
     reqs = _requires(vdir)
     hf_specs = [reqs.get(n.replace("_", "-"), n) for n in HF]
     nodeps = [reqs.get(n.lower().replace("_", "-"), n) for n in NO_DEPS]
