@@ -100,7 +100,7 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
     # The same message in several modules (or releases): vote among those as good as the best.
     tied = [m for m in matches if m.matched == best.matched]
     exc_type = exc.type if exc is not None else ""
-    if exc_type:
+    if exc is not None and exc_type:
         typed = [m for m in tied if m.template.kind == exc.short_type]
         tied = typed or tied
     if line.src:  # "[config.py:123]": the module that logged it

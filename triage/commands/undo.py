@@ -44,9 +44,9 @@ def main(argv: list[str]) -> int:
 
     if args.list:
         good, bad = scan_transcripts()
-        for t in good:
-            print(clean(f"{t.root.name}  {t.meta.get('title')}  on {t.meta.get('where')}  "
-                        f"outcome={t.meta.get('outcome')}  [{t.state()}]"))
+        for each in good:
+            print(clean(f"{each.root.name}  {each.meta.get('title')}  on {each.meta.get('where')}  "
+                        f"outcome={each.meta.get('outcome')}  [{each.state()}]"))
         for root, why in bad:
             print(clean(f"{root.name}  [unreadable: {why}; skipped]"))
         return 0
