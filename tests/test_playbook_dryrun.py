@@ -65,7 +65,7 @@ def explore(pb, facts, upstream, limit=80):
 def test_dry_run_walks_end_in_named_outcomes(pid, snap, tmp_path):
     pb = LIB.playbooks[pid]
     facts = derive_facts(snapshot(snap), diagnosis(CASE_FOR[pid]), log_path="vllm.log", dry_run=True)
-    for upstream in (upstream_unknown, upstream_fixes("0.17.0")):
+    for upstream in (upstream_unknown, upstream_fixes("0.28.0")):
         for outcome, visited in explore(pb, facts, upstream):
             assert outcome in pb.outcomes, (outcome, visited)
     assert not (tmp_path / "home" / "state" / "transcripts").exists(), "a dry run recorded a transcript"
@@ -78,7 +78,7 @@ def test_walks_cover_most_steps(pid):
     for snap in SNAPSHOTS:
         for case in {CASE_FOR[pid]} | {k for k, d in DIAGNOSES.items() if d["category"] in pb.categories}:
             facts = derive_facts(snapshot(snap), diagnosis(case), log_path="vllm.log", dry_run=True)
-            for upstream in (upstream_unknown, upstream_fixes("0.17.0")):
+            for upstream in (upstream_unknown, upstream_fixes("0.28.0")):
                 for _o, visited in explore(pb, facts, upstream):
                     seen.update(visited)
     assert len(seen) >= 0.5 * len(pb.steps), f"{pid}: only {sorted(seen)} of {sorted(pb.steps)}"
@@ -108,14 +108,14 @@ def test_flagship_on_sm120_without_an_upgrade_installs_the_bundled_backend():
 
 
 def test_flagship_with_an_upgrade_saves_patches_then_upgrades():
-    outcome, visited, text = walk("attention-sparse-mla", "sm120-nightly", "attention_backend", upstream_fixes("0.17.0"))
+    outcome, visited, text = walk("attention-sparse-mla", "sm120-nightly", "attention_backend", upstream_fixes("0.28.0"))
     assert outcome == "upgrade:vllm"
     assert visited.index("save-patches") < visited.index("upgrade")
-    assert "/root/ml-env/bin/python -m pip install vllm==0.17.0" in text
+    assert "/root/ml-env/bin/python -m pip install vllm==0.28.0" in text
 
 
 def test_flagship_by_choice_takes_the_bundled_backend_even_when_an_upgrade_exists():
-    outcome, visited, _ = walk("attention-sparse-mla", "sm120-nightly", "attention_backend", upstream_fixes("0.17.0"),
+    outcome, visited, _ = walk("attention-sparse-mla", "sm120-nightly", "attention_backend", upstream_fixes("0.28.0"),
                                answers={"offer-upgrade": "bundled"})
     assert outcome == "apply:sparse-mla" and "upgrade" not in visited
 

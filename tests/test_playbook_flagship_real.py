@@ -51,7 +51,7 @@ def make_wheel(folder: Path, version: str) -> Path:
 @pytest.fixture(scope="module")
 def wheelhouse(tmp_path_factory):
     d = tmp_path_factory.mktemp("wheelhouse")
-    make_wheel(d, "0.17.0")
+    make_wheel(d, "0.28.0")
     return d
 
 
@@ -140,18 +140,18 @@ def test_bundled_backend_verification_sees_the_same_failure(env):
 @pytest.mark.parametrize("env", [True], indirect=True, ids=["with-pip"])
 def test_upgrade_branch_saves_patches_and_upgrades(env, capsys):
     answers = ["upgrade", "y", "y", "skip"]
-    outcome, s, text = run_flagship(env, upstream_fixes("0.17.0"), answers)
+    outcome, s, text = run_flagship(env, upstream_fixes("0.28.0"), answers)
     assert outcome == "upgrade:vllm", text
     version = subprocess.run([str(env["py"]), "-c", "import importlib.metadata as m; print(m.version('vllm'))"],
                              capture_output=True, text=True, check=True).stdout.strip()
-    assert version == "0.17.0"
+    assert version == "0.28.0"
     saved_dir = Path(s.facts["saved_patches_dir"])
     assert (saved_dir / "vllm" / "platforms" / "cuda.py").read_text() == PATCHED
     manifest = json.loads((saved_dir / "MANIFEST.json").read_text())
     assert manifest["vllm_version"] == OLD and manifest["files"][0]["path"].endswith("vllm/platforms/cuda.py")
     # The upgrade overwrote the patch; the saved copy is what keeps it.
     assert (env["site"] / "vllm" / "platforms" / "cuda.py").read_text() != PATCHED
-    assert "-m pip install vllm==0.17.0" in text
+    assert "-m pip install vllm==0.28.0" in text
     # A nightly build cannot be put back by version: undo says so instead of pretending.
     assert undo_cmd.main(["--yes"]) == 0
     out = capsys.readouterr().out

@@ -59,7 +59,8 @@ def run_py(code: str, site: str | None, extra_env: dict[str, str] | None = None)
     return json.loads(line[len("RESULT"):])
 
 
-@pytest.mark.parametrize("version,layout", [("0.20.1", "v1"), ("0.32.0rc1.dev5+g1234abc", "v1"), ("0.14.1", "legacy")])
+@pytest.mark.parametrize("version,layout", [("0.20.1", "v1"), ("0.32.0rc1.dev5+g1234abc", "v1"),
+                                            ("0.16.0rc2.dev313+g662205d34", "v1")])
 def test_registers_custom_in_supported_versions(tmp_path, version, layout):
     make_fake_vllm(str(tmp_path), version, layout=layout)
     res = run_py(PROBE, str(tmp_path))
@@ -73,9 +74,10 @@ def test_registers_custom_in_supported_versions(tmp_path, version, layout):
 @pytest.mark.parametrize(
     "version,custom,expect",
     [
-        ("0.13.0", '""', "older than 0.14"),
-        ("0.14.0", '""', "aliased"),  # in range by number, but the slot still aliases TORCH_SDPA
-        ("0.45.0", "None", "newer than the range"),
+        ("0.13.0", '""', "older than 0.16"),
+        ("0.15.1", "None", "older than 0.16"),
+        ("0.20.0", '""', "aliased"),  # in range by number, but the slot aliases TORCH_SDPA
+        ("0.45.0", "None", "newer than the releases"),
         ("banana", "None", "cannot read the vLLM version"),
     ],
 )
@@ -190,22 +192,11 @@ def test_backend_class_through_the_registry(tmp_path):
     assert res["err"] < 2e-2 and res["lse"] is None
 
 
-def test_legacy_layout_backend_imports(tmp_path):
-    make_fake_vllm(str(tmp_path), "0.14.1", layout="legacy")
-    code = (
-        "import json\nfrom triage_sparse_mla import plugin\nplugin.register()\n"
-        "from vllm.attention.backends.registry import AttentionBackendEnum as E\n"
-        "cls = E.CUSTOM.get_class()\n"
-        "print('RESULT' + json.dumps({'name': cls.get_name(), 'sparse': cls.is_sparse()}))\n"
-    )
-    assert run_py(code, str(tmp_path), {"TRITON_INTERPRET": "1"}) == {"name": "CUSTOM", "sparse": True}
-
-
 def test_support_facts():
     from triage_sparse_mla import support
 
-    assert support.vllm_supported("0.14.0")[0] and support.vllm_supported("0.39.9")[0]
-    assert not support.vllm_supported("0.13.2")[0] and not support.vllm_supported("0.40.0")[0]
+    assert support.vllm_supported("0.16.0")[0] and support.vllm_supported("0.33.9")[0]
+    assert not support.vllm_supported("0.15.1")[0] and not support.vllm_supported("0.34.0")[0]
     assert support.parse_version("0.13.0+faa43dbf.nv26.01") == (0, 13, 0)
     assert support.indexer_note((9, 0)) is None and support.indexer_note((10, 0)) is None
     assert "DeepGEMM" in support.indexer_note((12, 0))

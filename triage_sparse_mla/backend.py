@@ -1,18 +1,15 @@
 """The vLLM attention backend around sparse_mla_fwd (imported by vLLM only when CUSTOM is chosen).
 
-Written against vLLM's sparse MLA interface as of main in late 2026 (vllm-project/vllm,
-vllm/v1/attention/backends/mla/xpu_mla_sparse.py @ 00b1dbe4, vllm/v1/attention/backend.py
-@ 0014ca6b): the shared MLA layer (vllm/model_executor/layers/attention/mla_attention.py) absorbs
-W_UK into the query, writes the KV cache, and calls `impl.forward_mqa(q, kv_cache, metadata, layer)`
-for the tokens the metadata marks as decode; W_UV is applied after. Like vLLM's XPU sparse backend,
-every token (prefill too) goes through the sparse MQA path: the metadata reports all tokens as
-decode tokens, so the layer never takes its dense-MHA prefill branch.
+The shared MLA layer (vllm/model_executor/layers/attention/mla_attention.py) absorbs W_UK into the
+query, writes the KV cache, and calls `impl.forward_mqa(q, kv_cache, metadata, layer)`; W_UV is
+applied after. Like vLLM's XPU sparse backend, every token (prefill too) goes through the sparse MQA
+path: the metadata reports all tokens as decode tokens, so the layer never takes its dense-MHA
+prefill branch. The releases this runs in, and the per-era differences, are in support.py; each is
+checked against the real wheel by tests/conformance (loader, registry, selector, the layer building
+the impl, KV cache spec and shape, block sizes, metadata builder, one forward_mqa with numbers).
 
-Not exercised against a real vLLM on a GPU yet (no GPU in the sessions that wrote it): the kernel
-is tested against the reference on the CPU, the registration against vLLM's registry code.
-What it does not do: decode context parallelism (DCP), attention sinks, full CUDA graphs (it
-declares AttentionCGSupport.NEVER, as the XPU backend does). The DSA indexer is not part of it:
-see support.indexer_note().
+Not run on a GPU yet. What it does not do: decode context parallelism (DCP), attention sinks. The
+DSA indexer is not part of it: see support.indexer_note().
 """
 
 from __future__ import annotations
@@ -23,28 +20,16 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-try:  # >= 0.15 layout (PR #31916)
-    from vllm.v1.attention.backend import (
-        AttentionBackend,
-        AttentionCGSupport,
-        AttentionLayer,
-        AttentionMetadata,
-        AttentionMetadataBuilder,
-        CommonAttentionMetadata,
-        MLAAttentionImpl,
-    )
-except ImportError:  # 0.14 layout
-    from vllm.attention.backends.abstract import (  # type: ignore[no-redef]
-        AttentionBackend,
-        AttentionLayer,
-        AttentionMetadata,
-        MLAAttentionImpl,
-    )
-    from vllm.v1.attention.backends.utils import (  # type: ignore[no-redef]
-        AttentionCGSupport,
-        AttentionMetadataBuilder,
-        CommonAttentionMetadata,
-    )
+from vllm.v1.attention import backend as _vllm_backend
+from vllm.v1.attention.backend import (
+    AttentionBackend,
+    AttentionCGSupport,
+    AttentionLayer,
+    AttentionMetadata,
+    AttentionMetadataBuilder,
+    CommonAttentionMetadata,
+    MLAAttentionImpl,
+)
 
 try:
     from vllm.model_executor.layers.attention.sparse_mla_attention import SharedTopkIndicesBuffer
@@ -61,6 +46,12 @@ except ImportError:  # older: each impl keeps the indexer's buffer itself
 from .indices import req_local_to_global
 from .kernel import sparse_mla_fwd
 from .support import BACKEND_SLOT, KV_CACHE_DTYPES
+
+# The impl's base, by interface era (see support.py for the releases each was proven on):
+# 0.16-0.25 have SparseMLAAttentionImpl (forward_mqa only) and the MLA layer routes a sparse impl by
+# `isinstance(impl, SparseMLAAttentionImpl)`; from 0.26 that class is gone, MLAAttentionImpl's
+# forward_mha is optional and the layer routes by `impl.is_sparse`.
+_ImplBase: Any = getattr(_vllm_backend, "SparseMLAAttentionImpl", None) or MLAAttentionImpl
 
 FP8_DS_MLA = "fp8_ds_mla"
 KERNEL_BLOCK_SIZE = 64
@@ -87,7 +78,7 @@ class TriageSparseMLABackend(AttentionBackend):
     def get_impl_cls() -> type["TriageSparseMLAImpl"]:
         return TriageSparseMLAImpl
 
-    @staticmethod
+    @staticmethod  # asked by the engine up to 0.28; from 0.29 the KV cache spec decides (656-byte rows)
     def get_kv_cache_shape(
         num_blocks: int,
         block_size: int,
@@ -100,7 +91,9 @@ class TriageSparseMLABackend(AttentionBackend):
         return (num_blocks, block_size, head_size)
 
     @staticmethod
-    def get_supported_kernel_block_sizes() -> list[Any]:
+    def get_supported_kernel_block_sizes(kv_cache_spec: Any = None) -> list[Any]:
+        # vLLM >= 0.31 passes the layer's KV cache spec (vllm/v1/worker/utils.py); older ones
+        # pass nothing. The kernel pages in 64-token blocks whatever the spec.
         return [KERNEL_BLOCK_SIZE]
 
     @classmethod
@@ -146,7 +139,11 @@ class TriageSparseMLAMetadata(AttentionMetadata):
 
 
 class TriageSparseMLAMetadataBuilder(AttentionMetadataBuilder[TriageSparseMLAMetadata]):
-    _cudagraph_support: ClassVar[Any] = AttentionCGSupport.NEVER
+    # Full CUDA graphs for batches of single-token decodes: forward_mqa makes no host sync and no
+    # data-dependent launch (grid and splits follow the shapes only), and everything it reads lives
+    # in persistent buffers (block table, the indexer's top-k buffer, req_id_per_token below).
+    # Mixed prefill/decode batches run attention eagerly between piecewise graphs.
+    _cudagraph_support: ClassVar[Any] = AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE
 
     def __init__(self, kv_cache_spec: Any, layer_names: list[str], vllm_config: Any, device: torch.device):
         self.kv_cache_spec = kv_cache_spec
@@ -182,8 +179,10 @@ class TriageSparseMLAMetadataBuilder(AttentionMetadataBuilder[TriageSparseMLAMet
         )
 
 
-class TriageSparseMLAImpl(MLAAttentionImpl[TriageSparseMLAMetadata], SharedTopkIndicesBuffer):
+class TriageSparseMLAImpl(_ImplBase, SharedTopkIndicesBuffer):
     is_sparse = True
+    # vLLM >= 0.33: no dense-MHA prefill here, every token takes the top-k MQA path.
+    supports_dense_mha_prefill = False
 
     def __init__(
         self,

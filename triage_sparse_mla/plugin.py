@@ -6,7 +6,7 @@ and logs at most one line. Outside the supported vLLM range (support.SUPPORTED_V
 clear line and changes nothing.
 
 Registry facts this code relies on (vllm-project/vllm, registry.py read at 0033bf03abd6):
-- module vllm/v1/attention/backends/registry.py (>= 0.15), vllm/attention/backends/registry.py (0.14)
+- module vllm/v1/attention/backends/registry.py (every supported release)
 - `register_backend(AttentionBackendEnum.CUSTOM, "pkg.mod.Class")` stores an override;
   `AttentionBackendEnum.CUSTOM.get_path()` then returns it
 - CUSTOM's value is None since PR #30869 (v0.14.0); before, CUSTOM = "" aliased TORCH_SDPA
@@ -24,8 +24,7 @@ import os
 from .support import BACKEND_CLASS_PATH, BACKEND_SLOT, SUPPORTED_VLLM, vllm_supported
 
 _REGISTRY_MODULES = (
-    "vllm.v1.attention.backends.registry",  # >= 0.15 (PR #31916)
-    "vllm.attention.backends.registry",  # 0.14
+    "vllm.v1.attention.backends.registry",
 )
 # The sparse MLA layer that calls `impl.forward_mqa(q, kv_cache, attn_metadata, layer)`; its file
 # is checked on disk (importing it would pull in torch and half of vLLM).

@@ -6,14 +6,23 @@ from __future__ import annotations
 
 import re
 
-# vLLM versions whose attention registry has a usable CUSTOM slot (CUSTOM = None since PR #30869,
-# first released in v0.14.0; registry module moved to vllm/v1/attention/backends/registry.py in
-# v0.15) and whose sparse-MLA layer calls `forward_mqa(q, kv_cache, attn_metadata, layer)` with the
-# indexer's request-local top-k in a shared buffer. The upper bound is the newest line whose source
-# was read (docs v0.32, main of late 2026) plus headroom; raise it after checking a newer release.
-SUPPORTED_VLLM = ">=0.14,<0.40"
-MIN_VLLM = (0, 14)
-MAX_VLLM_EXCLUSIVE = (0, 40)
+# The vLLM releases the conformance suite (tests/conformance) runs the backend in: the first of
+# every interface era and the newest. Eras, read from the wheels: 0.16-0.25 SparseMLAAttentionImpl
+# and isinstance routing; 0.26 impl.is_sparse routing; 0.27-0.28 also supports_dense_mha_prefill;
+# 0.29-0.30 the KV cache spec shapes the cache (no get_kv_cache_shape on the base); 0.31-0.33 kernel
+# block sizes asked with the spec. Older: 0.15 has no forward_mqa-only impl (its MLA impls implement
+# the whole forward), 0.14 no MLA layer. The supported range is derived from this list, nothing else.
+PROVEN_VLLM = ("0.16.0", "0.25.1", "0.26.0", "0.28.0", "0.29.0", "0.31.0", "0.33.0")
+
+
+def _line(v: str) -> tuple[int, int]:
+    major, minor = v.split(".")[:2]
+    return int(major), int(minor)
+
+
+MIN_VLLM = _line(PROVEN_VLLM[0])
+MAX_VLLM_EXCLUSIVE = (_line(PROVEN_VLLM[-1])[0], _line(PROVEN_VLLM[-1])[1] + 1)
+SUPPORTED_VLLM = f">={MIN_VLLM[0]}.{MIN_VLLM[1]},<{MAX_VLLM_EXCLUSIVE[0]}.{MAX_VLLM_EXCLUSIVE[1]}"
 
 # The registry slot the backend takes and the flag users add to `vllm serve`.
 BACKEND_SLOT = "CUSTOM"
@@ -48,12 +57,13 @@ def vllm_supported(version: str) -> tuple[bool, str]:
         return False, f"cannot read the vLLM version {version!r}"
     if v[:2] < MIN_VLLM:
         return False, (
-            f"vLLM {version} is older than 0.14: its CUSTOM attention slot aliases TORCH_SDPA "
-            f"(fixed by vLLM PR #30869); upgrade vLLM to use triage_sparse_mla (supported {SUPPORTED_VLLM})"
+            f"vLLM {version} is older than {MIN_VLLM[0]}.{MIN_VLLM[1]}: its MLA layer has no sparse "
+            f"forward_mqa-only interface for this backend; upgrade vLLM to use triage_sparse_mla "
+            f"(supported {SUPPORTED_VLLM})"
         )
     if v[:2] >= MAX_VLLM_EXCLUSIVE:
         return False, (
-            f"vLLM {version} is newer than the range triage_sparse_mla was written against "
+            f"vLLM {version} is newer than the releases triage_sparse_mla was checked against "
             f"({SUPPORTED_VLLM}); its sparse MLA interface may have changed"
         )
     return True, f"vLLM {version} is in the supported range {SUPPORTED_VLLM}"

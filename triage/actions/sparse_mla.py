@@ -7,8 +7,9 @@ Steps (every one an argv list run through a Runner, here or over SSH):
   install  the wheel is built here (pure Python, written with zipfile: no network, no build
            backend), sent to the target over the runner's stdin, installed with
            `pip install --no-deps --no-index`
-  verify   the entry point is visible there, register() runs against the installed vLLM, and
-           on a GPU a kernel self-test against the reference
+  verify   through vLLM in the target environment (triage_sparse_mla.vllm_check): its loader, registry,
+           MLA layer and selector take the backend for the model's dimensions; then, on a GPU, a
+           kernel self-test against the reference. A failed check undoes the install at once.
 Recorded for undo through a recorder (triage.transcript.Transcript): uninstall, or reinstall the
 version that was there before (saved as a wheel on the target first).
 """
@@ -170,25 +171,13 @@ with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
 print(dest)
 """
 
-VERIFY_SCRIPT = r"""
-import json, sys
-from importlib import metadata
-res = {"entry_point": None, "register": None, "selftest": None}
-eps = [e for e in metadata.entry_points(group="vllm.general_plugins") if e.name == "triage_sparse_mla"]
-if eps:
-    res["entry_point"] = eps[0].value
-    try:
-        res["register"] = eps[0].load()()
-    except Exception as exc:
-        res["register"] = "error: %s: %s" % (type(exc).__name__, exc)
-if "--no-selftest" not in sys.argv:
-    try:
-        from triage_sparse_mla.selftest import run
-        res["selftest"] = run()
-    except Exception as exc:
-        res["selftest"] = {"ok": False, "reason": "%s: %s" % (type(exc).__name__, exc)}
-print("TRIAGE-VERIFY " + json.dumps(res))
-"""
+# After installing: vLLM itself loads the plugin, resolves the class through its registry, builds
+# the impl through its MLA layer with the model's dimensions, asks block sizes and the KV cache
+# shape as its engine does, and runs its selector (triage_sparse_mla/vllm_check.py), in a fresh
+# interpreter of the target environment. Then, on a GPU, the kernel against the reference.
+VLLM_CHECK_MODULE = "triage_sparse_mla.vllm_check"
+SELFTEST_MODULE = "triage_sparse_mla.selftest"
+CHECK_MARK = "TRIAGE-VLLM-CHECK "
 
 
 # --------------------------------------------------------------------------- the action
@@ -204,6 +193,7 @@ class Step:
     argv: list[str]
     input: str | None = None
     timeout: float = 300.0
+    verify: bool = False  # a check after installing: its failure undoes the install
 
 
 @dataclass
@@ -274,8 +264,17 @@ class Plan:
         return [self.python, "-m", "pip", "uninstall", "-y", DIST]
 
 
+@dataclass
+class ModelDims:
+    """The attention shape vLLM's check builds the impl with (DeepSeek-V3.2 / GLM-5 by default)."""
+
+    heads: int = 128
+    topk: int = 2048
+
+
 def make_plan(runner: Runner, python: str, facts: Facts, wheel: Path, *, remote_tmp: str | None = None,
-              selftest: bool = True) -> Plan:
+              selftest: bool = True, dims: ModelDims | None = None) -> Plan:
+    dims = dims or ModelDims()
     version = package_version()
     base = remote_tmp or (tempfile.gettempdir() if isinstance(runner, LocalRunner) else "/tmp")
     tmpdir = f"{base.rstrip('/')}/triage-sparse-mla-{secrets.token_hex(4)}"
@@ -293,9 +292,13 @@ def make_plan(runner: Runner, python: str, facts: Facts, wheel: Path, *, remote_
     plan.steps.append(Step(f"install {DIST} {version} (no dependencies, no index)",
                            [python, "-m", "pip", "install", "--no-deps", "--no-index", "--force-reinstall",
                             "--disable-pip-version-check", target_wheel], timeout=600))
-    plan.steps.append(Step("verify: entry point, register() against the installed vLLM"
-                           + (", GPU self-test" if selftest else ""),
-                           [python, "-c", VERIFY_SCRIPT] + ([] if selftest else ["--no-selftest"]), timeout=900))
+    plan.steps.append(Step("verify through vLLM: plugin loader, registry, the MLA layer building the impl "
+                           f"({dims.heads} heads, top-k {dims.topk}), KV cache shape, block sizes, selector",
+                           [python, "-m", VLLM_CHECK_MODULE, "--heads", str(dims.heads), "--topk", str(dims.topk)],
+                           timeout=900, verify=True))
+    if selftest:
+        plan.steps.append(Step("verify the kernel against the reference on the GPU (skipped without one)",
+                               [python, "-m", SELFTEST_MODULE], timeout=900, verify=True))
     plan.steps.append(Step("remove the temporary folder", [python, "-c", RMTREE_SCRIPT, tmpdir]))
     return plan
 
@@ -304,61 +307,89 @@ def make_plan(runner: Runner, python: str, facts: Facts, wheel: Path, *, remote_
 class Outcome:
     ok: bool
     lines: list[str]
-    verify: dict[str, Any] | None = None
+    checks: dict[str, Any] | None = None
 
 
 def execute(plan: Plan, runner: Runner, recorder: Recorder, say: Callable[[str], None] = print) -> Outcome:
     """Run the plan's steps in order; stop at the first failure. Records every command, and the
-    install as a change with its undo."""
+    install as a change with its undo. A failed check after installing undoes the install at once
+    (uninstall, or reinstall the previous version) and says which check failed."""
     from triage_sparse_mla.support import LAUNCH_FLAG, indexer_note
 
-    verify: dict[str, Any] | None = None
+    installed = False
+    checks: dict[str, Any] | None = None
+    selftest: dict[str, Any] | None = None
+    failed: list[str] = []
     for step in plan.steps:
+        if failed and step.argv[2:3] != [RMTREE_SCRIPT]:
+            continue  # after a failed check only the cleanup runs
         say(f"- {step.what}")
         res = runner.run(step.argv, timeout=step.timeout, input=step.input)
         recorder.command(_shown(step), res, runner.where)
         if step.argv[1:3] == ["-m", "pip"] and "install" in step.argv and res.ok:
+            installed = True
             recorder.change(f"installed {DIST} {plan.version} into {plan.facts.executable}", plan.undo_argv)
-        if step.argv[2:3] == [VERIFY_SCRIPT]:
-            verify = _parse_verify(res)
-            continue  # judged below, after cleanup
+        if step.verify:
+            if step.argv[2:3] == [VLLM_CHECK_MODULE]:
+                checks = _parse_mark(res, CHECK_MARK)
+                failed += _failed_checks(checks, res)
+            else:
+                selftest = _parse_selftest(res)
+                if selftest.get("ok") is False:
+                    failed.append(f"kernel self-test on the GPU: {json.dumps(selftest)[:300]}")
+            continue
         if not res.ok:
             tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [f"exit {res.returncode}"]
             if step.argv[2:3] != [RMTREE_SCRIPT]:
                 runner.run([plan.python, "-c", RMTREE_SCRIPT, plan.tmpdir], timeout=60)
             return Outcome(False, [f"step failed: {step.what}: {tail[0]}"])
-    lines: list[str] = []
-    ok = True
-    if verify is None:
-        return Outcome(False, ["verification printed nothing readable"])
-    if verify.get("entry_point") != ENTRY_VALUE:
-        ok = False
-        lines.append(f"the entry point {ENTRY_GROUP}:{ENTRY_NAME} is not visible in {plan.facts.executable}")
-    reg = str(verify.get("register"))
-    if reg not in ("registered", "already registered"):
-        ok = False
-        lines.append(f"register() in the target environment: {reg}")
-    st = verify.get("selftest") or {}
-    if st.get("ok") is False:
-        ok = False
-        lines.append(f"kernel self-test failed: {json.dumps(st)[:300]}")
-    elif st.get("ok") is True:
+    if failed:
+        lines = [f"check failed: {f}" for f in failed]
+        if installed:
+            lines.append(_undo_now(plan, runner, recorder, say))
+        return Outcome(False, lines, checks)
+    lines = []
+    st = selftest or {}
+    if st.get("ok") is True:
         lines.append(f"kernel self-test on {st.get('gpu')} passed ({len(st.get('cases', []))} cases)")
     elif st:
         lines.append(f"kernel self-test skipped: {st.get('reason', 'no GPU')}")
-    if ok:
-        lines.append(f"installed {DIST} {plan.version}; register() ran against vLLM {plan.facts.vllm}")
-        lines.append(f"add this flag to your vllm serve command: {LAUNCH_FLAG}")
-        env = plan.facts.vllm_plugins_env
-        if env is not None and ENTRY_NAME not in env.split(","):
-            lines.append(f"VLLM_PLUGINS is set ({env!r}): add {ENTRY_NAME} to it or the plugin is not loaded")
-        cap = st.get("capability")
-        note = indexer_note(tuple(cap) if cap else None)
-        if note:
-            lines.append(note)
-    else:
-        lines.append("undo with: triage apply --undo")
-    return Outcome(ok, lines, verify)
+    n = len((checks or {}).get("checks", {}))
+    lines.append(f"installed {DIST} {plan.version}; vLLM {plan.facts.vllm} loaded it, selected it and built it "
+                 f"({n} checks passed)")
+    lines.append(f"add this flag to your vllm serve command: {LAUNCH_FLAG}")
+    env = plan.facts.vllm_plugins_env
+    if env is not None and ENTRY_NAME not in env.split(","):
+        lines.append(f"VLLM_PLUGINS is set ({env!r}): add {ENTRY_NAME} to it or the plugin is not loaded")
+    cap = st.get("capability")
+    note = indexer_note(tuple(cap) if cap else None)
+    if note:
+        lines.append(note)
+    return Outcome(True, lines, checks)
+
+
+def _failed_checks(checks: dict[str, Any] | None, res: Result) -> list[str]:
+    if checks is None:
+        tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [f"exit {res.returncode}"]
+        return [f"vLLM check printed no result: {tail[0][:300]}"]
+    bad = [f"{name}: {c.get('detail')}" for name, c in checks.get("checks", {}).items() if not c.get("ok")]
+    if not bad and not res.ok:
+        bad = [f"vLLM check exited {res.returncode}"]
+    return bad[:1] + ([f"({len(bad) - 1} later checks failed too)"] if len(bad) > 1 else [])
+
+
+def _undo_now(plan: Plan, runner: Runner, recorder: Recorder, say: Callable[[str], None]) -> str:
+    say("- undo the install: " + " ".join(_quote(a) for a in plan.undo_argv))
+    res = runner.run(plan.undo_argv, timeout=600)
+    recorder.command(plan.undo_argv, res, runner.where)
+    note = getattr(recorder, "note", None)
+    what = f"reinstalled {DIST} {plan.facts.installed}" if plan.saved_old else f"removed {DIST}"
+    if res.ok:
+        if callable(note):
+            note(f"the checks failed, so the install was undone at once ({what})")
+        return f"the install was undone: {what}; nothing else was changed"
+    tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [f"exit {res.returncode}"]
+    return f"undoing the install failed ({tail[0]}): run triage apply --undo"
 
 
 def _shown(step: Step) -> list[str]:
@@ -391,14 +422,26 @@ def _quote(arg: str) -> str:
     return arg if arg.startswith("<script") else shlex.quote(arg)
 
 
-def _parse_verify(res: Result) -> dict[str, Any] | None:
+def _parse_mark(res: Result, mark: str) -> dict[str, Any] | None:
     for line in reversed(res.stdout.splitlines()):
-        if line.startswith("TRIAGE-VERIFY "):
+        if line.startswith(mark):
             try:
-                return json.loads(line[len("TRIAGE-VERIFY "):])
+                return json.loads(line[len(mark):])
             except ValueError:
                 return None
     return None
+
+
+def _parse_selftest(res: Result) -> dict[str, Any]:
+    """selftest prints one JSON line; exit 3 = no GPU (nothing checked)."""
+    for line in reversed(res.stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                break
+    tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or [f"exit {res.returncode}"]
+    return {"ok": False, "reason": tail[0][:300]}
 
 
 # ---- the two calls the playbook engine makes (triage.playbooks.actions.SparseMla) --------------

@@ -63,6 +63,9 @@ def main(
     parser.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
     parser.add_argument("--undo", action="store_true", help="undo the last applied change")
     parser.add_argument("--no-selftest", action="store_true", help="skip the GPU kernel self-test after installing")
+    parser.add_argument("--heads", type=int, default=128,
+                        help="attention heads per GPU the check builds the impl with (default 128, DeepSeek-V3.2/GLM-5)")
+    parser.add_argument("--index-topk", type=int, default=2048, help="the model's index_topk (default 2048)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
@@ -95,7 +98,10 @@ def main(
 
     with tempfile.TemporaryDirectory(prefix="triage-wheel-") as tmp:
         wheel = action.build_plugin_wheel(tmp)
-        plan = action.make_plan(runner, args.python, facts, wheel, selftest=not args.no_selftest)
+        if args.heads < 1 or args.index_topk < 1:
+            return _err("--heads and --index-topk must be positive")
+        plan = action.make_plan(runner, args.python, facts, wheel, selftest=not args.no_selftest,
+                                dims=action.ModelDims(heads=args.heads, topk=args.index_topk))
         print(f"triage apply sparse-mla on {runner.where}:")
         for line in action.show_plan(plan):
             print(line)

@@ -272,6 +272,15 @@ def sparse_mla_probe() -> dict[str, Any]:
     return {"available": True, "module": SPARSE_MLA_MODULE}
 
 
+def sparse_mla_range() -> dict[str, Any]:
+    """The vLLM range the bundled backend was proven in (written once, in its support module)."""
+    from triage_sparse_mla.support import MAX_VLLM_EXCLUSIVE, MIN_VLLM, SUPPORTED_VLLM
+
+    # .dev0: a release line's pre-releases and nightlies count as that line (as support does)
+    return {"min_vllm": "%d.%d.0.dev0" % MIN_VLLM, "max_vllm": "%d.%d.0.dev0" % MAX_VLLM_EXCLUSIVE,
+            "supported_vllm": SUPPORTED_VLLM}
+
+
 def default_diagnose(path: str) -> list[dict[str, Any]] | None:
     """Diagnoses of a log file, from the log alone: a verify step asks only which failure it shows
     (the machine's facts and upstream add explanation, never change the signature)."""
@@ -468,7 +477,7 @@ class Session:
                 if got.get("why"):
                     result_msg += f" — {got['why']}"
             elif step.get("probe") == "sparse-mla-bundled":
-                got = self._sparse_probe()
+                got = {**sparse_mla_range(), **self._sparse_probe()}
                 self.facts["sparse_mla"] = {**(self.facts.get("sparse_mla") or {}), **got}
                 result_msg = "the bundled sparse MLA backend installer is " + ("available" if got.get("available") else "missing")
         if step.get("argv") is not None:
