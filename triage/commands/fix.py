@@ -17,7 +17,8 @@ import os
 import sys
 from typing import Any
 
-from triage.playbooks.engine import ConsoleFrontEnd, Session, default_upstream, derive_facts, show_argv
+from triage.playbooks.engine import (ConsoleFrontEnd, Session, default_upstream, derive_facts, is_routing, preview_argv,
+                                     render_inline, show_argv, step_title)
 from triage.playbooks.load import load_library
 
 USAGE_ERROR = 2
@@ -152,8 +153,8 @@ def main(argv: list[str]) -> int:
     out = sys.stdout
     if diag is not None:
         out.write(f"{diag.get('title') or diag.get('signature')}\n")
-    mode = "  (dry run: nothing is run or changed)" if args.dry_run else ""
-    out.write(f"Playbook {pb.id}: {pb.title}{mode}\n")
+    mode = "; dry run: nothing is run or changed" if args.dry_run else ""
+    out.write(f"Guided fix: {pb.title}  (playbook {pb.id}{mode})\n")
     front = ConsoleFrontEnd(out, answers, yes=args.yes or args.dry_run, interactive=interactive)
     try:
         outcome = front.run(session)
@@ -162,14 +163,12 @@ def main(argv: list[str]) -> int:
         session.finish()
         return _fail("interrupted; `triage undo` reverts what was changed so far", 130)
     if args.dry_run:
-        rest = [s for sid, s in pb.steps.items() if sid not in session.visited]
+        rest = [s for sid, s in pb.steps.items() if sid not in session.visited and not is_routing(s)]
         if rest:
             out.write("\nOther steps of this playbook (on other branches):\n")
             for s in rest:
-                out.write(f"  [{s.id}] {s.kind}: {s.title}\n")
+                out.write(f"  - {render_inline(step_title(s), session.facts)}\n")
                 if s.get("argv"):
-                    out.write(f"      $ {show_argv([str(a) for a in s.get('argv')])}\n")
-                if s.get("action"):
-                    out.write(f"      action: {s.get('action')}\n")
+                    out.write(f"      $ {show_argv(preview_argv(s.get('argv'), session.facts))}\n")
         return 0
     return NEEDS_A_PERSON if (outcome or "manual:").startswith("manual:") else 0
