@@ -166,9 +166,15 @@ def main(argv: list[str]) -> int:
         rest = [s for sid, s in pb.steps.items() if sid not in session.visited and not is_routing(s)]
         if rest:
             out.write("\nOther steps of this playbook (on other branches):\n")
+            said: set[tuple[str, str]] = set()
             for s in rest:
-                out.write(f"  - {render_inline(step_title(s), session.facts)}\n")
-                if s.get("argv"):
-                    out.write(f"      $ {show_argv(preview_argv(s.get('argv'), session.facts))}\n")
+                title = render_inline(step_title(s), session.facts)
+                cmd = show_argv(preview_argv(s.get("argv"), session.facts)) if s.get("argv") else ""
+                if (title, cmd) in said:
+                    continue
+                said.add((title, cmd))
+                out.write(f"  - {title}\n")
+                if cmd:
+                    out.write(f"      $ {cmd}\n")
         return 0
     return NEEDS_A_PERSON if (outcome or "manual:").startswith("manual:") else 0

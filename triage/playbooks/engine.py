@@ -34,7 +34,7 @@ from triage.launch import serve_argv
 from triage.playbooks.actions import ActionContext, Preview, default_actions
 from triage.playbooks.conditions import Condition, lookup
 from triage.playbooks.load import PLACEHOLDER_RE, Playbook, Step, is_outcome
-from triage.playbooks.wording import fact_words, human_value, missing_line, outcome_words
+from triage.playbooks.wording import fact_words, human_value, missing_line, outcome_words, status_words
 from triage.runner import LocalRunner, Result, Runner
 
 MAX_STEPS = 200
@@ -58,6 +58,10 @@ class MissingFact(KeyError):
         return f"{fact_words(self.name)} is not known"
 
 
+MACHINE_FACTS = {"vllm_version", "vllm_install", "python_prefix", "python", "compute_capability", "gpus",
+                 "driver_version", "cuda_driver_version", "cuda_version", "torch_version", "packages",
+                 "patched_files", "os", "shm_bytes", "in_container"}
+
 # --- facts ------------------------------------------------------------------------------------
 
 
@@ -76,7 +80,10 @@ def derive_facts(
     if diagnosis is not None:
         dfacts = diagnosis.get("facts", {}) if isinstance(diagnosis, dict) else getattr(diagnosis, "facts", {})
         for k, v in (dfacts or {}).items():
-            facts.setdefault(k, v)
+            # The failing line is the authority on what vLLM ran with (max_model_len, dtype, ...);
+            # the machine's own facts come from the probe when there is one.
+            if k not in MACHINE_FACTS or k not in facts:
+                facts[k] = v
         get = diagnosis.get if isinstance(diagnosis, dict) else lambda k: getattr(diagnosis, k, None)
         facts["category"] = get("category")
         facts["signature"] = get("signature")
@@ -122,7 +129,7 @@ def refresh_derived(facts: dict[str, Any]) -> None:
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
-_BLOCK_LINE = re.compile(r"^\s*(?:[-*\u2022$|>]|\d+[.)]\s|```)|^\s{2,}\S")
+_BLOCK_LINE = re.compile(r"^\s*(?:[-*\u2022$|>]\s|\d+[.)]\s|```)|^\s{2,}\S")
 
 
 def _fill(m: re.Match, facts: dict[str, Any]) -> str | None:
@@ -258,6 +265,7 @@ class StepResult:
     stdout: str = ""
     stderr: str = ""
     timed_out: bool = False
+    said: bool = False  # the message says it all; the status word is not shown
 
 
 @dataclass
@@ -320,6 +328,8 @@ def default_upstream(facts: dict[str, Any], report: Any = None, offline: bool = 
         "hits": len(hits or []),
         "source": source,
     }
+    if offline and out["verdict"] not in ("fixes", "does-not-fix"):
+        out["why"] = "offline"
     if hits:
         top = hits[0]
         out["top"] = f"#{top.get('number')} {top.get('title')} ({top.get('url')})"
@@ -380,6 +390,8 @@ class Session:
         self._pending_target: str | None = None
         self._preview: Preview | None = None
         self._argv: list[str] | None = None
+        self._step_facts = {name for st in playbook.steps.values()
+                            for name in (st.get("capture"), (st.get("input") or {}).get("fact")) if name}
 
     # --- public API ---
 
@@ -479,6 +491,8 @@ class Session:
     def _view(self, step: Step, **kw: Any) -> StepView:
         missing: list[str] = []
         text = render_text(step.get("text") or step.get("question") or "", self.facts, missing)
+        # Facts this playbook's own steps set (captured output, answers) are not the log's to give.
+        missing = [m for m in missing if m.split(".", 1)[0] not in self._step_facts]
         if missing:
             text = (text + "\n" if text else "") + missing_line(missing)
         return StepView(
@@ -524,15 +538,18 @@ class Session:
             return self._view(step, needs="ack")
         argv = None
         result_msg = ""
+        said = False  # the probe's own words are the whole result
         if step.get("probe"):
             if step.get("probe") == "upstream":
                 got = self._upstream(self.facts)
                 self.facts["upstream"] = got
                 result_msg = upstream_words(got)
+                said = True
             elif step.get("probe") == "sparse-mla-bundled":
                 got = self._sparse_probe()
                 self.facts["sparse_mla"] = {**(self.facts.get("sparse_mla") or {}), **got}
                 result_msg = "the bundled sparse MLA backend installer is " + ("available" if got.get("available") else "missing")
+                said = True
         if step.get("argv") is not None:
             try:
                 argv = render_argv(step.get("argv"), self.facts)
@@ -562,6 +579,7 @@ class Session:
         if step.get("expect") is not None:
             value = Condition(step.get("expect")).evaluate(self.facts, self.playbook.facts)
             base.status = {True: "pass", False: "fail", None: "unknown"}[value]
+            base.said = said
             if not base.message:
                 base.message = {"pass": "yes", "fail": "no", "unknown": "cannot tell"}[base.status]
         else:
@@ -796,9 +814,10 @@ def step_title(step: Step) -> str:
             return "Where is the launch command?"
         q = str(step.get("question") or "").strip().split("\n")[0]
         q = re.sub(r"\s*\([^)]*\)?\s*$", "", q).strip()
-        if q and len(q) <= 70:
-            return q
-        return "Your choice" if step.get("choices") else "Your answer"
+        q = re.split(r"(?<=[.?!:;])\s", q)[0].rstrip(":;")
+        if len(q) > 70:
+            q = q[:70].rsplit(" ", 1)[0] + " …"
+        return q or ("Your choice" if step.get("choices") else "Your answer")
     if kind == "verify":
         return "Launch again and check"
     if kind == "run":
@@ -954,7 +973,8 @@ class ConsoleFrontEnd:
                 self.say(f"    | {line}")
         if v.result is not None:
             r = v.result
-            self.para(f"-> {r.status}" + (f": {r.message}" if r.message else ""), hang="   ")
+            head = r.message if r.said and r.message else status_words(r.status) + (f": {r.message}" if r.message else "")
+            self.para(f"-> {head}", hang="   ")
             for line in ((r.stdout or "") + (r.stderr or "")).strip().splitlines()[-8:]:
                 self.say(f"       {line}")
 

@@ -69,6 +69,15 @@ OUTCOME_WORDS = {
 }
 
 
+# A step result's status, as the reader sees it.
+STATUS_WORDS = {"pass": "yes", "fail": "no", "unknown": "cannot tell", "not-run": "not run", "success": "done",
+                "failure": "failed", "declined": "declined"}
+
+
+def status_words(status: str) -> str:
+    return STATUS_WORDS.get(status, status)
+
+
 def outcome_words(outcome: str | None) -> str:
     """`flag:--max-model-len` -> `change the launch flag --max-model-len`."""
     if not outcome:
@@ -108,7 +117,11 @@ def missing_line(names: list[str]) -> str:
     seen: list[tuple[str, str]] = []
     for n in names:
         head = n.split(".", 1)[0]
-        what, cmd = FACT_SOURCES.get(n) or FACT_SOURCES.get(head) or (n.replace("_", " ").replace(".", " "), "")
+        if head == "packages" and "." in n:
+            pkg = n.split(".", 1)[1]
+            what, cmd = f"the installed {pkg} version", f"python -m pip show {pkg}"
+        else:
+            what, cmd = FACT_SOURCES.get(n) or FACT_SOURCES.get(head) or (n.replace("_", " ").replace(".", " "), "")
         if (what, cmd) not in seen:
             seen.append((what, cmd))
     parts = []
@@ -128,6 +141,8 @@ def missing_line(names: list[str]) -> str:
 
 def fact_words(name: str) -> str:
     head = name.split(".", 1)[0]
+    if head == "packages" and "." in name:
+        return f"the installed {name.split('.', 1)[1]} version"
     got = FACT_SOURCES.get(name) or FACT_SOURCES.get(head)
     return got[0] if got else name.replace("_", " ").replace(".", " ")
 
@@ -140,10 +155,10 @@ def _join(xs: list[str]) -> str:
 
 # Internal text that must never reach a reader of a guided fix.
 _LEAKS = [
-    ("'unknown' for a missing fact", re.compile(r"(?<![`'\"-])\bunknown\b(?! (?:error|architecture|argument|backend|model|option|quantization|dtype|CUDA|to this)\b)(?!['`\"])")),
+    ("'unknown' for a missing fact", re.compile(r"(?<![`'\"-])\bunknown\b(?! (?:error|architecture|argument|backend|model|option|quantization|dtype|CUDA|to|type|method|name)\b)(?!['`\"])")),
     ("'None'", re.compile(r"\bNone\b")),
     ("an unfilled {placeholder}", re.compile(r"\{\*?[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*(?:\|[^{}]*)?\}")),
-    ("a condition expression", re.compile(r"(?:==|!=| is known\b| is not known\b| not in \[|\bin \[[^\]]*\]:|: (?:pass|fail|unknown)$)")),
+    ("a condition expression", re.compile(r"(?: == | != |\b[a-z]+[_.][a-z_.-]+ is (?:not )?known\b| not in \[|\bin \[[^\]]*\]:|: (?:pass|fail|unknown)$)")),
     ("a Python traceback", re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+")),
     ("an internal outcome id", re.compile(r"\b(?:outcome|Outcome): [a-z]+:\S+")),
     ("an internal repr", re.compile(r"\boutcome=|\b[a-z_]+=None\b|<[a-z_.]+ object at 0x")),

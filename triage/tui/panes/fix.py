@@ -20,6 +20,7 @@ from textual.widgets import Input, Log, OptionList, Static
 from textual.widgets.option_list import Option
 
 from triage.tui import fixflow
+from triage.playbooks.wording import outcome_words, status_words
 
 class _Split:
     """Writes a first line to the head and the rest to the intro area below it."""
@@ -39,7 +40,7 @@ RESULT_STYLE = {"pass": "$success", "success": "$success", "fail": "$error", "fa
 
 def view_markup(v: Any, n: int) -> str:
     """One step as the operator reads it: kind, title, text, the exact command, the change, the result."""
-    out = [f"[b]{n}. {escape(v.title)}[/] [$text-muted]({escape(v.kind)})[/]"]
+    out = [f"[b]{n}. {escape(v.title)}[/]"]
     for line in (v.text or "").splitlines():
         out.append(f"   {escape(line)}")
     if v.argv:
@@ -54,8 +55,8 @@ def view_markup(v: Any, n: int) -> str:
         out.append(f"   [{style}]{escape(line)}[/]")
     r = v.result
     if r is not None:
-        out.append(f"   [{RESULT_STYLE.get(r.status, '$text-muted')} b]→ {escape(r.status)}[/]"
-                   + (f" {escape(r.message)}" if r.message else ""))
+        head = r.message if getattr(r, "said", False) and r.message else status_words(r.status) + (f": {r.message}" if r.message else "")
+        out.append(f"   [{RESULT_STYLE.get(r.status, '$text-muted')} b]→[/] {escape(head)}")
         tail = ((r.stdout or "") + (r.stderr or "")).strip().splitlines()[-6:]
         out.extend(f"     [$text-muted]{escape(t)}[/]" for t in tail)
     if v.error:
@@ -192,7 +193,7 @@ class FixPane(Vertical, can_focus=True):
         changed = getattr(rec, "changed_anything", None)
         changed = changed() if callable(changed) else bool(changed)
         style = "$warning" if str(outcome).startswith("manual:") else "$success"
-        lines = [f"[{style} b]Outcome: {escape(str(outcome))}[/]"]
+        lines = [f"[{style} b]Result: {escape(outcome_words(outcome))}[/]"]
         if hint:
             lines.append(escape(hint))
         if root:
