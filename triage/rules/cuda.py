@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from triage.rules.base import Rule
 
+
+def _driver_cuda(m: "re.Match[str]") -> dict:
+    """torch's `found version 12020` is the newest CUDA the driver supports, as CUDA writes it (12.2)."""
+    found = (m.groupdict() or {}).get("found")
+    if found and found.isdigit() and int(found) >= 1000:
+        v = int(found)
+        return {"cuda_driver_version": f"{v // 1000}.{v % 1000 // 10}"}
+    return {}
+
+
 RULES = [
     Rule(signature="cuda.driver_too_old", category="cuda_driver",
          title="The NVIDIA driver is too old for this CUDA build",
@@ -13,7 +23,7 @@ RULES = [
                    r"CUDA driver version is insufficient for CUDA runtime version",
                    r"cudaErrorInsufficientDriver", r"CUDA_ERROR_INSUFFICIENT_DRIVER",
                    r"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=(?P<needed_cuda>[\d.]+)"],
-         playbook="cuda-driver", confidence=0.95),
+         facts=lambda m, line, scan: _driver_cuda(m), playbook="cuda-driver", confidence=0.95),
     Rule(signature="cuda.error_803_compat", category="cuda_driver",
          title="CUDA driver/runtime combination unsupported (Error 803/804: compat libraries or driver mismatch)",
          fix="A CUDA forward-compatibility library (cuda-compat) shadows the real driver, or the driver is older "
