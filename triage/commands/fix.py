@@ -151,11 +151,11 @@ def main(argv: list[str]) -> int:
         upstream=lambda f: default_upstream(f, report, offline=args.offline),
     )
     out = sys.stdout
-    if diag is not None:
-        out.write(f"{diag.get('title') or diag.get('signature')}\n")
-    mode = "; dry run: nothing is run or changed" if args.dry_run else ""
-    out.write(f"Guided fix: {pb.title}  (playbook {pb.id}{mode})\n")
     front = ConsoleFrontEnd(out, answers, yes=args.yes or args.dry_run, interactive=interactive)
+    if diag is not None:
+        front.para(str(diag.get("title") or diag.get("signature")), indent="")
+    mode = "; dry run: nothing is run or changed" if args.dry_run else ""
+    front.para(f"Guided fix: {pb.title}  (playbook {pb.id}{mode})", indent="")
     try:
         outcome = front.run(session)
     except KeyboardInterrupt:

@@ -100,6 +100,10 @@ def derive_facts(
 
 def refresh_derived(facts: dict[str, Any]) -> None:
     gpus = facts.get("gpus") or []
+    if not isinstance(gpus, list):  # a rule's count of GPUs, not the probe's list
+        if isinstance(gpus, int) and not isinstance(gpus, bool):
+            facts.setdefault("gpu_count", gpus)
+        gpus = []
     first = gpus[0] if gpus and isinstance(gpus[0], dict) else {}
     cc = facts.get("compute_capability") or first.get("compute_capability")
     if cc is not None:
