@@ -154,8 +154,8 @@ def main(argv: list[str]) -> int:
     front = ConsoleFrontEnd(out, answers, yes=args.yes or args.dry_run, interactive=interactive)
     if diag is not None:
         front.para(str(diag.get("title") or diag.get("signature")), indent="")
-    mode = "; dry run: nothing is run or changed" if args.dry_run else ""
-    front.para(f"Guided fix: {pb.title}  (playbook {pb.id}{mode})", indent="")
+    front.para(f"Guided fix: {pb.title}", indent="")
+    front.para(f"(playbook {pb.id}" + ("; dry run: nothing is run or changed)" if args.dry_run else ")"), indent="")
     try:
         outcome = front.run(session)
     except KeyboardInterrupt:

@@ -819,6 +819,8 @@ def step_title(step: Step) -> str:
         q = str(step.get("question") or "").strip().split("\n")[0]
         q = re.sub(r"\s*\([^)]*\)?\s*$", "", q).strip()
         q = re.split(r"(?<=[.?!:;])\s", q)[0].rstrip(":;")
+        if "{" in q:  # a question about facts reads badly as a title when one is missing
+            q = ""
         if len(q) > 70:
             q = q[:70].rsplit(" ", 1)[0] + " …"
         return q or ("Your choice" if step.get("choices") else "Your answer")

@@ -162,6 +162,9 @@ class _Lines:
         return self.lines.get((), 1)
 
 
+# Facts the engine always sets (derive_facts), so a one-line text may quote them bare.
+ALWAYS_KNOWN = {"target_python", "log_path", "dry_run", "patched_count"}
+
 # --- validation -------------------------------------------------------------------------------
 
 
@@ -201,15 +204,19 @@ class _Checker:
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             self.err(f"no rule emits the signature {sig!r}{hint}", *path)
 
-    def template(self, value: Any, *path: Any, inline: bool = False) -> None:
-        """Every {placeholder} names a fact something can fill; in a one-line text (a title, a choice
-        label) a fact that may be missing needs words to show instead (`{fact|words}`)."""
+    def template(self, value: Any, *path: Any, inline: bool = False, guard: str = "") -> None:
+        """Every {placeholder} names a fact something can fill. A one-line text (a title, a choice label)
+        cannot leave out a sentence, so a fact that may be missing there needs words to show instead
+        (`{fact|words}`), or a `when` that names it."""
         for m in PLACEHOLDER_RE.finditer(str(value)):
             name = m.group(2)
             if fact_type(name, self.facts) is None:
                 self.err(f"unknown fact {name!r} in {{{m.group(1)}{name}}}", *path)
             elif self.fillable is not None and name.split(".", 1)[0] not in self.fillable:
                 self.err(f"no step, probe or diagnosis ever sets the fact {name!r}: {{{name}}} would never be filled", *path)
+            elif inline and m.group(3) is None and name not in ALWAYS_KNOWN and not re.search(rf"\b{re.escape(name)}\b", guard):
+                self.err(f"{{{name}}} in a one-line text needs words for when it is missing ({{{name}|...}}) "
+                         "or a `when` that tests it", *path)
 
     def argv(self, value: Any, node: Any, *path: Any) -> None:
         if not isinstance(value, list) or not value or not all(isinstance(a, (str, int, float)) for a in value):
@@ -289,7 +296,7 @@ def _check_ask(c: _Checker, sid: str, raw: dict, node: Any, i: int) -> None:
                     if k not in ("key", "label", "goto", "when"):
                         c.err(f"step {sid!r}: choice has unknown field {k!r}", "steps", i, "choices", j, k, "@key")
                 keys.append(ch["key"])
-                c.template(ch["label"], "steps", i, "choices", j, "label", inline=True)
+                c.template(ch["label"], "steps", i, "choices", j, "label", inline=True, guard=str(ch.get("when") or ""))
                 if "when" in ch:
                     c.condition(ch["when"], "steps", i, "choices", j, "when")
             if len(set(keys)) != len(keys):
