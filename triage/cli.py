@@ -21,6 +21,27 @@ SUBCOMMANDS = {
     "apply": "triage.commands.apply",
     "report": "triage.commands.bugreport",
 }
+# One line each for `triage --help`.
+SUBCOMMAND_HELP = {
+    "probe": "what this machine (or an SSH host, or a fleet) has: GPUs, driver, CUDA, the Python env of vLLM",
+    "fix": "walk the guided fix for a log's diagnosis (--dry-run shows every step first)",
+    "undo": "revert the last applied fix (or --list what was applied)",
+    "playbooks": "list, show or validate the guided fixes (yours in ~/.config/triage/playbooks)",
+    "apply": "apply one built-in change by name (apply sparse-mla --dry-run shows the plan)",
+    "report": "write a redacted upstream bug report in vLLM's issue template",
+}
+EPILOG = """subcommands (triage <subcommand> --help):
+{subcommands}
+
+exit status:
+  0  a failure was diagnosed
+  3  the log was read and shows no failure
+  2  bad usage or unreadable input (one line on stderr)
+  1  an internal error (a bug: please report it)
+"""
+# What a started server writes: a log without it and without an error may have been cut short.
+READY_MARKERS = (b"Application startup complete", b"Uvicorn running on", b"Starting vLLM API server",
+                 b"Available routes are", b"Started server process")
 
 # os.path strings, not pathlib: the headless report imports no pathlib at all (start-up, issue 2).
 DEMO_DIR = os.path.join(os.path.dirname(__file__), "demo")
@@ -36,10 +57,12 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    subs = "\n".join(f"  {name:<10} {SUBCOMMAND_HELP[name]}" for name in SUBCOMMANDS)
     p = OneLineParser(
         prog="triage",
         description="Diagnose a failed vLLM launch: root cause, evidence, machine facts, upstream, guided fix.",
-        epilog="subcommands: " + ", ".join(SUBCOMMANDS) + "  (triage <subcommand> --help)",
+        epilog=EPILOG.format(subcommands=subs),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--log", metavar="PATH", help="the vLLM log to diagnose ('-' for standard input; .gz is fine)")
     out = p.add_mutually_exclusive_group()
@@ -64,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
 
             mod = importlib.import_module(SUBCOMMANDS[argv[0]])
             return int(mod.main(argv[1:]) or 0)
+        if argv and not argv[0].startswith("-"):
+            return _not_a_command(argv[0])
         return _diagnose(argv)
     except KeyboardInterrupt:
         print("triage: interrupted", file=sys.stderr)
@@ -82,6 +107,58 @@ def main(argv: list[str] | None = None) -> int:
         return _internal(exc)
     except Exception as exc:  # pragma: no cover - the last line of defence
         return _internal(exc)
+
+
+def _not_a_command(word: str) -> int:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.5)
+    hint = f"did you mean `triage {close[0]}`?" if close else "to diagnose a log: triage --log PATH"
+    print(f"triage: '{word}' is not a command; {hint} (see triage --help)", file=sys.stderr)
+    return 2
+
+
+def input_problem(path: str) -> str | None:
+    """Why a log file cannot be diagnosed at all (empty, binary), in one line; None when it can be read.
+    A log with a few NUL bytes or invalid UTF-8 is still a log: only mostly-binary data is refused."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(65536)
+    except OSError:
+        return None  # the reader says why, in its own words
+    if head[:2] == b"\x1f\x8b":
+        import gzip
+
+        try:
+            with gzip.open(path, "rb") as fh:
+                head = fh.read(65536)
+        except (OSError, EOFError):
+            return f"{path} is not a readable gzip file"
+    if not head.strip():
+        return f"{path} is empty: no log to diagnose (capture vLLM's output with `2>&1 | tee vllm.log`)"
+    chars = head.decode("utf-8", "replace")
+    bad = chars.count("\ufffd") + sum(1 for c in chars if c < " " and c not in "\t\n\r\x1b\x0c")
+    if bad > len(chars) // 10:
+        return f"{path} is binary data, not a text log"
+    return None
+
+
+def cut_short(path: str) -> bool:
+    """The log shows vLLM starting but neither an error nor a started server: it ends mid start-up."""
+    try:
+        import gzip
+
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rb") as fh:
+            data = fh.read(8 << 20)
+    except (OSError, EOFError):
+        return False
+    starting = b"vllm" in data.lower() or b"vLLM" in data
+    return starting and not any(m in data for m in READY_MARKERS)
+
+
+CUT_SHORT = ("the log ends during start-up without an error: it may be cut off, or only stdout was captured "
+             "(vLLM writes errors to stderr: capture with `2>&1`)")
 
 
 def _internal(exc: BaseException) -> int:
@@ -120,6 +197,10 @@ def _diagnose(argv: list[str]) -> int:
     if not source:
         print("triage: no log given: use --log PATH (or --log - to read a pipe), or --demo", file=sys.stderr)
         return EXIT_USAGE
+    problem = input_problem(source) if source != "-" and os.path.isfile(source) else None
+    if problem:
+        print(f"triage: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         from triage.pipeline import build_report
 
@@ -128,6 +209,8 @@ def _diagnose(argv: list[str]) -> int:
     except InputError as exc:
         print(f"triage: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if not report.diagnoses and source != "-" and cut_short(source):
+        report.warnings.append(CUT_SHORT)
     if args.json:
         import json
 

@@ -112,6 +112,11 @@ def main(argv: list[str]) -> int:
                 return _fail(f"{args.log} is a directory, not a log")
             if args.log != "-" and not os.path.exists(args.log):
                 return _fail(f"no such file: {args.log}")
+            from triage.cli import input_problem
+
+            problem = input_problem(args.log) if args.log != "-" else None
+            if problem:
+                return _fail(problem)
             try:
                 diagnoses, env, report = _diagnose(args)
             except ImportError:
