@@ -104,8 +104,14 @@ def main(
             runner = _remote_runner(args.host) if args.host else LocalRunner()
         except LookupError as exc:
             return _err(str(exc))
+    blocked = None
     try:
-        facts = action.checked(runner, args.python)
+        if args.dry_run:
+            # The plan is shown even where it would be refused (no vLLM yet, say), with the reason.
+            facts = action.check_target(runner, args.python)
+            blocked = action.refusal(facts)
+        else:
+            facts = action.checked(runner, args.python)
     except action.ApplyError as exc:
         return _err(f"refused: {exc}")
 
@@ -116,6 +122,8 @@ def main(
         for line in action.show_plan(plan):
             print(line)
         if args.dry_run:
+            if blocked:
+                print(f"not possible here yet: {blocked}")
             print("dry run: nothing was changed")
             return 0
         if not args.yes:

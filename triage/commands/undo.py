@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from triage.playbooks.engine import show_argv
+from triage.playbooks.wording import outcome_words
 from triage.transcript import Transcript, all_transcripts, last_transcript, undo
 
 USAGE_ERROR = 2
@@ -44,7 +45,8 @@ def main(argv: list[str]) -> int:
     if args.list:
         for t in all_transcripts():
             state = "undone" if t.meta.get("undone") else ("changed things" if t.changed_anything else "no changes")
-            print(f"{t.root.name}  {t.meta.get('title')}  on {t.meta.get('where')}  outcome={t.meta.get('outcome')}  [{state}]")
+            result = outcome_words(t.meta.get("outcome")) if t.meta.get("outcome") else "not finished"
+            print(f"{t.root.name}  {t.meta.get('title')}  on {t.meta.get('where')}  result: {result}  [{state}]")
         return 0
 
     t = last_transcript()
