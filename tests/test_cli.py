@@ -153,3 +153,13 @@ def test_a_log_cut_off_during_start_up_says_so(tmp_path):
     whole.write_bytes(healthy)
     r = run_triage("--log", str(whole), "--json", "--offline", "--no-probe")
     assert not any("ends during start-up" in w for w in json.loads(r.stdout).get("warnings", []))
+
+
+def test_the_report_says_when_the_probed_machine_is_not_the_logs():
+    """The demo log ran on 8 GPUs from /root/ml-env; this machine (the test's) has neither."""
+    r = run_triage("--log", "triage/demo/glm5_sm120.log", "--report", "--offline", env={"TRIAGE_NO_TUI": "1"})
+    out = " ".join(r.stdout.decode().split())
+    assert "Not the machine that wrote the log:" in out and "the log's vLLM used 8 GPUs" in out
+    # With the log alone (no probe) there is nothing to mix up.
+    r = run_triage("--log", "triage/demo/glm5_sm120.log", "--report", "--offline", "--no-probe")
+    assert "Not the machine" not in r.stdout.decode()
