@@ -46,7 +46,10 @@ class TriageApp(App[int]):
         Binding("4", "view('fix')", "Fix", show=False),
         Binding("question_mark,f1", "help", "Help"),
         Binding("q", "quit", "Quit"),
+        # Ctrl+C and Ctrl+Q quit too, as in nvitop, htop and lazygit (Textual would only say "press ctrl+q").
+        Binding("ctrl+c,ctrl+q", "quit", "Quit", show=False, priority=True),
     ]
+    QUIT_AGAIN_S = 3.0  # while vLLM writes, a second quit key within this many seconds quits
 
     def __init__(
         self,
@@ -195,15 +198,16 @@ class TriageApp(App[int]):
     def _quick_done(self, report: Report, scan: Scan, final: bool, lines: list[tuple[int, str]] | None) -> None:
         self._quick_running = False
         if lines is not None:
-            self.query_one(DiagnosisPane).set_log_lines(lines)
+            self.query_one(DiagnosisPane).set_log_lines(lines, scan.lines_total)
         self._show(report)
         if final and self.opts.needs_full_stage:
             self._start_full(scan, force=True)
 
     @work(thread=True, exclusive=True, group="lines", exit_on_error=False)
     def _log_lines(self, scan: Scan) -> None:
-        lines = intake.view_lines(scan, self.log_path)
-        self.call_from_thread(self.query_one(DiagnosisPane).set_log_lines, lines)
+        spool = self.live.spool_path if self.live is not None else None
+        lines = intake.view_lines(scan, self.log_path or spool)
+        self.call_from_thread(self.query_one(DiagnosisPane).set_log_lines, lines, scan.lines_total)
 
     # --- the full stage: probes and upstream ---
 
@@ -311,6 +315,19 @@ class TriageApp(App[int]):
         else:
             pane.focus()
         self.refresh_bindings()
+
+    async def action_quit(self) -> None:
+        """Quit; while vLLM is still writing into the pipe, ask for the key again first (quitting then
+        leaves vLLM running, its output drained in the background)."""
+        live = self.live
+        if live is not None and live.is_pipe and not live.ended:
+            now = time.monotonic()
+            if now - getattr(self, "_quit_asked_at", -1e9) > self.QUIT_AGAIN_S:
+                self._quit_asked_at = now
+                self.notify("vLLM is still writing. Press q (or ctrl+c) again to quit: vLLM keeps running and "
+                            "its output keeps going to your tee'd file.", title="Quit?", timeout=self.QUIT_AGAIN_S)
+                return
+        self.exit(self.return_code or 0)
 
     def action_help(self) -> None:
         from triage.tui.dialogs import HelpScreen

@@ -23,11 +23,12 @@ Everything is reachable from the keyboard; **ctrl+p** opens the command palette.
 | **1** **2** **3** **4** | Diagnosis · Machine · Upstream · Fix |
 | **tab** / **shift+tab** | move between parts of a view |
 | **?** or **f1** | this help |
-| **q** | quit (twice while vLLM is still writing to the pipe) |
-| **ctrl+p** | command palette |
+| **q** **ctrl+c** **ctrl+q** | quit (press it twice while vLLM is still writing to the pipe) |
+| **ctrl+p** | command palette (also: open another log) |
 
 **Diagnosis**: **e** / **E** next / previous evidence line · **/** search the log · **n** / **N** next /
-previous match · **]** / **[** next / previous finding · **↑↓ j k g G** move in the log.
+previous match · **]** / **[** next / previous finding · **w** whole / short lines · **↑↓ j k g G**
+move in the log.
 
 **Machine**: **a** add a host (probe it over SSH and compare) · **r** probe again.
 
@@ -39,7 +40,7 @@ the terminal with the app suspended (password prompts) · **D** dry run (shows e
 nothing) · **p** another playbook · **u** undo what the playbook changed.
 
 Mouse support is off so that your terminal's own selection and copy work; `--mouse` turns it on.
-Ctrl+C does not stop anything: it never reaches vLLM's process group. Colours follow your terminal;
+Ctrl+C quits triage only: it never reaches vLLM's process group. Colours follow your terminal;
 `NO_COLOR=1` turns them off.
 """
 
