@@ -211,6 +211,10 @@ def _diagnose(argv: list[str]) -> int:
         return EXIT_USAGE
     if not report.diagnoses and source != "-" and cut_short(source):
         report.warnings.append(CUT_SHORT)
+    if args.demo:
+        from triage.demo import with_recorded_upstream
+
+        with_recorded_upstream(report)
     if args.json:
         import json
 

@@ -128,10 +128,11 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
             con.print(f"  [yellow]![/] {escape(str(f.get('title', '')))}"
                       + (f" -> {escape(str(f['fix']))}" if f.get("fix") else ""))
     if report.upstream:
-        con.print("\n[bold]Upstream[/]")
+        recorded = any(h.get("recorded") for h in report.upstream)
+        con.print("\n[bold]Upstream[/]" + (" (recorded answers: the demo does not go online)" if recorded else ""))
         for h in report.upstream[:6]:
             state = h.get("state", "")
-            con.print(f"  #{h.get('number')} [{state}] {escape(str(h.get('title', '')))[:90]}")
+            con.print(f"  #{h.get('number')} {escape(f'[{state}]')} {escape(str(h.get('title', '')))[:90]}")
             con.print(f"      {escape(str(h.get('why', '')))}  {h.get('url', '')}")
     if report.upgrade:
         u = report.upgrade

@@ -38,7 +38,7 @@ class Options:
 
     @property
     def needs_full_stage(self) -> bool:
-        return self.probe or not self.offline
+        return self.probe or not self.offline or self.demo
 
 
 class LiveLog:
@@ -157,17 +157,22 @@ def quick_report(opts: Options, scan: Scan) -> Report:
 
 
 def full_report(opts: Options, scan: Scan) -> Report:
-    """Everything the command line allows: probes of this machine or --host, upstream search."""
+    """Everything the command line allows: probes of this machine or --host, upstream search (for the
+    demo, the recorded answers)."""
     from triage.pipeline import build_report
 
     try:
-        return build_report(scan.source, offline=opts.offline, probe=opts.probe, host=opts.host,
-                            python=opts.python, snapshot=opts.snapshot, scan=scan)
+        report = build_report(scan.source, offline=opts.offline, probe=opts.probe, host=opts.host,
+                              python=opts.python, snapshot=opts.snapshot, scan=scan)
     except InputError as exc:
         report = build_report(scan.source, offline=opts.offline, probe=opts.probe and not opts.snapshot,
                               host=opts.host, python=opts.python, snapshot=None, scan=scan)
         report.warnings.append(str(exc))
-        return report
+    if opts.demo:
+        from triage.demo import with_recorded_upstream
+
+        with_recorded_upstream(report)
+    return report
 
 
 def view_lines(scan: Scan, path: str | None) -> list[tuple[int, str]]:

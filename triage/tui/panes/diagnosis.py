@@ -7,11 +7,11 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.markup import escape
 from textual.widgets import Static
 
 from triage.model import Diagnosis, Report
 from triage.tui.logview import LogView
+from triage.tui.text import escape, wrapped
 
 
 def _fact_value(v: Any) -> str:
@@ -24,7 +24,7 @@ def _fact_value(v: Any) -> str:
     return str(v)
 
 
-def diagnosis_markup(report: Report | None, index: int, *, live: bool) -> str:
+def diagnosis_markup(report: Report | None, index: int, *, live: bool, width: int = 0) -> str:
     """The text of the upper part: the chosen diagnosis, then the others, then harmless notes."""
     if report is None:
         return "[$text-muted]Reading the log…[/]"
@@ -54,7 +54,8 @@ def diagnosis_markup(report: Report | None, index: int, *, live: bool) -> str:
         out.append(f"[$success b]Guided fix[/] press [b]4[/] (playbook {escape(d.fix.playbook)})")
     if d.explanation:
         out.append("[b]Why[/]")
-        out.extend(f"  {escape(line)}" for line in d.explanation)
+        for line in d.explanation:
+            out.extend(wrapped(line, width))
     facts = {k: v for k, v in d.facts.items() if k != "explanation" and v not in (None, "", [], {})}
     if facts:
         out.append("[b]Facts[/]")
@@ -136,7 +137,12 @@ class DiagnosisPane(Vertical):
         self._title()
 
     def _render_text(self) -> None:
-        self.query_one("#diag-text", Static).update(diagnosis_markup(self.report, self.index, live=self.live))
+        width = self.query_one("#diag-body").scrollable_content_region.width
+        self.query_one("#diag-text", Static).update(diagnosis_markup(self.report, self.index, live=self.live,
+                                                                     width=width))
+
+    def on_resize(self) -> None:
+        self._render_text()
 
     def _title(self) -> None:
         lv = self.log_view

@@ -10,16 +10,22 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from triage.model import UPGRADE_VERDICTS, Report
+from triage.tui.text import escape, wrapped
 
 VERDICT_STYLES = {"fixes": "$success", "does-not-fix": "$error", "unknown": "$warning"}
 STATE_STYLE = {"open": "green", "merged": "magenta", "closed": "red"}
 
 
-def upgrade_markup(report: Report | None, *, busy: str = "") -> str:
+def _evidence_order(e: str) -> int:
+    """What decides the upgrade first (what it needs, its caveats), the sources last."""
+    e = e.lower()
+    return 0 if e.startswith("needs") else 1 if e.startswith("caveat") else 3 if e.startswith("sources") else 2
+
+
+def upgrade_markup(report: Report | None, *, busy: str = "", width: int = 0) -> str:
     out = []
     if busy:
         out.append(f"[$accent]{escape(busy)}[/]")
@@ -32,11 +38,13 @@ def upgrade_markup(report: Report | None, *, busy: str = "") -> str:
     style, words = VERDICT_STYLES.get(verdict, "$warning"), UPGRADE_VERDICTS.get(verdict, verdict)
     target = f" (to {escape(str(u['target_version']))})" if u.get("target_version") else ""
     out.append(f"[b]Upgrade[/] [{style} b]{escape(words)}[/]{target}")
-    ev = u.get("evidence")
-    for e in (ev if isinstance(ev, list) else [ev] if ev else [])[:6]:
-        out.append(f"  [$text-muted]{escape(str(e))}[/]")
     if u.get("overwrites"):
-        out.append(f"  [$warning]would overwrite: {escape(', '.join(map(str, u['overwrites'])))}[/]")
+        out.extend(wrapped("would overwrite: " + ", ".join(map(str, u["overwrites"])), width,
+                           style=lambda t: f"[$warning]{t}[/]"))
+    ev = u.get("evidence")
+    ev = [str(e) for e in (ev if isinstance(ev, list) else [ev] if ev else [])]
+    for e in sorted(ev, key=_evidence_order):
+        out.extend(wrapped(e, width, style=lambda t: f"[$text-muted]{t}[/]"))
     return "\n".join(out)
 
 
@@ -46,7 +54,8 @@ def hit_markup(h: dict[str, Any] | None) -> str:
     kind = "PR" if h.get("kind") == "pr" else "issue"
     out = [f"[b]#{h.get('number')}[/] {escape(str(h.get('title', '')))}",
            f"  {kind} · {escape(str(h.get('state', '')))} · score {h.get('score', '')}"
-           + (f" · cached {escape(str(h['age']))} ago" if h.get("age") else ""),
+           + (f" · cached {escape(str(h['age']))} ago" if h.get("age") else "")
+           + (" · recorded" if h.get("recorded") else ""),
            f"  [b]why[/] {escape(str(h.get('why', '')))}"]
     if h.get("fixed_by"):
         repo = f"{h['fixed_by_repo']}" if h.get("fixed_by_repo") else ""
@@ -74,12 +83,16 @@ class UpstreamPane(Vertical):
         yield Static("", id="hit-detail")
 
     def show(self, report: Report | None, *, busy: str = "", offline: bool = False) -> None:
-        self.query_one("#upgrade-text", Static).update(upgrade_markup(report, busy=busy))
+        self._shown = (report, busy, offline)
+        width = self.query_one("#upgrade-box").scrollable_content_region.width - 2
+        self.query_one("#upgrade-text", Static).update(upgrade_markup(report, busy=busy, width=width))
         hits = list((report.upstream or []) if report is not None else [])
         queries = getattr(report, "upstream_queries", None) or []
         title = self.query_one("#hits-title", Static)
         if hits:
+            recorded = any(h.get("recorded") for h in hits)
             title.update(f"[b]Upstream[/] {len(hits)} hit(s), best first"
+                         + (" [$warning]· recorded answers (the demo does not go online)[/]" if recorded else "")
                          + (f" [$text-muted]· {len(queries)} searches[/]" if queries else ""))
         elif report is not None and report.upstream is not None:
             title.update("[b]Upstream[/] no matching issues or pull requests"
@@ -99,6 +112,13 @@ class UpstreamPane(Vertical):
                           str(h.get("title", "")))
         table.display = bool(hits)
         self._detail(0 if hits else None)
+
+    def on_resize(self) -> None:
+        shown = getattr(self, "_shown", None)
+        if shown is not None:
+            report, busy, _offline = shown
+            width = self.query_one("#upgrade-box").scrollable_content_region.width - 2
+            self.query_one("#upgrade-text", Static).update(upgrade_markup(report, busy=busy, width=width))
 
     def _detail(self, row: int | None) -> None:
         h = self.hits[row] if row is not None and 0 <= row < len(self.hits) else None
