@@ -99,3 +99,16 @@ def test_kv_capacity_for_every_message_form():
                        ("unseen/kv_cache_memory--llama4-scout-1m-no-estimate.log", 435595)]:
         d = build_report(str(ROOT / "tests" / "logs" / name), offline=True, probe=False).diagnoses[0]
         assert d.facts["kv_capacity_tokens"] == want, name
+
+
+def test_the_upgrade_installs_what_the_new_vllm_needs_and_relaunches_with_its_flags():
+    """The demo's upgrade verdict says the new vLLM needs flashinfer-python>=0.6.14 (0.6.3 installed)
+    and --kv-cache-dtype fp8_ds_mla: one pip command installs both, and the relaunch carries the flag."""
+    r = run_triage("fix", "--demo", "--dry-run", env={"COLUMNS": "200"})
+    out = r.stdout.decode()
+    assert "-m pip install vllm==0.26.0 'flashinfer-python>=0.6.14'" in out
+    flat = " ".join(out.split())
+    relaunch = flat[flat.index("Let triage launch it"):]
+    relaunch = relaunch[:relaunch.index(")")]
+    assert "--kv-cache-dtype fp8_ds_mla" in relaunch and "--kv-cache-dtype auto" not in relaunch
+    assert not leaks(out)

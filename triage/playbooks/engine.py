@@ -637,6 +637,10 @@ class Session:
             self._pending_target = step.get("on_failure")
             return self._view(step, result=StepResult("failure", preview.problem), **kw)
         if self.dry_run:
+            # Walk on as if it was applied: later steps show what they would then do.
+            if preview.facts:
+                self.facts.update(preview.facts)
+                refresh_derived(self.facts)
             self._pending_target = step.get("on_success")
             return self._view(step, result=StepResult("not-run", "dry run: not applied"), **kw)
         return self._view(step, needs="confirm", **kw)
