@@ -439,3 +439,53 @@ async def test_live_pipe_waits_for_the_cause_then_holds_every_line():
         assert len(lv.lines) == app.report.lines == len(lines) + 2
         assert "error-like lines only" not in _text(app, "#log-title")
         assert lv.search("model   /models/GLM-5-FP8", 1) is not None  # a banner line no rule selects
+
+
+async def test_a_typo_in_the_log_picker_keeps_it_open_and_the_palette_opens_another_log(tmp_path):
+    from triage.tui.dialogs import OpenLogScreen
+
+    from triage.tui.app import TriageApp
+    from triage.tui.intake import Options
+
+    log = tmp_path / "other.log"
+    log.write_bytes((ROOT / "tests" / "logs" / "kv_cache.insufficient_for_max_len.log").read_bytes())
+    app = TriageApp(Options(DEMO_LOG_REL, offline=True, probe=False), hosts=[])
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        for ch in "Open another log":
+            await pilot.press("space" if ch == " " else ch)
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, OpenLogScreen)
+        for ch in str(tmp_path / "othr.log"):
+            await pilot.press(ch)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, OpenLogScreen), "a typo must not close the dialog"
+        assert "no such file" in app.screen.status_text
+        inp = app.screen.query_one("#open-path")
+        inp.value = str(log)
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert not isinstance(app.screen, OpenLogScreen)
+        assert app.opts.source == str(log)
+        assert app.report is not None and app.report.diagnoses[0].category == "kv_cache_memory"
+
+
+async def test_help_shows_every_key_at_120x36_without_scrolling():
+    from triage.tui.dialogs import HelpScreen
+
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("question_mark")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, HelpScreen)
+        box = app.screen.query_one("#help-box")
+        assert box.max_scroll_y == 0, "the help is cut at 120x36"
+        from triage.tui.dialogs import HELP
+
+        assert "**w** whole / short lines" in " ".join(HELP.split()) and "ctrl+c" in HELP

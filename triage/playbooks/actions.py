@@ -229,9 +229,11 @@ class SavePatches:
         files = _patched(args, ctx)
         if not files:
             return Preview(lines=["no hand-patched vLLM files are known; nothing to save"])
+        dest = self._dest(args)
         return Preview(
-            lines=[f"copy {len(files)} patched file(s) from {ctx.runner.where} to {self._dest(args)} on this machine:"]
-            + [f"  {f}" for f in files]
+            lines=[f"copy {len(files)} patched file(s) from {ctx.runner.where} to {dest} on this machine:"]
+            + [f"  {f}" for f in files],
+            facts={"saved_patches_dir": str(dest)},
         )
 
     def apply(self, args: dict[str, Any], ctx: ActionContext) -> ActionResult:
@@ -346,7 +348,7 @@ class UpgradeVllm:
             lines.append("then launch with " + " ".join(f"{k} {v}".strip() for k, v in flags.items())
                          + " (the new version needs it for this model)")
         files = _patched(args, ctx)
-        if files:
+        if files and not ctx.facts.get("saved_patches_dir"):
             lines.append(f"first save the {len(files)} hand-patched vLLM file(s): the upgrade overwrites them")
         return Preview(lines=lines, commands=[self._argv(args, ctx, spec)], facts=self._launch_facts(ctx, flags))
 
@@ -365,7 +367,7 @@ class UpgradeVllm:
         if problem or spec is None:
             return ActionResult(False, problem or "no target")
         facts: dict[str, Any] = {}
-        if _patched(args, ctx):
+        if _patched(args, ctx) and not ctx.facts.get("saved_patches_dir"):
             saved = SavePatches().apply({}, ctx)
             if not saved.ok:
                 return ActionResult(False, f"not upgrading: {saved.message}")

@@ -138,7 +138,8 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
         u = report.upgrade
         verdict = UPGRADE_VERDICTS.get(u.get("verdict"), u.get("verdict"))
         target = f" (to {u['target_version']})" if u.get("target_version") else ""
-        con.print(f"\n[bold]Upgrade[/]: {escape(str(verdict))}{target}")
+        words = str(verdict)
+        con.print(f"\n[bold]{escape(words[:1].upper() + words[1:])}[/]{target}")
         ev = u.get("evidence")
         for e in (ev if isinstance(ev, list) else [ev] if ev else [])[:4]:
             con.print(f"  {escape(str(e))}")

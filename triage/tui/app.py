@@ -127,6 +127,28 @@ class TriageApp(App[int]):
         self.opts.source = path
         self._begin()
 
+    def action_open_log(self) -> None:
+        """Read another log in place of this one (the palette's "Open another log")."""
+        if self.live is not None and self.live.is_pipe and not self.live.ended:
+            self.notify("vLLM is still writing into the pipe: quit first to read another log", severity="warning")
+            return
+        from triage.tui.dialogs import OpenLogScreen
+
+        def opened(path: str | None) -> None:
+            if not path:
+                return
+            if self._timer is not None:
+                self._timer.stop()
+                self._timer = None
+            self.opts.source, self.opts.demo = path, False
+            self.live, self.report, self.full, self.error = None, None, None, None
+            self._full_started, self._fed_seen, self.first_diagnosis_at = False, -1, None
+            self.query_one(DiagnosisPane).set_log_lines([])
+            self._refresh_views()
+            self._begin()
+
+        self.push_screen(OpenLogScreen(self._finder), opened)
+
     # --- reading the log ---
 
     def _begin(self) -> None:
@@ -389,6 +411,8 @@ class TriageApp(App[int]):
             yield SystemCommand(f"View: {label}", f"show the {label} view (key {i})",
                                 lambda vid=vid: self.action_view(vid))
         yield SystemCommand("Help: keys", "every key of every view (? or f1)", self.action_help)
+        yield SystemCommand("Open another log", "type a path or pick a vLLM log found on this machine",
+                            self.action_open_log)
         diag = self.query_one(DiagnosisPane)
         yield SystemCommand("Diagnosis: next evidence line", "jump the log to the next evidence line (e)",
                             lambda: (self.action_view("diagnosis"), diag.action_evidence(1)))

@@ -14,15 +14,13 @@ from textual.widgets import Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
 
 HELP = """\
-# triage: keys
-
-Everything is reachable from the keyboard; **ctrl+p** opens the command palette.
+**triage: keys** · everything is reachable from the keyboard · **ctrl+p** opens the command palette
 
 | key | does |
 |---|---|
 | **1** **2** **3** **4** | Diagnosis · Machine · Upstream · Fix |
 | **tab** / **shift+tab** | move between parts of a view |
-| **?** or **f1** | this help |
+| **?** or **f1** | this help (**escape** closes it) |
 | **q** **ctrl+c** **ctrl+q** | quit (press it twice while vLLM is still writing to the pipe) |
 | **ctrl+p** | command palette (also: open another log) |
 
@@ -39,9 +37,8 @@ move in the log.
 the terminal with the app suspended (password prompts) · **D** dry run (shows every step, runs
 nothing) · **p** another playbook · **u** undo what the playbook changed.
 
-Mouse support is off so that your terminal's own selection and copy work; `--mouse` turns it on.
-Ctrl+C quits triage only: it never reaches vLLM's process group. Colours follow your terminal;
-`NO_COLOR=1` turns them off.
+The mouse is off so that your terminal's own selection and copy work (`--mouse` turns it on).
+Ctrl+C quits triage only: it never reaches vLLM's process group. `NO_COLOR=1` turns colours off.
 """
 
 
@@ -110,6 +107,7 @@ class OpenLogScreen(ModalScreen[str | None]):
         super().__init__()
         self.finder = finder
         self.found: list[Any] = []
+        self.status_text = ""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="open-box"):
@@ -136,6 +134,7 @@ class OpenLogScreen(ModalScreen[str | None]):
 
     def _status(self, text: str) -> None:
         self.query_one("#open-status", Static).update(f"[$text-muted]{escape(text)}[/]")
+        self.status_text = text
 
     def _show(self, found: list[Any]) -> None:
         self.found = found
@@ -154,7 +153,24 @@ class OpenLogScreen(ModalScreen[str | None]):
         event.stop()
         path = event.value.strip()
         if path:
-            self.dismiss(path)
+            # A typo keeps the dialog open with what is wrong; only a readable log closes it.
+            import os
+
+            from triage.cli import input_problem
+
+            full = os.path.expanduser(path)
+            if os.path.isdir(full):
+                self._status(f"{path} is a folder: type the path of a log file")
+            elif not os.path.isfile(full):
+                self._status(f"no such file: {path}")
+            elif not os.access(full, os.R_OK):
+                self._status(f"cannot read {path}: permission denied")
+            else:
+                problem = input_problem(full)
+                if problem:
+                    self._status(problem)
+                else:
+                    self.dismiss(full)
         elif self.found:
             self._take(0)
 

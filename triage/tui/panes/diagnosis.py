@@ -10,6 +10,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from triage.model import Diagnosis, Report
+from triage.playbooks.wording import human_value
 from triage.tui.logview import LogView
 from triage.tui.text import escape, wrapped
 
@@ -56,7 +57,9 @@ def diagnosis_markup(report: Report | None, index: int, *, live: bool, width: in
         out.append("[b]Why[/]")
         for line in d.explanation:
             out.extend(wrapped(line, width))
-    facts = {k: v for k, v in d.facts.items() if k != "explanation" and v not in (None, "", [], {})}
+    facts = {k: human_value(k, v) for k, v in d.facts.items() if k != "explanation" and v not in (None, "", [], {})}
+    if "cuda_driver_version" in facts:
+        facts.pop("found", None)  # torch's raw form of the same number (12020 for 12.2)
     if facts:
         out.append("[b]Facts[/]")
         width = min(24, max(len(k) for k in facts))

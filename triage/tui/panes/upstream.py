@@ -37,7 +37,7 @@ def upgrade_markup(report: Report | None, *, busy: str = "", width: int = 0) -> 
     verdict = str(u.get("verdict"))
     style, words = VERDICT_STYLES.get(verdict, "$warning"), UPGRADE_VERDICTS.get(verdict, verdict)
     target = f" (to {escape(str(u['target_version']))})" if u.get("target_version") else ""
-    out.append(f"[b]Upgrade[/] [{style} b]{escape(words)}[/]{target}")
+    out.append(f"[{style} b]{escape(words[:1].upper() + words[1:])}[/]{target}")
     if u.get("overwrites"):
         out.extend(wrapped("would overwrite: " + ", ".join(map(str, u["overwrites"])), width,
                            style=lambda t: f"[$warning]{t}[/]"))
