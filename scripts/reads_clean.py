@@ -24,11 +24,11 @@ sys.path.insert(0, str(ROOT))
 from triage.playbooks.wording import leaks  # noqa: E402
 
 
-def check(log: Path) -> tuple[Path, list[str], int]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TRIAGE_NO_TUI="1", COLUMNS="100")
+def check(log: Path, root: Path = ROOT) -> tuple[Path, list[str], int]:
+    env = dict(os.environ, PYTHONPATH=str(root), TRIAGE_NO_TUI="1", COLUMNS="100")
     proc = subprocess.run(
-        [sys.executable, "-m", "triage", "fix", "--log", str(log), "--dry-run", "--offline", "--no-probe"],
-        capture_output=True, text=True, env=env, timeout=300,
+        [sys.executable, "-m", "triage", "fix", "--log", str(log.resolve()), "--dry-run", "--offline", "--no-probe"],
+        capture_output=True, text=True, env=env, timeout=300, cwd=str(root),  # -m finds triage in cwd first
     )
     problems = leaks(proc.stdout + proc.stderr)
     if proc.returncode not in (0, 3, 4):
@@ -41,13 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("folder", type=Path)
     ap.add_argument("--show", action="store_true", help="list the first problem of each log that does not read clean")
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2))
+    ap.add_argument("--triage", type=Path, default=ROOT, metavar="CHECKOUT",
+                    help="measure the triage of another checkout (before/after), with this checkout's check")
     args = ap.parse_args(argv)
     logs = sorted(p for p in args.folder.rglob("*") if p.is_file() and p.name.endswith((".log", ".log.gz", ".txt")))
     if not logs:
         print(f"no logs under {args.folder}", file=sys.stderr)
         return 2
     with ThreadPoolExecutor(args.jobs) as pool:
-        results = list(pool.map(check, logs))
+        results = list(pool.map(lambda log: check(log, args.triage.resolve()), logs))
     dirty = [(log, problems) for log, problems, _rc in results if problems]
     if args.show:
         for log, problems in dirty:

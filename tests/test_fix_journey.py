@@ -112,3 +112,34 @@ def test_the_upgrade_installs_what_the_new_vllm_needs_and_relaunches_with_its_fl
     relaunch = relaunch[:relaunch.index(")")]
     assert "--kv-cache-dtype fp8_ds_mla" in relaunch and "--kv-cache-dtype auto" not in relaunch
     assert not leaks(out)
+
+
+@pytest.mark.parametrize("text", [
+    "Driver unknown supports CUDA up to unknown. torch unknown was built for CUDA unknown.",
+    "    1) Shorter max context: --max-model-len unknown (or less) (default)",
+    "    $ '{*launch_argv}'",
+    "    -> fail: upstream: unknown; upstream.verdict == 'fixes' and upstream.target_version is known: fail",
+    "    -> pass: cc_major not in [9, 10]: pass",
+    "Outcome: upgrade:vllm",
+    "20261130-1  Fix  on this machine  outcome=None  [no changes]",
+    'Traceback (most recent call last):',
+])
+def test_the_check_catches_what_the_issue_saw(text):
+    assert leaks(text)
+
+
+def test_the_check_lets_plain_words_and_quoted_code_through():
+    assert not leaks("The model's architecture is unknown to this vLLM. Set `--kv-cache-dtype auto`.")
+    assert not leaks("spawned workers re-ran the script (missing `if __name__ == '__main__':` guard)")
+
+
+def test_the_reads_clean_script_measures_a_folder(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    for name in ("kv_cache.insufficient_for_max_len.log", "cuda.driver_too_old.log"):
+        shutil.copy(ROOT / "tests" / "logs" / name, tmp_path / name)
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "reads_clean.py"), str(tmp_path), "--jobs", "2"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "reads clean: 2/2 = 100%" in r.stdout, r.stdout + r.stderr
