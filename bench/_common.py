@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import random
-import resource
 import subprocess
 import sys
 import time
@@ -72,6 +71,58 @@ def make_log(path: Path, size_bytes: int, seed: int = 7) -> Path:
             written += len(line)
             i += 1
         f.write(crash)
+    return path
+
+
+ERROR_DENSE = [
+    # what a server that runs for hours but rejects requests prints: errors that are not the failure
+    "(APIServer pid=2114) ERROR 02-14 {h:02d}:{m:02d}:{s:02d} [serving_chat.py:1245] Error in preprocessing prompt "
+    "inputs: This model's maximum context length is 32768 tokens. However, you requested {n} tokens "
+    "(chatcmpl-{id:x}).",
+    "(APIServer pid=2114) WARNING 02-14 {h:02d}:{m:02d}:{s:02d} [protocol.py:72] The following fields were present "
+    "in the request but ignored: {{'stream_options'}} (request chatcmpl-{id:x}, error count {n})",
+]
+
+
+def make_error_dense_log(path: Path, size_bytes: int, seed: int = 11) -> Path:
+    """A served-for-hours log where one line in eight is a repeated error or warning (not the failure),
+    ending in the flagship crash: the cost must follow the distinct messages, not the matching lines."""
+    rnd = random.Random(seed)
+    demo = (ROOT / "triage" / "demo" / "glm5_sm120.log").read_text()
+    head, crash = demo[: demo.index("(Worker_TP0 pid=4188) ERROR")], demo[demo.index("(Worker_TP0 pid=4188) ERROR"):]
+    with open(path, "w") as f:
+        f.write(head)
+        written = len(head)
+        i = 0
+        while written < size_bytes - len(crash):
+            t = ERROR_DENSE[(i // 8) % 2] if i % 8 == 7 else NOISE[i % len(NOISE)]
+            line = t.format(a=rnd.randrange(256), b=rnd.randrange(256), port=rnd.randrange(30000, 60000),
+                            h=rnd.randrange(24), m=rnd.randrange(60), s=rnd.randrange(60), x=rnd.random() * 9000,
+                            y=rnd.random() * 3000, r=rnd.randrange(64), u=rnd.random() * 100, p=rnd.random() * 100,
+                            id=rnd.getrandbits(64), n=rnd.randrange(32769, 200000)) + "\n"
+            f.write(line)
+            written += len(line)
+            i += 1
+        f.write(crash)
+    return path
+
+
+def make_restart_loop_log(path: Path, size_bytes: int, seed: int = 13) -> Path:
+    """`kubectl logs` of a pod that restarts forever: the same KV-cache failure, start after start, each
+    with its own pids and timestamps."""
+    rnd = random.Random(seed)
+    start = (ROOT / "tests" / "logs" / "unseen" / "kv_cache_memory--gpt-oss-120b-util-05.log").read_text()
+    with open(path, "w") as f:
+        written = 0
+        n = 0
+        while written < size_bytes:
+            api, core = rnd.randrange(100, 99999), rnd.randrange(100, 99999)
+            h, m = divmod(n % 1440, 60)
+            text = (start.replace("223611", str(api)).replace("223840", str(core))
+                    .replace("10-25 13:", f"10-25 {h:02d}:").replace(":08:", f":{m:02d}:"))
+            f.write(text)
+            written += len(text)
+            n += 1
     return path
 
 

@@ -50,7 +50,7 @@ def main() -> int:
     env = {"PATH": f"{python.parent}:{os.environ['PATH']}", "PYTHONPATH": str(nvml),
            "FAKE_NVML_PROFILE": "rtxpro6000x8"}
 
-    from triage.remote import probe_hosts
+    from triage.probes.over_ssh import probe_hosts
 
     loop = LoopThread()
     servers = []

@@ -27,7 +27,7 @@ SIZES = [(120, 36), (80, 24)]
 
 
 def demo_app(hosts=None):
-    from triage.cli import DEMO_LOG, DEMO_SNAPSHOT
+    from triage.demo import DEMO_LOG, DEMO_SNAPSHOT
     from triage.tui.app import TriageApp
     from triage.tui.intake import Options, full_report, quick_report
 

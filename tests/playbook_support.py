@@ -5,9 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from triage.actions.sparse_mla import InstallResult
 from triage.runner import LocalRunner, Result
 
-# Environment facts as the probes (issue 3) record them: one small dict per machine.
+# Environment facts as the probes record them: one small dict per machine.
 SNAPSHOTS: dict[str, dict[str, Any]] = {
     "sm120-nightly": {
         "vllm_version": "0.16.0rc2.dev313+g662205d34",
@@ -81,7 +82,7 @@ SNAPSHOTS: dict[str, dict[str, Any]] = {
     "no-probe": {},
 }
 
-# One diagnosis per category (plus variants), with the facts the lead's rules extract.
+# One diagnosis per category (plus variants), with the facts the rules extract.
 DIAGNOSES: dict[str, dict[str, Any]] = {
     "attention_backend": {
         "category": "attention_backend", "signature": "attention.no_valid_backend",
@@ -177,7 +178,7 @@ def upstream_fixes(version: str):
 
 
 class FakeSparseMlaModule:
-    """Stands in for triage.actions.sparse_mla (issue 6) where that module is not merged yet: installs
+    """Stands in for triage.actions.sparse_mla (no real vLLM to install into here): installs
     a marker file into the target environment's site-packages through the runner, records it with the
     transcript protocol (backup before, change with an undo argv after) as the real installer does."""
 
@@ -187,18 +188,18 @@ class FakeSparseMlaModule:
     def preview(self, *, runner, python):
         return [f"install triage_sparse_mla into {python} on {runner.where}"]
 
-    def apply(self, *, runner, python, recorder, yes=True):
+    def apply(self, *, runner, python, recorder, dry_run=False):
         self.calls += 1
         res = runner.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], timeout=60)
         recorder.command([python, "-c", "..."], res, runner.where)
         if not res.ok:
-            return {"ok": False, "message": res.stderr.strip()}
+            return InstallResult(False, res.stderr.strip())
         marker = res.stdout.strip() + "/triage_sparse_mla_fake.pth"
         recorder.backup(marker, runner)
         res = runner.run([python, "-c", "import sys; open(sys.argv[1], 'w').write('# fake plugin\\n')", marker], timeout=60)
         recorder.command(["write", marker], res, runner.where)
         recorder.change(f"installed triage_sparse_mla into {python}", [python, "-c", "import os, sys; os.remove(sys.argv[1])", marker])
-        return {"ok": True, "message": "installed triage_sparse_mla (fake)", "launch_flag": "--attention-backend CUSTOM"}
+        return InstallResult(True, "installed triage_sparse_mla (fake)", "--attention-backend CUSTOM")
 
 
 def fake_actions(module=None):
@@ -206,5 +207,5 @@ def fake_actions(module=None):
 
     actions = default_actions()
     mod = module or FakeSparseMlaModule()
-    actions["sparse-mla"] = SparseMla(module_loader=lambda: mod)
+    actions["sparse-mla"] = SparseMla(installer=mod)
     return actions

@@ -1,6 +1,8 @@
 """The attention-backend rule: both message forms, explicit selection, wrapped lines, reasons with
 commas and brackets, and the backend-by-backend explanation."""
 
+import pytest
+
 from triage.diagnose import diagnose
 from triage.logread import scan_text
 from triage.rules.attention import parse_config, parse_reasons
@@ -83,3 +85,42 @@ def test_wrapped_message_is_joined():
     d = diagnose(scan_text(log))[0][0]
     assert set(d.facts["rejected"]) == {"FLASH_ATTN_MLA", "TRITON_MLA"}
     assert [e.line for e in d.evidence] == [1, 2]
+
+
+# --- a selector dump wrapped across rows keeps its facts ------------------------------------------------
+
+def _wrapped(style: str, width: int) -> str:
+    """OLD_FORM's message cut into rows the ways real pastes show it."""
+    import textwrap
+
+    prefix, msg = OLD_FORM.rstrip("\n").split("] ", 1)
+    if style == "indented":  # wrapped by hand / by an issue template: continuation rows indented
+        rows = textwrap.wrap(msg, width, break_long_words=False, break_on_hyphens=False)
+        return "\n".join([f"{prefix}] {rows[0]}"] + ["    " + r for r in rows[1:]]) + "\n"
+    if style == "logger":  # each row printed with the log header (a multi-line message)
+        rows = textwrap.wrap(msg, width, break_long_words=False, break_on_hyphens=False)
+        return "\n".join(f"(EngineCore pid=7) {prefix}] {r}" for r in rows) + "\n"
+    raise ValueError(style)
+
+
+
+@pytest.mark.parametrize("style,width", [("indented", 60), ("indented", 100), ("logger", 70), ("logger", 120)])
+def test_wrapped_dump_keeps_head_size_and_reasons(style, width):
+    ds, _ = diagnose(scan_text(_wrapped(style, width)))
+    d = ds[0]
+    assert d.signature == "attention.no_valid_backend", [(x.signature, x.title) for x in ds]
+    f = d.facts
+    assert (f["head_size"], f["dtype"], f["block_size"]) == (576, "float16", 64)
+    assert set(f["rejected"]) == {"FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA", "FLASHMLA_SPARSE"}
+    assert f["rejected"]["FLASHMLA_SPARSE"] == ["dtype not supported", "compute capability not supported"]
+    assert "head size None" not in "\n".join(d.explanation)
+
+
+def test_wrapped_shared_memory_message_keeps_its_numbers():
+    log = ("(Worker pid=3) ERROR 08-25 12:01:00 [multiproc_executor.py:1000] triton.runtime.errors.OutOfResources: "
+           "out of resource: shared memory,\n"
+           "(Worker pid=3) ERROR 08-25 12:01:00 [multiproc_executor.py:1000]   Required: 102400, Hardware limit: 101376.\n")
+    d = diagnose(scan_text(log))[0][0]
+    assert d.signature == "triton.out_of_shared_memory"
+    assert (d.facts["shared_required"], d.facts["shared_limit"]) == (102400, 101376)
+    assert "102400 > 101376" in d.title

@@ -108,14 +108,6 @@ def test_headless_path_imports_no_tui_or_network():
     assert r.stdout.strip() == "0 []", r.stdout + r.stderr
 
 
-def test_core_never_imports_textual():
-    code = ("import sys, triage.cli, triage.pipeline, triage.diagnose, triage.logread, triage.rules\n"
-            "triage.rules.all_rules()\n"
-            "print('textual' in sys.modules)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT))
-    assert r.stdout.strip() == "False", r.stderr
-
-
 def test_a_mistyped_subcommand_gets_did_you_mean():
     r = run_triage("prob")
     err = r.stderr.decode().strip().splitlines()

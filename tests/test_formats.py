@@ -39,11 +39,6 @@ MOVES_LINES = {"wrap80", "wrap120"}  # rows, not lines: a long line becomes seve
 # Documented limitations: (transformation, fixture) -> why it cannot keep its diagnosis.
 # Each entry must still fail (a fixed limitation has to be taken off this list).
 LIMITS = {
-    ("wrap120", "install.torch_version_pin.log"):
-        "only one line of this log is longer than 120 columns, so the paste gives no terminal width "
-        "away (one cut row cannot be told from a line that happens to be the longest); the scanner "
-        "re-joins the pip ERROR line with its cut rest, but the decisive 'vllm ... requires torch==' "
-        "line after it carries no selectable word and is no longer the line after a selected one",
 }
 
 

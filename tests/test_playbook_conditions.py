@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, strategies as st
 
-from triage.playbooks.conditions import Condition, ConditionError, Version, compare_versions, evaluate
+from triage.playbooks.conditions import Condition, ConditionError, evaluate
+from triage.versions import Version, compare_versions
 
 ENV = {
     "compute_capability": "12.0",

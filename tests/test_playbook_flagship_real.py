@@ -151,7 +151,7 @@ def test_upgrade_branch_saves_patches_and_upgrades(env, capsys):
     assert manifest["vllm_version"] == OLD and manifest["files"][0]["path"].endswith("vllm/platforms/cuda.py")
     # The upgrade overwrote the patch; the saved copy is what keeps it.
     assert (env["site"] / "vllm" / "platforms" / "cuda.py").read_text() != PATCHED
-    assert f"-m pip install vllm==0.17.0" in text
+    assert "-m pip install vllm==0.17.0" in text
     # A nightly build cannot be put back by version: undo says so instead of pretending.
     assert undo_cmd.main(["--yes"]) == 0
     out = capsys.readouterr().out

@@ -87,11 +87,10 @@ def test_user_playbook_replaces_bundled_and_invalid_user_one_is_reported(tmp_pat
 
 
 def test_readme_lists_every_playbook():
-    """Fails until the lead adds the playbook table (see the playbooks branch's report) to README.md."""
+    """README.md's playbook table names every bundled playbook."""
     readme = ROOT / "README.md"
     text = readme.read_text(encoding="utf-8") if readme.exists() else ""
     missing = [p.stem for p in BUNDLED if f"`{p.stem}`" not in text]
     assert not missing, (
-        "README.md must list every bundled playbook id in backticks (the lead owns README.md; "
-        f"the table is in the playbooks helper's report). Missing: {missing}"
+        f"README.md must list every bundled playbook id in backticks. Missing: {missing}"
     )

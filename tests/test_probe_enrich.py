@@ -32,7 +32,8 @@ def test_demo_snapshot_is_consistent():
     assert f["torch_version"] == "2.10.0+cu129" and f["torch_cuda_version"] == "12.9"
     assert f["packages"]["vllm"] == f["vllm_version"]
     assert [x["id"] for x in host["findings"]] == ["vllm.patched"]
-    assert demo_probe().facts == f
+    # A snapshot's interpreter is marked as recorded elsewhere: a name to show, never one to run.
+    assert demo_probe().facts == {**f, "python": {**f["python"], "read_from": "snapshot"}}
 
 
 def test_sparse_mla_on_sm120_names_the_missing_backend():
@@ -79,7 +80,8 @@ def test_driver_older_than_torch_cuda():
     d = Diagnosis(category="cuda_driver", signature="cuda_driver.too_old", title="driver too old", confidence=0.9)
     enrich([d], {"driver_version": "550.127.05", "cuda_driver_version": "12.4", "torch_cuda_version": "12.9"})
     assert d.facts["driver_too_old_for_torch"] is True
-    assert "Error 803" in d.explanation[0] and "12.4" in d.explanation[0]
+    # too old a driver fails as "driver too old" or, through compat libraries on a non-data-center GPU, as 804
+    assert "until the driver is upgraded" in d.explanation[0] and "12.4" in d.explanation[0]
     d2 = Diagnosis(category="cuda_driver", signature="cuda_driver.error_803", title="x", confidence=0.9)
     enrich([d2], {"cuda_driver_version": "13.0", "torch_cuda_version": "12.9"})
     assert d2.facts["driver_too_old_for_torch"] is False and "compat" in d2.explanation[0]
@@ -122,3 +124,15 @@ def test_load_snapshot_errors(tmp_path):
         load_snapshot(tmp_path / "missing.json")
     p.write_text(json.dumps({"host": "h", "ok": True, "error": None, "facts": {"gpus": []}, "findings": []}))
     assert load_snapshot(p).host == "h"
+
+
+def test_unrecognised_failure_gets_no_area_specific_lines():
+    """The fallback's category is a guess from the traceback: the enrichers of that area must not add their story."""
+    env = {"driver_version": "550.127.05", "cuda_driver_version": "12.4", "torch_cuda_version": "12.9",
+           "compute_capability": "12.0", "gpus": [{"index": 0, "name": "NVIDIA RTX PRO 6000", "processes": [
+               {"pid": 7, "name": "python", "used_memory_mib": 9000}]}]}
+    for cat in ("cuda_driver", "attention_backend", "gpu_oom", "kernel_library"):
+        d = Diagnosis(category=cat, signature="generic.unrecognized_exception", title="Unrecognised failure: KeyError: 'x'",
+                      confidence=0.35, facts={"use_sparse": True})
+        enrich([d], env)
+        assert d.explanation == [] and "driver_too_old_for_torch" not in d.facts and "gpu_processes" not in d.facts, cat

@@ -185,14 +185,10 @@ def test_deep_runs_torch_in_a_subprocess(tmp_path):
 
 
 def test_python_candidates():
+    """Only the interpreter the user named, ours, or a remote PATH's: never one a log names."""
     assert python_candidates("/opt/py") == ["/opt/py"]
-    c = python_candidates(site_packages="/root/ml-env/lib/python3.12/site-packages")
-    assert c[:3] == ["/root/ml-env/bin/python3.12", "/root/ml-env/bin/python3", "/root/ml-env/bin/python"]
-    assert c[-1] == sys.executable
-    c = python_candidates(site_packages="/usr/local/lib/python3.12/dist-packages", remote=True)
-    assert c[:2] == ["/usr/local/bin/python3.12", "/usr/local/bin/python3"] and "/usr/bin/python3.12" in c
-    assert c[-2:] == ["python3", "python"]
-    assert python_candidates(python_prefix="/root/ml-env")[0] == "/root/ml-env/bin/python3"
+    assert python_candidates() == [sys.executable]
+    assert python_candidates(remote=True) == ["python3", "python"]
 
 
 def test_gather_uses_the_logs_python(nightly_env, monkeypatch):

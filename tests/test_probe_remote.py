@@ -9,7 +9,8 @@ import pytest
 from tests.fakes.ssh_lab import dead_port, host_env, lab, machines  # noqa: F401 (fixtures)
 from triage.probes import gather
 from triage.probes.fleet import fleet_diff
-from triage.remote import SSHRunner, parse_target, probe_hosts
+from triage.probes.over_ssh import probe_hosts
+from triage.remote import SSHRunner, parse_target
 
 
 def test_probe_over_ssh_config_alias(lab, machines):

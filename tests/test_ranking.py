@@ -1,4 +1,4 @@
-"""Ranking rules the lead owns in triage/diagnose.py."""
+"""The ranking of diagnoses (triage/diagnose.py): first real failure of a cascade first."""
 
 from triage.diagnose import diagnose
 from triage.logread import scan_text

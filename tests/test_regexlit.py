@@ -58,22 +58,3 @@ def test_clauses_never_hide_a_match():
                     for clause in clauses:
                         assert any(x in t for x in clause), (rule.signature, pattern, clause, t)
     assert checked > 100
-
-
-def test_the_table_is_remembered_and_a_corrupt_one_is_a_miss(monkeypatch):
-    from triage import regexlit
-
-    monkeypatch.setattr(regexlit, "_TABLE", None)
-    monkeypatch.setattr(regexlit, "_MISSED", False)
-    monkeypatch.setattr(regexlit, "_AT_EXIT", True)  # saved by hand here
-    pat = r"(?P<k>NVFP4|MXFP4) not supported"
-    want = (required_literal(pat), tuple(required_clauses(pat)))
-    assert regexlit.derived(pat) == want
-    regexlit.save_derived()
-    path = regexlit._table_file()
-    assert Path(path).exists()
-    monkeypatch.setattr(regexlit, "_TABLE", None)
-    assert regexlit.derived(pat) == want and not regexlit._MISSED  # read back, not derived again
-    Path(path).write_bytes(b"\x00garbage")
-    monkeypatch.setattr(regexlit, "_TABLE", None)
-    assert regexlit.derived(pat) == want and regexlit._MISSED

@@ -17,19 +17,21 @@ import pytest
 from triage.diagnose import diagnose, rules
 from triage.logread import scan_path, scan_text
 from triage.model import CATEGORIES, EXIT_NO_FAILURE, Report
+from triage.playbooks.load import load_library
 
 LOGS = Path(__file__).parent / "logs"
 FIXTURES = sorted(LOGS.glob("*.log"))
-PLAYBOOKS = {
-    "attention_backend": {"attention-backend", "attention-sparse-mla"},
-    "unsupported_gpu": {"unsupported-gpu"}, "dtype_unsupported": {"dtype-unsupported"},
-    "quantization": {"quantization"}, "cuda_driver": {"cuda-driver"}, "install_mismatch": {"install-mismatch"},
-    "kernel_library": {"kernel-library"}, "triton_compile": {"triton-compile"},
-    "kv_cache_memory": {"kv-cache-memory"}, "gpu_oom": {"gpu-oom"}, "cudagraph_capture": {"cudagraph-capture"},
-    "distributed": {"distributed"}, "model_support": {"model-support"}, "model_loading": {"model-loading"},
-    "tokenizer_chat_template": {"tokenizer-chat-template"}, "speculative_decoding": {"speculative-decoding"},
-    "engine_config": {"engine-config"}, "environment": {"environment"},
-}
+
+
+def playbooks_by_category() -> dict[str, set[str]]:
+    """Category -> ids of the bundled playbooks that name it (the YAML's `categories`)."""
+    lib = load_library(include_user=False)
+    assert not lib.errors, lib.errors
+    out: dict[str, set[str]] = {}
+    for pb in lib.playbooks.values():
+        for c in pb.categories:
+            out.setdefault(c, set()).add(pb.id)
+    return out
 
 
 def signature_of(path: Path) -> str:
@@ -90,11 +92,13 @@ def test_no_orphan_fixtures():
 
 
 def test_rule_categories_and_playbooks():
+    playbooks = playbooks_by_category()
+    assert set(playbooks) == set(CATEGORIES)  # every category has a guided fix
     for r in rules():
         if r.wrapper or r.harmless:
             continue
         assert r.category in CATEGORIES, r.signature
-        assert r.playbook in PLAYBOOKS[r.category], (r.signature, r.playbook)
+        assert r.playbook in playbooks[r.category], (r.signature, r.playbook)
         assert r.fix.strip() or r.check is not None, f"{r.signature} has no fix"
 
 

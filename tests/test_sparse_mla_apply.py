@@ -96,10 +96,12 @@ def test_refusals(kw, expect):
     assert (why is None) if expect is None else (expect in why)
 
 
-def test_host_without_remote_support(capsys, monkeypatch):
-    monkeypatch.setitem(sys.modules, "triage.remote", None)  # as on a main without triage.remote
+def test_host_without_asyncssh(capsys, monkeypatch):
+    monkeypatch.delitem(sys.modules, "triage.remote", raising=False)
+    monkeypatch.setitem(sys.modules, "asyncssh", None)  # as where asyncssh is not installed
     assert apply_cmd.main(["sparse-mla", "--host", "gpu-a", "--dry-run"]) == 2
-    assert capsys.readouterr().err.strip() == "triage apply: remote hosts need triage.remote"
+    assert capsys.readouterr().err.strip() == ("triage apply: cannot reach gpu-a: SSH needs the asyncssh package "
+                                               "(pip install asyncssh)")
 
 
 def test_usage_errors(capsys):
@@ -242,7 +244,7 @@ def test_apply_and_undo_through_the_real_transcript(venv, capsys):
 
 
 def test_flagship_playbook_installs_the_real_backend_and_undo_removes_it(venv, tmp_path, capsys):
-    """Issue 5's flagship, bundled branch, with the real installer (no stand-in): the playbook
+    """The flagship playbook's bundled-backend branch, with the real installer (no stand-in): the playbook
     installs triage_sparse_mla into the venv that runs (a stand-in) vLLM, edits the launch script,
     and `triage undo` reverts both."""
     from tests.playbook_support import diagnosis, snapshot, upstream_unknown

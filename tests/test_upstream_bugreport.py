@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import types
 
 import pytest
 
 from triage.commands import bugreport
-from triage.model import Evidence
+from triage.model import Evidence, UpstreamHit, Upgrade
 from upstream_cases import SM120_LINE, sm120_report
 
 IDS = ["alice", "gpu-node-17"]
@@ -23,11 +22,11 @@ def _report():
                                     "api_key": "sk-live-abcdefghijklmnop1234"},
                        probed_host="gpu-node-17")
     rep.diagnoses[0].evidence.append(Evidence(400, PRIVATE_LINE))
-    rep.upstream = [{"number": 31936, "title": "[Bug]: run deepseek v3.2 failed", "why": "same error, backend, GPU and model",
+    rep.upstream = [UpstreamHit.from_json(h) for h in [{"number": 31936, "title": "[Bug]: run deepseek v3.2 failed", "why": "same error, backend, GPU and model",
                      "url": "https://github.com/vllm-project/vllm/issues/31936", "state": "open", "kind": "issue", "score": 14.0},
                     {"number": 31085, "title": "NVFP4 MoE on SM120", "why": "same GPU; other subsystem: MoE kernels",
-                     "url": "https://github.com/vllm-project/vllm/issues/31085", "state": "open", "kind": "issue", "score": -0.3}]
-    rep.upgrade = {"verdict": "fixes", "target_version": "0.26.0", "evidence": [], "overwrites": []}
+                     "url": "https://github.com/vllm-project/vllm/issues/31085", "state": "open", "kind": "issue", "score": -0.3}]]
+    rep.upgrade = Upgrade("fixes", "0.26.0")
     return rep
 
 
@@ -110,7 +109,6 @@ def test_usage_error():
     assert exc.value.code == 2
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triage.diagnose") is None, reason="the diagnosis core is not on this branch")
 def test_with_the_real_pipeline(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TRIAGE_HOME", str(tmp_path / "home"))
     log = tmp_path / "vllm.log"

@@ -49,21 +49,24 @@ def test_online_lookup(fake_github):
     # (sent concurrently: the server may receive them in any order)
     assert sorted(rep.upstream_queries) == sorted(fake_github.searches())
     assert len(rep.upstream_queries) == 3
-    nums = [h["number"] for h in rep.upstream]
+    nums = [h.number for h in rep.upstream]
     assert nums.index(31085) > nums.index(38476)
     assert set(nums[-2:]) == {19999, 2369} or nums.index(31085) < nums.index(19999)
-    merged = next(h for h in rep.upstream if h["number"] == 43477)
-    assert merged["fixed_by"] == 43477 and merged["fixed_in"] == "0.24.0" and merged["fixed_in_basis"] == "git compare"
-    up = rep.upgrade
-    assert up["verdict"] == "fixes" and up["target_version"] == "0.26.0"
+    merged = next(h for h in rep.upstream if h.number == 43477)
+    assert merged.fixed_by == 43477 and merged.fixed_in == "0.24.0" and merged.fixed_in_basis == "git compare"
+    up = rep.upgrade.to_json()
+    assert up["verdict"] == "fixes" and up["target_version"] == "0.25.0"  # the first listed release >= 0.24.0, the first with FLASHINFER_MLA_SPARSE_SM120
     assert up["overwrites"] == ["vllm/platforms/cuda.py", "vllm/v1/attention/backends/mla/flashmla_sparse.py"]
     assert "triage probe --save-patches DIR" in up["keep_patches"]
-    assert any("flashinfer-python>=0.6.14 (installed 0.5.3: too old)" in e for e in up["evidence"])
+    assert any("flashinfer-python>=0.6.12 (installed 0.5.3: too old)" in e for e in up["evidence"])
     assert runner.calls[0][1:5] == ["-m", "pip", "index", "versions"]
     assert runner.calls[0][0] == "/home/alice/venvs/vllm/bin/python"
     # and the report's JSON carries both
     out = rep.to_json()
     assert out["upstream"][0]["why"] and out["upgrade"]["verdict"] == "fixes"
+    assert {"number": 43477, "kind": "pr", "state": "merged", "fixed_by": 43477, "fixed_in": "0.24.0",
+            "fixed_in_basis": "git compare"}.items() <= next(h for h in out["upstream"] if h["number"] == 43477).items()
+    assert all("updated_at" not in h and None not in h.values() for h in out["upstream"])
     # nothing private went out
     for q in fake_github.searches():
         assert "acme" not in q and "alice" not in q and "/data" not in q
@@ -75,8 +78,8 @@ def test_compare_moves_to_the_next_release_when_the_branch_was_cut_before(fake_g
     fake_github.route(f"/repos/vllm-project/vllm/compare/{SHA}...v0.25.0", Answer(200, {"status": "ahead"}))
     rep = sm120_report()
     lookup(rep, offline=False)
-    merged = next(h for h in rep.upstream if h["number"] == 43477)
-    assert merged["fixed_in"] == "0.25.0"
+    merged = next(h for h in rep.upstream if h.number == 43477)
+    assert merged.fixed_in == "0.25.0"
 
 
 def test_fresh_cache_makes_no_request(fake_github):
@@ -87,7 +90,7 @@ def test_fresh_cache_makes_no_request(fake_github):
     rep = sm120_report()
     lookup(rep, offline=False)
     assert len(fake_github.searches()) == n
-    assert [h["number"] for h in rep.upstream][:3] and not any("upstream" in w for w in rep.warnings)
+    assert [h.number for h in rep.upstream][:3] and not any("upstream" in w for w in rep.warnings)
 
 
 def _age_cache(hours):
@@ -106,7 +109,7 @@ def test_stale_cache_when_rate_limited(fake_github):
     fake_github.route("/search/issues", Answer(403, fixture("error_403_secondary.json"), {"retry-after": "45"}))
     rep = sm120_report()
     lookup(rep, offline=False)
-    assert rep.upstream and all(h["age"] == "10h" for h in rep.upstream)
+    assert rep.upstream and all(h.age == "10h" for h in rep.upstream)
     assert any("cached results up to 10h old" in w and "rate limit" in w for w in rep.warnings)
 
 
@@ -119,10 +122,10 @@ def test_offline_makes_no_request_and_uses_the_cache(fake_github):
     runner = PipRunner()
     lookup(rep, offline=True, runner=runner)
     assert len(fake_github.requests) == before and runner.calls == []
-    assert rep.upstream and rep.upstream[0]["age"] == "30h"
-    assert next(h for h in rep.upstream if h["number"] == 43477)["fixed_in"] == "0.24.0"  # cached too
-    assert rep.upgrade["verdict"] == "fixes"
-    assert any("not checked (offline)" in e for e in rep.upgrade["evidence"])
+    assert rep.upstream and rep.upstream[0].age == "30h"
+    assert next(h for h in rep.upstream if h.number == 43477).fixed_in == "0.24.0"  # cached too
+    assert rep.upgrade.verdict == "fixes"
+    assert any("not checked (offline)" in e for e in rep.upgrade.evidence)
 
 
 def test_offline_with_an_empty_cache(fake_github):
@@ -167,7 +170,7 @@ def test_offline_lookup_loads_no_network_stack(tmp_path):
 
     code = ("import sys; sys.path.insert(0, 'tests'); from upstream_cases import sm120_report; "
             "from triage.upstream import lookup; r = sm120_report(); lookup(r, offline=True); "
-            "assert r.upgrade['verdict'] == 'fixes', r.upgrade; "
+            "assert r.upgrade.verdict == 'fixes', r.upgrade; "
             "print(sorted(m for m in ('httpx', 'asyncio', 'textual', 'torch') if m in sys.modules))")
     from pathlib import Path
 
@@ -175,3 +178,26 @@ def test_offline_lookup_loads_no_network_stack(tmp_path):
                          cwd=Path(__file__).resolve().parent.parent, env={"TRIAGE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": "."})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_playbook_upstream_probe_reads_what_the_lookup_found(fake_github):
+    # The guided fix asks upstream when the report has no verdict yet (the TUI's fix view can open
+    # before the upstream stage is done): the lookup fills the report in place, and the verdict it
+    # found is what the playbook sees.
+    from triage.playbooks.engine import default_upstream
+
+    serve_all(fake_github)
+    rep = sm120_report()
+    assert rep.upgrade is None
+    got = default_upstream({}, rep, offline=False)
+    assert got["source"] == "triage.upstream"
+    assert got["verdict"] == rep.upgrade.verdict != "unknown", got
+    assert got["hits"] == len(rep.upstream) > 0
+    assert got["top"].startswith(f"#{rep.upstream[0].number} ")
+
+
+def test_playbook_upstream_probe_offline_and_without_a_report():
+    from triage.playbooks.engine import default_upstream
+
+    assert default_upstream({}, sm120_report(), offline=True)["why"] == "offline"
+    assert default_upstream({}, None, offline=False)["why"] == "no diagnosis to look up upstream"

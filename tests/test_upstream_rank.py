@@ -76,7 +76,7 @@ def test_other_gpu_same_error_reads_as_such():
     item = {"number": 1, "title": "No valid attention backend found on H100 for FLASHMLA_SPARSE",
             "body": "ValueError: No valid attention backend found for cuda with ...", "state": "open", "is_pr": False}
     score, why, _ = score_hit(item, f, now=NOW)
-    assert why.startswith("same error and backend; other GPU")
+    assert why.startswith("same error in the title; same subsystem and backend; other GPU")
 
 
 def test_duplicates_across_searches_are_merged():

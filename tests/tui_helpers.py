@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from triage.model import Diagnosis, Evidence, Fix, Note, Report
+from triage.model import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "tui"
@@ -15,20 +15,7 @@ DEMO_LOG_REL = "triage/demo/glm5_sm120.log"  # relative to ROOT, so screens do n
 
 def report_from_json(data: dict[str, Any]) -> Report:
     """A recorded `triage --json` report back into the model objects the app shows."""
-    diags = []
-    for d in data.get("diagnoses", []):
-        facts = dict(d.get("facts") or {})
-        explanation = facts.pop("explanation", []) or []
-        ev = [Evidence(e["line"], e["text"]) for e in d.get("evidence", [])]
-        diags.append(Diagnosis(d["category"], d["signature"], d["title"], d["confidence"], ev, facts,
-                               Fix(d["fix"]["summary"], d["fix"].get("playbook")),
-                               first_line=ev[0].line if ev else 0, explanation=list(explanation)))
-    notes = [Note(n["signature"], n["title"], [Evidence(e["line"], e["text"]) for e in n.get("evidence", [])])
-             for n in data.get("notes", [])]
-    inp = data.get("input", {})
-    return Report(source=inp.get("source", "-"), bytes=inp.get("bytes", 0), lines=inp.get("lines", 0),
-                  diagnoses=diags, environment=dict(data.get("environment") or {}), notes=notes,
-                  upstream=data.get("upstream"), upgrade=data.get("upgrade"), warnings=list(data.get("warnings", [])))
+    return Report.from_json(data)
 
 
 def recorded_report() -> Report:
@@ -150,5 +137,4 @@ def scripted_plan(monkeypatch: Any, command: list[str]) -> dict[str, Any]:
         return fixflow.Plan(session, "attention-sparse-mla", "Sparse MLA on a GPU without a backend", "", runner)
 
     monkeypatch.setattr(fixflow, "plan", plan)
-    monkeypatch.setattr(fixflow, "engine_available", lambda: True)
     return made

@@ -1,4 +1,4 @@
-"""Diagnoses the upstream tests share, built the way the lead's rules build them."""
+"""Diagnoses the upstream tests share, built the way the rules build them."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def sm120_env(**over) -> dict:
         "torch_version": "2.9.0+cu129",
         "packages": {"vllm": "0.13.0", "flashinfer-python": "0.5.3", "torch": "2.9.0+cu129"},
         "patched_files": ["vllm/platforms/cuda.py", "vllm/v1/attention/backends/mla/flashmla_sparse.py"],
-        "python": {"executable": "/home/alice/venvs/vllm/bin/python", "version": "3.12.3"},
+        "python": {"executable": "/home/alice/venvs/vllm/bin/python", "version": "3.12.3",
+                   "read_from": "interpreter"},
     }
     env.update(over)
     return env

@@ -10,8 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import NoReturn
 
 from triage import __version__
+from triage.demo import DEMO_LOG, DEMO_SNAPSHOT
+from triage.model import EXIT_INTERNAL, EXIT_USAGE
 
 SUBCOMMANDS = {
     "probe": "triage.commands.probe",
@@ -43,16 +46,12 @@ exit status:
 READY_MARKERS = (b"Application startup complete", b"Uvicorn running on", b"Starting vLLM API server",
                  b"Available routes are", b"Started server process")
 
-# os.path strings, not pathlib: the headless report imports no pathlib at all (start-up, issue 2).
-DEMO_DIR = os.path.join(os.path.dirname(__file__), "demo")
-DEMO_LOG = os.path.join(DEMO_DIR, "glm5_sm120.log")
-DEMO_SNAPSHOT = os.path.join(DEMO_DIR, "snapshot_rtxpro6000.json")
 
 
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line and exit status 2 (argparse prints the whole usage block)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
@@ -100,11 +99,6 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return 0
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("triage.commands"):
-            print(f"triage: '{argv[0]}' is not available in this installation", file=sys.stderr)
-            return 2
-        return _internal(exc)
     except Exception as exc:  # pragma: no cover - the last line of defence
         return _internal(exc)
 
@@ -166,12 +160,11 @@ def _internal(exc: BaseException) -> int:
         raise exc
     print(f"triage: internal error: {type(exc).__name__}: {exc} (set TRIAGE_DEBUG=1 for the traceback; "
           "please report it)", file=sys.stderr)
-    return 1
+    return EXIT_INTERNAL
 
 
 def _diagnose(argv: list[str]) -> int:
     from triage.logread.source import InputError
-    from triage.model import EXIT_USAGE
 
     parser = _parser()
     args = parser.parse_args(argv)
@@ -189,11 +182,11 @@ def _diagnose(argv: list[str]) -> int:
             snapshot = str(DEMO_SNAPSHOT)
     interactive = not (args.json or args.report)
     if interactive:
-        tui = _tui()
-        if tui is not None:
-            code = tui.run(args, source=source, snapshot=snapshot, offline=offline, probe=probe)
-            if code is not None:
-                return int(code)
+        from triage.tui import launcher  # loads Textual only when it runs the TUI
+
+        code = launcher.run(args, source=source, snapshot=snapshot, offline=offline, probe=probe)
+        if code is not None:
+            return int(code)
     if not source:
         print("triage: no log given: use --log PATH (or --log - to read a pipe), or --demo", file=sys.stderr)
         return EXIT_USAGE
@@ -226,11 +219,3 @@ def _diagnose(argv: list[str]) -> int:
     sys.stdout.flush()
     return report.exit_code
 
-
-def _tui():
-    """The TUI front end when it is installed and usable; None means: print the plain report."""
-    try:
-        from triage.tui import launcher
-    except ImportError:
-        return None
-    return launcher

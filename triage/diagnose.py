@@ -2,18 +2,20 @@
 
 Every rule runs; what they find is ranked so that the first real failure of the cascade comes first:
 wrappers never count, failures that are usually consequences (NCCL errors after a peer died, a
-SIGKILL) are demoted below any primary failure, and among primaries the earliest one gets a bonus.
-When no rule knows the failure, the first real exception still becomes a low-confidence diagnosis
-whose category is guessed from where in the code it was raised.
+SIGKILL) are demoted below any primary failure, among primaries the earliest one gets a bonus, and a
+logger's INFO/WARNING line ranks below an exception of another kind actually raised after it.
+When no rule knows the failure, the first real exception still becomes a diagnosis below 0.5, its
+category taken from what decides it (the exception's type and words, where it was raised), else
+said to be unrecognised.
 """
 
 from __future__ import annotations
 
-import re
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
+from triage.catalogue.areas import TYPE_AREAS, area_of_frames
+from triage.exception_words import category_from_words
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord
 from triage.model import Diagnosis, Evidence, Fix, Note
@@ -22,6 +24,11 @@ from triage.rules.base import Rule
 from triage.rules.wrappers import is_wrapper
 
 SECONDARY_FACTOR = 0.6
+# The fallback's confidence: its category decided by the exception's type or message words, guessed
+# from where it was raised, or not decided at all (then the diagnosis says "unrecognised", no more).
+WORDED_CONFIDENCE = 0.45
+FRAMED_CONFIDENCE = 0.35
+UNDECIDED_CONFIDENCE = 0.2
 WRAPPED_ERROR_RE = lazy(r"failed with error '(.+?)'(?:,|$)")
 EARLIEST_BONUS = 0.06
 
@@ -58,10 +65,11 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
     found = [(r, d) for r, d in found if not _only_harmless(d, harmless_lines)]
     found = _dedupe_same_line(found)
     if not any(not r.secondary for r, _ in found):
-        fb = fallback(scan, harmless_lines, {e.line for _, d in found for e in d.evidence})
+        used = {e.line for _, d in found for e in d.evidence}
+        fb = unknown(scan, harmless_lines | used) or fallback(scan, harmless_lines, used)
         if fb is not None:
             found.append((Rule(fb.signature, fb.category, fb.title, "", confidence=fb.confidence), fb))
-    return rank(found), notes
+    return rank(found, raised_lines(scan), {ln.no: ln.level for ln in scan.lines if ln.level}), notes
 
 
 def _only_harmless(d: Diagnosis, harmless_lines: set[int]) -> bool:
@@ -80,11 +88,37 @@ def _dedupe_same_line(found: list[tuple[Rule, Diagnosis]]) -> list[tuple[Rule, D
     return [(r, d) for r, d in found if id(d) in keep]
 
 
-def rank(found: list[tuple[Rule, Diagnosis]]) -> list[Diagnosis]:
+def raised_lines(scan: Scan) -> set[int]:
+    """Lines of exceptions actually raised: the exception line that ends a traceback."""
+    return {e.line.no for e in scan.exceptions if e.in_traceback}
+
+
+def _printed(d: Diagnosis, raised: set[int], levels: dict[int, str]) -> bool:
+    """Read only from a logger's INFO/WARNING lines, none of them a raised exception."""
+    # (not DEBUG: that is where vLLM explains an exception it caught, "Failed to initialize NVML: ...")
+    return bool(d.evidence) and all(e.line not in raised and levels.get(e.line) in ("INFO", "WARNING")
+                                    for e in d.evidence)
+
+
+def rank(found: list[tuple[Rule, Diagnosis]], raised: set[int] | None = None,
+         levels: dict[int, str] | None = None) -> list[Diagnosis]:
     # The fallback's guess is no evidence that a known secondary failure had another cause.
     primaries = [d for r, d in found if not r.secondary and not d.signature.startswith("generic.")]
-    earliest = min((d.first_line for d in primaries), default=None)
-    scored: list[tuple[float, int, Diagnosis]] = []
+    # A message a logger printed on the way (a dtype fallback, a backend choice) ranks below the
+    # exception actually raised after it: that is what stopped the start-up.
+    raised = raised or set()
+    levels = levels or {}
+    # (Of one category, the earlier line stays first: "Failed to import vllm._C ... undefined symbol"
+    # printed, then the AttributeError it causes raised.)
+    printed = {id(d) for d in primaries if _printed(d, raised, levels)}
+    raised_cats = {d.category for d in primaries if id(d) not in printed
+                   and any(e.line in raised for e in d.evidence)}
+    printed = {i for i in printed if all(d.category not in raised_cats for d in primaries if id(d) == i)}
+    if not raised_cats:
+        printed = set()  # nothing raised is diagnosed: the printed lines are all there is
+    ranked = [d for d in primaries if id(d) not in printed] or primaries
+    earliest = min((d.first_line for d in ranked), default=None)
+    scores: dict[int, float] = {}
     for r, d in found:
         score = d.confidence
         if r.secondary and primaries:
@@ -92,100 +126,57 @@ def rank(found: list[tuple[Rule, Diagnosis]]) -> list[Diagnosis]:
             score = d.confidence
         elif not r.secondary and d.first_line == earliest and len(primaries) > 1:
             score += EARLIEST_BONUS
-        scored.append((score, d.first_line, d))
-    scored.sort(key=lambda t: (-t[0], t[1]))
-    return [d for _, _, d in scored]
+        scores[id(d)] = score
+    if printed:
+        below = min(scores[id(d)] for d in ranked) - 0.01
+        for i in printed:
+            scores[i] = min(scores[i], below)
+    scored = sorted(found, key=lambda rd: (-scores[id(rd[1])], rd[1].first_line))
+    return [d for _, d in scored]
 
 
 # ---- fallback for failures no rule knows -------------------------------------------------------
 
-# Where an exception was raised says which subsystem failed (checked on the innermost frames first).
-AREAS: list[tuple[str, str]] = [
-    ("/spec_decode/", "speculative_decoding"),
-    ("/fused_moe/oracle/", "quantization"),  # picks the quantized MoE kernel: a refusal there is a quant gap
-    ("/attention/", "attention_backend"),
-    ("/quantization/", "quantization"),
-    ("/model_loader/", "model_loading"),
-    ("gguf", "model_loading"),
-    ("safetensors", "model_loading"),
-    ("huggingface_hub", "model_loading"),
-    ("/transformers_utils/tokenizer", "tokenizer_chat_template"),
-    ("/tokenizers/", "tokenizer_chat_template"),
-    ("/transformers/tokenization_", "tokenizer_chat_template"),
-    ("mistral_common", "tokenizer_chat_template"),
-    ("chat_utils", "tokenizer_chat_template"),
-    ("jinja2", "tokenizer_chat_template"),
-    ("/distributed/", "distributed"),
-    ("torch/distributed", "distributed"),
-    ("/ray/", "distributed"),
-    ("multiproc_worker_utils", "distributed"),
-    ("multiprocessing/", "distributed"),
-    ("cuda_graph", "cudagraph_capture"),
-    ("cudagraph", "cudagraph_capture"),
-    ("torch/cuda/graphs.py", "cudagraph_capture"),
-    ("flashinfer", "kernel_library"),
-    ("flash_attn", "kernel_library"),
-    ("deep_gemm", "kernel_library"),
-    ("flashmla", "kernel_library"),
-    ("/fused_moe/", "kernel_library"),
-    ("/triton/", "triton_compile"),
-    ("torch/_inductor", "triton_compile"),
-    ("torch/_dynamo", "triton_compile"),
-    ("/compilation/", "triton_compile"),
-    ("/v1/core/kv_cache", "kv_cache_memory"),
-    ("kv_cache_utils", "kv_cache_memory"),
-    ("/multimodal/", "model_support"),
-    ("/model_executor/models/", "model_support"),
-    ("/transformers/", "model_support"),
-    ("/lora/", "engine_config"),
-    ("/structured_output/", "engine_config"),
-    ("/tool_parsers/", "engine_config"),
-    ("/reasoning/", "engine_config"),
-    ("/config", "engine_config"),
-    ("arg_utils", "engine_config"),
-    ("/entrypoints/", "engine_config"),
-]
-TYPE_AREAS = {
-    "OutOfMemoryError": "gpu_oom",
-    "DistBackendError": "distributed",
-    "DistNetworkError": "distributed",
-    "DistStoreError": "distributed",
-    "RayActorError": "distributed",
-    "ActorDiedError": "distributed",
-    "OutOfResources": "triton_compile",
-    "CompilationError": "triton_compile",
-    "PTXASError": "triton_compile",
-    "InductorError": "triton_compile",
-    "BackendCompilerFailed": "triton_compile",
-    "TemplateError": "tokenizer_chat_template",
-    "TemplateSyntaxError": "tokenizer_chat_template",
-    "UndefinedError": "tokenizer_chat_template",
-    "SafetensorError": "model_loading",
-    "GatedRepoError": "model_loading",
-    "RepositoryNotFoundError": "model_loading",
-    "EntryNotFoundError": "model_loading",
-    "LocalEntryNotFoundError": "model_loading",
-    "HFValidationError": "model_loading",
-    "NVMLError_LibraryNotFound": "environment",
-    "NVMLError_DriverNotLoaded": "environment",
-    "ModuleNotFoundError": "install_mismatch",
-    "ImportError": "install_mismatch",
-}
-
-
 def guess_category(exc: ExceptionRecord) -> str:
     if exc.short_type in TYPE_AREAS:
         return TYPE_AREAS[exc.short_type]
-    for fr in reversed(exc.frames):
-        for frag, cat in AREAS:
-            if frag in fr.file:
-                return cat
+    hit = area_of_frames([fr.file for fr in exc.frames])  # the deepest frame the map knows
+    if hit is not None:
+        return hit[0]
     msg = exc.message
     if "NCCL" in msg or "Gloo" in msg or "gloo" in msg:
         return "distributed"
     if "CUDA" in msg or "cuda" in msg:
         return "cuda_driver" if "driver" in msg else "kernel_library"
     return "engine_config" if exc.short_type in ("ValueError", "TypeError", "AssertionError", "KeyError") else "environment"
+
+
+def _raise_site(scan: Scan, exc: ExceptionRecord) -> str:
+    """For a bare exception (`AssertionError`, a short message): the source line printed under the
+    last frame (`assert num_spec_tokens > 0 ...`) and the frame's function, whose words say more."""
+    if len(exc.message) >= 40 or not exc.frames:
+        return ""
+    words = [exc.frames[-1].func]
+    lines = scan.lines
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i] is exc.line or lines[i].no == exc.line.no and lines[i].text == exc.line.text:
+            for ln in lines[max(0, i - 3):i]:
+                t = ln.text.strip()
+                if ln.proc == exc.line.proc and t and not t.startswith(("File ", "^", "~", "Traceback")):
+                    words.append(t)
+            break
+    return " " + " ".join(words)
+
+
+def unknown(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
+    """No rule knows it: vLLM's own source may (the mined message catalogue, loaded only now)."""
+    try:
+        from triage.catalogue.infer import diagnose_unknown
+
+        return diagnose_unknown(scan, skip_lines, is_wrapper)
+    except Exception as exc:  # like a broken rule: the plain fallback still answers
+        scan.warnings.append(f"message catalogue failed: {type(exc).__name__}: {exc}")
+        return None
 
 
 def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diagnosis | None:
@@ -198,7 +189,24 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         exc = min(in_tb, key=lambda e: e.line.no)
         while exc.caused_by is not None and not is_wrapper(exc.caused_by.text):
             exc = exc.caused_by
-        cat = guess_category(exc)
+        # What decides the category, surest first: the exception's type, its decisive words, where it
+        # was raised, words that only hint; else it is unrecognised (a prior by type, said quietly).
+        words = exc.message + _raise_site(scan, exc)
+        framed = exc.short_type not in TYPE_AREAS and area_of_frames([fr.file for fr in exc.frames]) is not None
+        if exc.short_type in TYPE_AREAS and exc.short_type not in ("ImportError", "ModuleNotFoundError"):
+            worded = TYPE_AREAS[exc.short_type], f"the exception type {exc.short_type}"
+        else:
+            worded = category_from_words(exc.type, words)
+        conf = WORDED_CONFIDENCE
+        if worded is None and not framed:
+            worded = category_from_words(exc.type, words, weak=True)
+            conf = FRAMED_CONFIDENCE  # a hint, as sure as the place it was raised
+        if worded is not None:
+            cat, basis = worded
+        else:
+            cat = guess_category(exc)
+            basis = "traceback frames" if framed else "exception type"
+            conf = FRAMED_CONFIDENCE if framed else UNDECIDED_CONFIDENCE
         where = ""
         for fr in reversed(exc.frames):
             if "/vllm/" in fr.file:
@@ -207,28 +215,35 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         title = f"Unrecognised failure: {exc.text[:160]}"
         evidence = [Evidence(exc.line.no, exc.line.shown)]
         return Diagnosis(
-            category=cat, signature="generic.unrecognized_exception", title=title, confidence=0.35,
+            category=cat, signature="generic.unrecognized_exception", title=title, confidence=conf,
             evidence=evidence,
             facts={"exception": exc.type, "message": exc.message[:500], "raised_at": where or None,
-                   "category_guessed_from": "traceback frames" if exc.frames else "exception type"},
+                   "category_guessed_from": basis,
+                   "category_decided": conf > UNDECIDED_CONFIDENCE},
             fix=Fix("triage has no rule for this failure yet; the exception above is the first real error. "
                     "Search upstream for its message, or file it with `triage report --log FILE`.", None),
             first_line=exc.line.no)
-    wrappers = [ln for ln in scan.lines if is_wrapper(ln.text)]
+    # an INFO line ("Parent process exited, terminating worker") is how a clean shutdown reads too
+    wrappers = [ln for ln in scan.lines if ln.level not in ("INFO", "DEBUG") and is_wrapper(ln.text)]
     for ln in scan.lines:
         if ln.level in ("ERROR", "CRITICAL") and not is_wrapper(ln.text) and ln.no not in harmless_lines \
                 and ln.no not in used_lines and not ln.text.startswith((" ", "Traceback")):
+            worded = category_from_words("", ln.text)
             return Diagnosis(
-                category="environment", signature="generic.error_line", title=f"Unrecognised error: {ln.text[:160]}",
-                confidence=0.25, evidence=[Evidence(ln.no, ln.shown)], facts={},
+                category=worded[0] if worded else "environment", signature="generic.error_line",
+                title=f"Unrecognised error: {ln.text[:160]}",
+                confidence=0.25 if worded else 0.15, evidence=[Evidence(ln.no, ln.shown)],
+                facts={"category_guessed_from": worded[1] if worded else "nothing decisive",
+                       "category_decided": bool(worded)},
                 fix=Fix("triage has no rule for this error yet; search upstream for it or file it with "
                         "`triage report --log FILE`.", None),
                 first_line=ln.no)
     if wrappers:
         # vLLM says it failed, but the worker's own error is not in this log (some wrappers quote it).
         quoted = next((m.group(1) for ln in wrappers if (m := WRAPPED_ERROR_RE.search(ln.text))), None)
+        worded = category_from_words("", quoted) if quoted else None
         return Diagnosis(
-            category="environment", signature="generic.root_cause_missing",
+            category=worded[0] if worded else "environment", signature="generic.root_cause_missing",
             title="vLLM failed to start, but the root cause is not in this log"
                   + (f" (a worker reported: {quoted[:120]})" if quoted else ""),
             confidence=0.2, evidence=[Evidence(ln.no, ln.shown) for ln in wrappers[:3]],

@@ -4,18 +4,20 @@ A rule reads the log; an enricher reads the rule's facts plus the probed environ
 and explanation lines: "no sparse MLA backend exists for compute capability 12.0 in vLLM
 0.16.0rc2.dev313 (nightly wheel, pip), and 2 of its files were patched by hand".
 
-`env` uses the keys of `triage probe --json` facts (and of the report's `environment`):
-compute_capability, gpus, driver_version, cuda_driver_version, torch_cuda_version, torch_arch_list,
-vllm_version, vllm_install, packages, patched_files. Every key may be missing.
+`env` is the report's `environment` (the keys of `triage probe --json` facts, every one may be missing);
+the enrichers read it as one triage.environment.Environment.
 """
 
 from __future__ import annotations
 
 import re
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any, Callable
+from typing import Any, Callable
 
+from triage.capabilities import load_capabilities, matches
+from triage.environment import Environment
+from triage import versions
 from triage.model import Diagnosis
+from triage_sparse_mla.support import indexer_note
 
 # Backends that implement sparse (DSA) MLA in upstream vLLM releases before the SM12x one, and the
 # compute capabilities they accept (vllm/v1/attention/backends/mla/*: supports_compute_capability).
@@ -31,10 +33,8 @@ def _capability(backend: str) -> dict[str, Any] | None:
     """The capability-table entry (triage/upstream/capabilities.yaml) that names `backend`: the one place
     where the releases that have it are written down."""
     try:
-        from triage.upstream.advisor import load_capabilities
-
         caps = load_capabilities()
-    except (OSError, ValueError, ImportError):
+    except (OSError, ValueError):
         return None
     return next((c for c in caps if backend in (c.get("backends") or [])), None)
 
@@ -46,11 +46,6 @@ def _release_of(version: Any) -> str | None:
     if not v or re.match(r"^0\.1\.dev\d+", v):
         return None
     return v
-
-
-def _cc(v: Any) -> tuple[int, int] | None:
-    m = re.match(r"^\s*(\d+)\.(\d+)", str(v)) if v is not None else None
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def gpu_family(cc: tuple[int, int]) -> str:
@@ -70,20 +65,23 @@ def _truthy(v: Any) -> bool:
     return v is True or str(v).strip().lower() in ("true", "1", "yes")
 
 
-def _env_cc(env: dict[str, Any]) -> tuple[int, int] | None:
-    cc = _cc(env.get("compute_capability"))
-    if cc:
-        return cc
-    for g in env.get("gpus") or []:
-        cc = _cc(g.get("compute_capability")) if isinstance(g, dict) else None
-        if cc:
-            return cc
-    return None
+def _major_minor(v: Any) -> tuple[int, int] | None:
+    """A CUDA version ("12.8", "13.0") to compare as major.minor."""
+    p = versions.parse(v)
+    if p is None:
+        return None
+    rel = p.release + (0,)
+    return rel[0], rel[1]
 
 
-def _vllm_words(env: dict[str, Any]) -> str:
-    inst = env.get("vllm_install") or {}
-    version = env.get("vllm_version") or inst.get("version")
+def _env_cc(env: Environment) -> tuple[int, int] | None:
+    cc = env.compute_capability
+    return (cc.major, cc.minor) if cc else None
+
+
+def _vllm_words(env: Environment) -> str:
+    inst = env.vllm_install
+    version = env.vllm_version
     if not version:
         return "the installed vLLM"
     how = []
@@ -99,8 +97,8 @@ def _vllm_words(env: dict[str, Any]) -> str:
     return f"vLLM {version}" + (f" ({', '.join(how)})" if how else "")
 
 
-def _patched_line(env: dict[str, Any]) -> str | None:
-    patched = env.get("patched_files") or (env.get("vllm_install") or {}).get("patched_files") or []
+def _patched_line(env: Environment) -> str | None:
+    patched = env.patched_files
     if not patched:
         return None
     return (f"{len(patched)} vLLM file(s) were patched by hand ({', '.join(patched[:4])}"
@@ -114,29 +112,30 @@ def _add_line(d: Diagnosis, line: str) -> None:
 
 
 # ------------------------------------------------------------------ enrichers
-def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
+def _attention(d: Diagnosis, env: Environment) -> None:
     cc = _env_cc(env)
     if cc:
         d.facts.setdefault("compute_capability", f"{cc[0]}.{cc[1]}")
         d.facts["gpu_family"] = gpu_family(cc)
     vw = _vllm_words(env)
-    version = env.get("vllm_version") or (env.get("vllm_install") or {}).get("version")
+    version = env.vllm_version
     if version:
         d.facts.setdefault("vllm_version", version)
-    rejected = d.facts.get("rejected") if isinstance(d.facts.get("rejected"), dict) else {}
+    got = d.facts.get("rejected")
+    rejected: dict[str, Any] = got if isinstance(got, dict) else {}
     sparse = _truthy(d.facts.get("use_sparse"))
     mla = _truthy(d.facts.get("use_mla"))
     selected = d.facts.get("selected_backend")
     cc_s = f"{cc[0]}.{cc[1]}" if cc else ""
     if cc and sparse and d.signature.startswith("attention.") and d.signature != "attention.custom_backend_unregistered":
         if d.facts.get("case") == "sparse_backend_rejects_config":
-            name = d.facts.get("sparse_backend_here")
+            name = str(d.facts.get("sparse_backend_here"))
             reasons = ", ".join(map(str, rejected.get(name) or []))
             _add_line(d, f"{vw} has {name}, a sparse MLA backend that runs on compute capability {cc_s}; it "
                          f"rejected this launch ({reasons}), so the fix is in the launch or the install, not an "
                          "upgrade or a plugin")
             if any("sparse MLA decode API" in str(r) for r in rejected.get(name) or []):
-                pk = env.get("packages") or {}
+                pk = env.packages
                 fi = ", ".join(f"{k} {pk[k]}" for k in ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
                                if k in pk) or "no FlashInfer package"
                 _add_line(d, f"Installed here: {fi}. vLLM turns FlashInfer off when neither flashinfer-cubin nor "
@@ -169,11 +168,7 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
                          "triage's bundled Triton backend (`triage apply sparse-mla`) is the way to run it")
             d.facts["missing_backend"] = f"sparse MLA for {gpu_family(cc)}"
         if d.facts.get("case") != "sparse_backend_rejects_config" and cc[0] not in (9, 10):
-            try:
-                from triage_sparse_mla.support import indexer_note
-            except ImportError:  # pragma: no cover - shipped together
-                indexer_note = None
-            note = indexer_note(cc) if indexer_note else None
+            note = indexer_note(cc)
             if note:
                 _add_line(d, note)
     elif cc and cc[0] == 12 and mla and not sparse:
@@ -181,18 +176,15 @@ def _attention(d: Diagnosis, env: dict[str, Any]) -> None:
                      "the FlashInfer, CUTLASS and FlashMLA MLA backends need 9.x or 10.x")
     line = _patched_line(env)
     if line:
-        d.facts["patched_files"] = list(env.get("patched_files") or (env.get("vllm_install") or {}).get(
-            "patched_files") or [])
+        d.facts["patched_files"] = list(env.patched_files)
         _add_line(d, line)
 
 
 def _ge(a: str, b: str) -> bool:
-    from triage.upstream import versions as V
-
-    return V.ge(a, b)
+    return versions.ge(a, b)
 
 
-def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
+def _deepgemm(d: Diagnosis, env: Environment) -> None:
     """The DSA indexer needs DeepGEMM: what that means on this GPU (the attention backend does not cover it)."""
     if d.signature != "kernels.deepgemm_missing" or not _truthy(d.facts.get("dsa_indexer")):
         return
@@ -216,46 +208,79 @@ def _deepgemm(d: Diagnosis, env: dict[str, Any]) -> None:
     d.facts["indexer_blocked"] = cc[0] not in (9, 10, 12)
 
 
-def _cuda_driver(d: Diagnosis, env: dict[str, Any]) -> None:
-    for key in ("driver_version", "cuda_driver_version", "torch_cuda_version"):
-        if env.get(key) is not None:
-            d.facts.setdefault(key, env[key])
-    drv, tcu = _cc(env.get("cuda_driver_version")), _cc(env.get("torch_cuda_version"))
+def _regression(d: Diagnosis, env: Environment) -> None:
+    """A failure that starts in a release (a capability-table entry with broken_in) is vLLM's regression, not
+    the user's configuration: say so first, with the release to pin and the one that fixes it."""
+    version = _release_of(env.vllm_version)
+    if not version:
+        return
+    try:
+        caps = [c for c in load_capabilities() if c.get("broken_in")]
+    except (OSError, ValueError):
+        return
+    if not caps:
+        return
+    text = "\n".join([d.title, *(e.text for e in d.evidence)])
+    for c in caps:
+        if matches(c, d, dict(env.facts), text=text) is False:
+            continue
+        if not _ge(version, str(c["broken_in"])) or (c.get("since") and _ge(version, str(c["since"]))):
+            continue
+        prs = ", ".join(f"{p.get('repo', 'vllm-project/vllm')}#{p['number']}" for p in c.get("prs") or []
+                        if isinstance(p, dict) and p.get("number"))
+        pin = f"pin vLLM {c['works_in']}" if c.get("works_in") else None
+        up = f"upgrade to {c['since']}" if c.get("since") else (f"the fix: {prs}" if prs else None)
+        way = " or ".join(x for x in (pin, up) if x)
+        line = (f"This is a regression of vLLM {c['broken_in']} ({c.get('title', c['id'])}), not a configuration "
+                f"error: {way}." if way else f"This is a regression of vLLM {c['broken_in']}: {c.get('title', c['id'])}.")
+        d.facts["regression"] = {"id": c["id"], "broken_in": c["broken_in"], "works_in": c.get("works_in"),
+                                 "fixed_in": c.get("since")}
+        if line not in d.explanation:
+            d.explanation.insert(0, line)
+        if way and not d.fix.summary.startswith("This is a regression"):
+            d.fix.summary = f"This is a regression of vLLM {c['broken_in']}: {way}. " + d.fix.summary
+        return
+
+
+def _cuda_driver(d: Diagnosis, env: Environment) -> None:
+    for key, value in (("driver_version", env.driver_version), ("cuda_driver_version", env.cuda_driver_version),
+                       ("torch_cuda_version", env.torch_cuda_version)):
+        if value is not None:
+            d.facts.setdefault(key, value)
+    drv, tcu = _major_minor(env.cuda_driver_version), _major_minor(env.torch_cuda_version)
     if drv and tcu:
         too_old = tcu > drv
         d.facts["driver_too_old_for_torch"] = too_old
         if too_old:
-            _add_line(d, f"The NVIDIA driver {env.get('driver_version')} supports CUDA up to "
-                         f"{env['cuda_driver_version']}, but torch was built for CUDA {env['torch_cuda_version']}: "
-                         "CUDA initialisation fails (Error 803, 'system has unsupported display driver / cuda "
-                         "driver combination') until the driver is upgraded or torch matches it")
+            _add_line(d, f"The NVIDIA driver {env.driver_version} supports CUDA up to "
+                         f"{env.cuda_driver_version}, but torch was built for CUDA {env.torch_cuda_version}: "
+                         "CUDA initialisation fails until the driver is upgraded or torch matches it (forward "
+                         "compatibility bridges this only on data-center GPUs)")
         else:
-            _add_line(d, f"The driver's CUDA {env['cuda_driver_version']} is new enough for torch's CUDA "
-                         f"{env['torch_cuda_version']}: look for compat libraries (cuda-compat, LD_LIBRARY_PATH) "
+            _add_line(d, f"The driver's CUDA {env.cuda_driver_version} is new enough for torch's CUDA "
+                         f"{env.torch_cuda_version}: look for compat libraries (cuda-compat, LD_LIBRARY_PATH) "
                          "shadowing the driver, or a container built for a newer CUDA")
 
 
-def _arch(d: Diagnosis, env: dict[str, Any]) -> None:
+def _arch(d: Diagnosis, env: Environment) -> None:
     cc = _env_cc(env)
     if cc:
         d.facts.setdefault("compute_capability", f"{cc[0]}.{cc[1]}")
         d.facts["gpu_family"] = gpu_family(cc)
-    if env.get("torch_arch_list"):
-        d.facts.setdefault("torch_arch_list", env["torch_arch_list"])
+    if env.torch_arch_list:
+        d.facts.setdefault("torch_arch_list", list(env.torch_arch_list))
         sm = f"sm_{cc[0]}{cc[1]}" if cc else None
-        if sm and sm not in env["torch_arch_list"]:
-            _add_line(d, f"torch {env.get('torch_version', '')} was compiled for {' '.join(env['torch_arch_list'])}, "
+        if sm and sm not in env.torch_arch_list:
+            _add_line(d, f"torch {env.torch_version or ''} was compiled for {' '.join(env.torch_arch_list)}, "
                          f"not {sm}")
 
 
-def _memory(d: Diagnosis, env: dict[str, Any]) -> None:
+def _memory(d: Diagnosis, env: Environment) -> None:
     held = []
-    for g in env.get("gpus") or []:
-        procs = g.get("processes") if isinstance(g, dict) else None
-        if isinstance(procs, list):
-            for p in procs:
-                held.append({"gpu": g.get("index"), "pid": p.get("pid"), "name": p.get("name"),
-                             "used_memory_mib": p.get("used_memory_mib")})
+    for g in env.gpus:
+        for p in g.processes:
+            held.append({"gpu": g.index, "pid": p.get("pid"), "name": p.get("name"),
+                         "used_memory_mib": p.get("used_memory_mib")})
     if held:
         d.facts["gpu_processes"] = held
         _add_line(d, "Other processes hold GPU memory right now: " + "; ".join(
@@ -263,8 +288,8 @@ def _memory(d: Diagnosis, env: dict[str, Any]) -> None:
             + ". A leftover vLLM worker from an earlier run leaves less memory for the KV cache")
 
 
-def _install(d: Diagnosis, env: dict[str, Any]) -> None:
-    pk = env.get("packages") or {}
+def _install(d: Diagnosis, env: Environment) -> None:
+    pk = env.packages
     for name in ("vllm", "torch", "triton", "flashinfer-python", "flash-attn", "xformers", "deep-gemm",
                  "transformers"):
         if name in pk:
@@ -274,13 +299,14 @@ def _install(d: Diagnosis, env: dict[str, Any]) -> None:
         _add_line(d, line)
 
 
-ENRICHERS: list[tuple[Callable[[Diagnosis], bool], Callable[[Diagnosis, dict[str, Any]], None]]] = [
+ENRICHERS: list[tuple[Callable[[Diagnosis], bool], Callable[[Diagnosis, Environment], None]]] = [
     (lambda d: d.category == "attention_backend" or d.signature.startswith("attention."), _attention),
     (lambda d: d.category == "cuda_driver" or d.signature.startswith("cuda_driver."), _cuda_driver),
     (lambda d: d.category in ("unsupported_gpu", "dtype_unsupported", "quantization"), _arch),
     (lambda d: d.category in ("kv_cache_memory", "gpu_oom"), _memory),
     (lambda d: d.category in ("install_mismatch", "kernel_library", "model_support"), _install),
     (lambda d: d.signature == "kernels.deepgemm_missing", _deepgemm),
+    (lambda d: True, _regression),
 ]
 
 
@@ -288,7 +314,11 @@ def enrich(diagnoses: list[Diagnosis], env: dict[str, Any]) -> None:
     """Add probe facts and explanation lines to each diagnosis in place."""
     if not env:
         return
+    machine = Environment.from_facts(env)
     for d in diagnoses:
+        if d.signature.startswith("generic."):
+            # No rule recognised it: its category is a guess, and area-specific lines would pose as a diagnosis.
+            continue
         for applies, fn in ENRICHERS:
             if applies(d):
-                fn(d, env)
+                fn(d, machine)

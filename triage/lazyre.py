@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import re
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 
 AUTO = "auto"
@@ -119,5 +118,5 @@ class LazyPattern:
         return getattr(self.compiled(), name)
 
 
-def lazy(pattern: str | bytes, flags: int = 0, needles: tuple = ()) -> LazyPattern:
+def lazy(pattern: str | bytes, flags: int = 0, needles: tuple | str = ()) -> LazyPattern:
     return LazyPattern(pattern, flags, needles)

@@ -2,17 +2,14 @@
 
 Data flows one way: input (triage.logread) -> facts (scan + probes) -> diagnosis (triage.rules,
 triage.diagnose) -> plan (playbooks) -> action. These classes are the hand-offs between the stages;
-`to_json()` gives the public shape of ../shared/spec/report.md. They are plain classes, not
-dataclasses: importing dataclasses (and inspect, ast, typing with it) costs more start-up than a
-small report takes to diagnose (issue 2).
+`to_json()` gives the public shape of spec/report.md (extend it, never break it); `from_json()` reads
+it back (a saved `triage --json` report).
 """
 
 from __future__ import annotations
 
-from triage.record import Record
-
-if False:  # typing is for type checkers only: importing it costs start-up time (issue 2)
-    from typing import Any
+from dataclasses import dataclass, field
+from typing import Any
 
 SCHEMA = "triage.report/1"
 
@@ -52,59 +49,54 @@ EXIT_USAGE = 2
 EXIT_NO_FAILURE = 3
 
 
-class Evidence(Record):
-    __slots__ = ("line", "text")
-    _fields = __slots__
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A log line quoted as evidence: never edited, hence frozen."""
 
-    def __init__(self, line: int, text: str) -> None:
-        # line: 1-based line number in the original input; text: the line as the user sees it,
-        # without colour codes.
-        object.__setattr__(self, "line", line)
-        object.__setattr__(self, "text", text)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")  # frozen: evidence is quoted, never edited
-
-    __delattr__ = __setattr__
-
-    def __hash__(self) -> int:  # frozen, hence hashable
-        return hash((self.line, self.text))
+    line: int  # 1-based line number in the original input
+    text: str  # the line as the user sees it, without colour codes
 
     def to_json(self) -> dict[str, Any]:
         return {"line": self.line, "text": self.text}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Evidence:
+        return cls(int(data["line"]), str(data["text"]))
 
-class Fix(Record):
-    __slots__ = ("summary", "playbook")
-    _fields = __slots__
 
-    def __init__(self, summary: str, playbook: str | None = None) -> None:
-        self.summary = summary
-        self.playbook = playbook
+@dataclass(slots=True)
+class Fix:
+    summary: str
+    playbook: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"summary": self.summary, "playbook": self.playbook}
 
 
-class Diagnosis(Record):
-    __slots__ = ("category", "signature", "title", "confidence", "evidence", "facts", "fix", "first_line",
-                 "explanation")
-    _fields = __slots__
+@dataclass(slots=True)
+class Diagnosis:
+    category: str
+    signature: str
+    title: str
+    confidence: float
+    evidence: list[Evidence] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    fix: Fix = field(default_factory=lambda: Fix(""))
+    # Not in the JSON: where the first decisive line sits, used to rank a cascade.
+    first_line: int = 0
+    # Plain-words explanation lines (backend by backend, ...); published as facts["explanation"].
+    explanation: list[str] = field(default_factory=list)
 
-    def __init__(self, category: str, signature: str, title: str, confidence: float,
-                 evidence: list[Evidence] | None = None, facts: dict[str, Any] | None = None,
-                 fix: Fix | None = None, first_line: int = 0, explanation: list[str] | None = None) -> None:
-        self.category = category
-        self.signature = signature
-        self.title = title
-        self.confidence = confidence
-        self.evidence = [] if evidence is None else evidence
-        self.facts = {} if facts is None else facts
-        self.fix = Fix("") if fix is None else fix
-        # Not in the JSON: where the first decisive line sits, used to rank a cascade.
-        self.first_line = first_line
-        # Plain-words explanation lines (backend by backend, ...); published as facts["explanation"].
-        self.explanation = [] if explanation is None else explanation
+    def __post_init__(self) -> None:
+        # Rules pass None for "none found"; the JSON always has the lists and the fix.
+        if self.evidence is None:
+            self.evidence = []
+        if self.facts is None:
+            self.facts = {}
+        if self.fix is None:
+            self.fix = Fix("")
+        if self.explanation is None:
+            self.explanation = []
 
     def to_json(self) -> dict[str, Any]:
         facts = dict(self.facts)
@@ -120,45 +112,126 @@ class Diagnosis(Record):
             "fix": self.fix.to_json(),
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Diagnosis:
+        facts = dict(data.get("facts") or {})
+        explanation = list(facts.pop("explanation", None) or [])
+        evidence = [Evidence.from_json(e) for e in data.get("evidence") or []]
+        fix = data.get("fix") or {}
+        return cls(str(data["category"]), str(data["signature"]), str(data.get("title") or ""),
+                   float(data.get("confidence") or 0), evidence, facts,
+                   Fix(str(fix.get("summary") or ""), fix.get("playbook")),
+                   first_line=evidence[0].line if evidence else 0, explanation=explanation)
 
-class Note(Record):
+
+@dataclass(slots=True)
+class Note:
     """A recognised line that is not a failure (harmless warnings) — kept so the user sees we read it."""
 
-    __slots__ = ("signature", "title", "evidence")
-    _fields = __slots__
-
-    def __init__(self, signature: str, title: str, evidence: list[Evidence] | None = None) -> None:
-        self.signature = signature
-        self.title = title
-        self.evidence = [] if evidence is None else evidence
+    signature: str
+    title: str
+    evidence: list[Evidence] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"signature": self.signature, "title": self.title, "evidence": [e.to_json() for e in self.evidence]}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Note:
+        return cls(str(data["signature"]), str(data.get("title") or ""),
+                   [Evidence.from_json(e) for e in data.get("evidence") or []])
 
-class Report(Record):
-    # No __slots__ of its own (it has a __dict__): front ends attach run details (elapsed_s) to a report.
-    _fields = ("source", "bytes", "lines", "diagnoses", "environment", "notes", "upstream", "upgrade", "warnings",
-               "input_complete", "upstream_queries")
 
-    def __init__(self, source: str, bytes: int, lines: int, diagnoses: list[Diagnosis] | None = None,
-                 environment: dict[str, Any] | None = None, notes: list[Note] | None = None,
-                 upstream: list[dict[str, Any]] | None = None, upgrade: dict[str, Any] | None = None,
-                 warnings: list[str] | None = None, input_complete: bool = True,
-                 upstream_queries: list[str] | None = None) -> None:
-        self.source = source
-        self.bytes = bytes
-        self.lines = lines
-        self.diagnoses = [] if diagnoses is None else diagnoses
-        self.environment = {} if environment is None else environment
-        self.notes = [] if notes is None else notes
-        # Filled by later stages (issue 4); absent from the JSON while None.
-        self.upstream = upstream
-        self.upgrade = upgrade
-        # Messages for the user about the run itself (truncated input, probe skipped, ...).
-        self.warnings = [] if warnings is None else warnings
-        self.input_complete = input_complete
-        self.upstream_queries = upstream_queries  # exactly what was sent (after redaction)
+@dataclass(slots=True)
+class UpstreamHit:
+    """An issue or pull request upstream that speaks to the failure, ranked (report.upstream).
+
+    The optional fields appear in the JSON only when known."""
+
+    number: int
+    title: str
+    url: str
+    state: str  # open | closed | merged
+    kind: str  # issue | pr
+    score: float
+    why: str  # why it ranks where it does, in words
+    repo: str = ""
+    state_reason: str | None = None
+    merged_at: str | None = None
+    closed_at: str | None = None
+    subsystem: str | None = None
+    age: str | None = None  # served from the cache: how old that answer is, in words
+    fixed_by: int | None = None  # the PR that fixed it
+    fixed_by_repo: str | None = None
+    fixed_in: str | None = None  # the first vLLM release with that PR
+    fixed_in_basis: str | None = None  # how fixed_in was found
+    recorded: bool | None = None  # a recorded answer (the demo's), not one fetched now
+
+    _REQUIRED = ("number", "title", "url", "state", "kind", "score", "why", "repo")
+    _OPTIONAL = ("state_reason", "merged_at", "closed_at", "subsystem", "age", "fixed_by", "fixed_by_repo",
+                 "fixed_in", "fixed_in_basis", "recorded")
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self._REQUIRED}
+        out.update({k: v for k in self._OPTIONAL if (v := getattr(self, k)) is not None})
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> UpstreamHit:
+        known = cls._REQUIRED + cls._OPTIONAL
+        return cls(**{k: data[k] for k in known if k in data and data[k] is not None and k != "repo"},
+                   repo=str(data.get("repo") or ""))
+
+
+@dataclass(slots=True)
+class Upgrade:
+    """Whether upgrading vLLM fixes the failure (report.upgrade): the verdict, the version to go to,
+    the evidence in words, and the hand-patched files an upgrade would overwrite."""
+
+    verdict: str  # a key of UPGRADE_VERDICTS
+    target_version: str | None = None
+    evidence: list[str] = field(default_factory=list)
+    overwrites: list[str] = field(default_factory=list)
+    keep_patches: str | None = None  # how to save the patched files first
+    available: dict[str, Any] | None = None  # what the installer can reach
+
+    @property
+    def verdict_words(self) -> str:
+        return UPGRADE_VERDICTS.get(self.verdict, self.verdict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"verdict": self.verdict, "target_version": self.target_version,
+                               "evidence": list(self.evidence), "overwrites": list(self.overwrites)}
+        if self.keep_patches:
+            out["keep_patches"] = self.keep_patches
+        if self.available is not None:
+            out["available"] = self.available
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Upgrade:
+        """Reads a saved report's `upgrade`; evidence written as one string becomes a list of one."""
+        ev = data.get("evidence")
+        evidence = [str(e) for e in ev] if isinstance(ev, list) else ([str(ev)] if ev else [])
+        return cls(str(data.get("verdict") or "unknown"), data.get("target_version"), evidence,
+                   [str(f) for f in data.get("overwrites") or []], data.get("keep_patches"), data.get("available"))
+
+
+@dataclass(slots=True)
+class Report:
+    source: str
+    bytes: int
+    lines: int
+    diagnoses: list[Diagnosis] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    notes: list[Note] = field(default_factory=list)
+    # Filled by the upstream stage; absent from the JSON while None.
+    upstream: list[UpstreamHit] | None = None
+    upgrade: Upgrade | None = None
+    # Messages for the user about the run itself (truncated input, probe skipped, ...).
+    warnings: list[str] = field(default_factory=list)
+    input_complete: bool = True
+    upstream_queries: list[str] | None = None  # exactly what was sent (after redaction)
+    input_truncated: bool = False  # a line was cut or the reader stopped early: said in the report
 
     @property
     def exit_code(self) -> int:
@@ -167,18 +240,40 @@ class Report(Record):
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "schema": SCHEMA,
-            "input": {"source": self.source, "bytes": self.bytes, "lines": self.lines},
+            "input": {"source": self.source, "bytes": self.bytes, "lines": self.lines,
+                      **({"truncated": True} if self.input_truncated else {})},
             "diagnoses": [d.to_json() for d in self.diagnoses],
             "environment": self.environment,
         }
         if self.notes:
             out["notes"] = [n.to_json() for n in self.notes]
         if self.upstream is not None:
-            out["upstream"] = self.upstream
+            out["upstream"] = [h.to_json() for h in self.upstream]
         if self.upgrade is not None:
-            out["upgrade"] = self.upgrade
+            out["upgrade"] = self.upgrade.to_json()
         if self.upstream_queries is not None:
             out["upstream_queries"] = self.upstream_queries
         if self.warnings:
             out["warnings"] = list(self.warnings)
         return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Report:
+        """A saved `triage --json` report. Raises ValueError when it is not one."""
+        if not isinstance(data, dict) or not isinstance(data.get("diagnoses"), list):
+            raise ValueError("not a triage report (no diagnoses list)")
+        inp = data.get("input") or {}
+        upstream = data.get("upstream")
+        upgrade = data.get("upgrade")
+        try:
+            return cls(source=str(inp.get("source", "-")), bytes=int(inp.get("bytes") or 0),
+                       lines=int(inp.get("lines") or 0),
+                       diagnoses=[Diagnosis.from_json(d) for d in data["diagnoses"]],
+                       environment=dict(data.get("environment") or {}),
+                       notes=[Note.from_json(n) for n in data.get("notes") or []],
+                       upstream=[UpstreamHit.from_json(h) for h in upstream] if isinstance(upstream, list) else None,
+                       upgrade=Upgrade.from_json(upgrade) if isinstance(upgrade, dict) else None,
+                       warnings=[str(w) for w in data.get("warnings") or []],
+                       upstream_queries=data.get("upstream_queries"))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a triage report ({type(exc).__name__}: {exc})") from None

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 
-if False:  # for type checkers only: the headless report's hot path does without pathlib (start-up)
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the headless report imports no pathlib (start-up)
     from pathlib import Path
 
 

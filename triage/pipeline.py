@@ -6,14 +6,18 @@ each later stage is optional and degrades to "not known" rather than failing the
 
 from __future__ import annotations
 
-import time
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
+from triage import upstream
+from triage.computecap import parse_cc
 from triage.diagnose import diagnose
+from triage.enrich import enrich
 from triage.logread import Scan, scan_source
 from triage.logread.source import InputError, open_source
-from triage.model import Report
+from triage.model import Diagnosis, Report
+from triage.sanitize import clean_object
+from triage.interpreter import runnable_python
+from triage.versions import decode_vllm_version
 
 
 PYENV_KEYS = ("python", "packages", "vllm_install", "patched_files", "vllm_version", "torch_version",
@@ -25,15 +29,21 @@ def environment_from_log(scan: Scan) -> dict[str, Any]:
     v = env.get("vllm_version")
     if isinstance(v, str):
         try:
-            from triage.versions import decode_vllm_version
-        except ImportError:
+            env["vllm_install"] = decode_vllm_version(v)
+        except (ValueError, TypeError):
             pass
-        else:
-            try:
-                env["vllm_install"] = decode_vllm_version(v)
-            except (ValueError, TypeError):
-                pass
     return env
+
+
+def mark_repeats(diagnoses: list[Diagnosis], scan: Scan) -> None:
+    """A failure whose line came back again and again (a restart loop, every worker, all day) says how often:
+    facts.repeated = {count, first_line, last_line}."""
+    for d in diagnoses:
+        for e in d.evidence:
+            span = scan.repeated(e.line)
+            if span:
+                d.facts["repeated"] = {"count": span[0], "first_line": e.line, "last_line": span[1]}
+                break
 
 
 def merge_probe(env: dict[str, Any], facts: dict[str, Any], host: str) -> None:
@@ -52,11 +62,11 @@ def merge_probe(env: dict[str, Any], facts: dict[str, Any], host: str) -> None:
         else:
             env[key] = value
     gpus = env.get("gpus") or []
-    ccs = sorted({str(g.get("compute_capability")) for g in gpus if g.get("compute_capability")})
+    found = {str(g.get("compute_capability")): cc for g in gpus if (cc := parse_cc(g.get("compute_capability")))}
+    ccs = sorted(found, key=found.__getitem__)
     if ccs:
         env["compute_capability"] = ccs[0] if len(ccs) == 1 else env.get("compute_capability", ccs[0])
-        major = ccs[0].split(".")[0]
-        env["gpu_family"] = f"SM{major}x"
+        env["gpu_family"] = f"SM{found[ccs[0]].major}x"
     pk = env.get("packages") or {}
     if pk.get("vllm"):
         env["vllm_version"] = pk["vllm"]
@@ -71,24 +81,21 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
                  python: str | None = None, snapshot: str | None = None, fd: int | None = None,
                  scan: Scan | None = None) -> Report:
     """Read `source` ("-" for stdin, or a path) and diagnose it. Raises InputError for bad input."""
-    t0 = time.monotonic()
     if scan is None:
         scan = scan_source(open_source(source, fd))
     env = environment_from_log(scan)
     warnings = list(scan.warnings)
     probe_findings: list[dict[str, Any]] = []
     if snapshot or probe:
-        try:
-            from triage import probes
-        except ImportError:
-            probes = None  # type: ignore[assignment]
+        from triage import probes  # only when probing: probes load their own modules
+
         hp = None
-        if probes is not None and snapshot:
+        if snapshot:
             try:
                 hp = probes.load_snapshot(snapshot)
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise InputError(f"{snapshot}: not a usable probe snapshot ({exc})") from None
-        elif probes is not None:
+        else:
             try:
                 hp = probes.gather(host=host, python=python, python_prefix=env.get("python_prefix"),
                                    site_packages=env.get("site_packages"))
@@ -107,31 +114,22 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
                 warnings.append(f"probe of {hp.host} failed: {hp.error}")
             probe_findings = list(hp.findings)
     diagnoses, notes = diagnose(scan, env)
-    try:
-        from triage.enrich import enrich
-    except ImportError:
-        pass
-    else:
-        enrich(diagnoses, env)
+    mark_repeats(diagnoses, scan)
+    enrich(diagnoses, env)
     if probe_findings:
         env["findings"] = probe_findings
     report = Report(source=scan.source, bytes=scan.bytes, lines=scan.lines_total, diagnoses=diagnoses,
-                    environment=env, notes=notes, warnings=warnings, input_complete=scan.complete)
+                    environment=env, notes=notes, warnings=warnings, input_complete=scan.complete,
+                    input_truncated=scan.truncated)
     if diagnoses:
         try:
-            from triage import upstream
-        except ImportError:
-            pass
-        else:
-            try:
-                runner = None
-                if host and not offline:
-                    from triage.remote import SSHRunner
+            runner = None
+            if host and not offline:
+                from triage.remote import SSHRunner  # asyncssh: only for a remote host
 
-                    runner = SSHRunner(host)  # versions come from the remote installer
-                py = python or (env.get("python") or {}).get("executable")
-                upstream.lookup(report, offline=offline, python=py, runner=runner)
-            except Exception as exc:
-                report.warnings.append(f"upstream search failed: {type(exc).__name__}: {exc}")
-    report.elapsed_s = round(time.monotonic() - t0, 3)  # type: ignore[attr-defined]
-    return report
+                runner = SSHRunner(host)  # versions come from the remote installer
+            py = runnable_python(env, python)
+            upstream.lookup(report, offline=offline, python=py, runner=runner)
+        except Exception as exc:
+            report.warnings.append(f"upstream search failed: {type(exc).__name__}: {exc}")
+    return clean_object(report)  # log, snapshot, host and GitHub text, before any writer or screen

@@ -1,9 +1,7 @@
-"""Equality and repr by fields for plain classes: what @dataclass gives, without its import.
+"""Equality and repr by fields for plain classes with __slots__ and an explicit __init__.
 
-Start-up is part of the product (issue 2): `dataclasses` imports inspect, ast, dis and tokenize,
-and building each dataclass execs generated code; together that cost more than diagnosing a
-small log. The hand-offs between stages are plain classes with __slots__ and an explicit
-__init__ (same keywords, positional order and defaults as before) that inherit this.
+The records between stages are dataclasses (triage.model, triage.environment); a few classes
+inside the intake and upstream stages still use this base.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """What literal text every match of a regular expression must contain.
 
-Start-up is part of the product (issue 2): compiling a pattern costs far more than looking for a
-few words, and most patterns never meet a text that could match. A pattern's literals let a
-caller skip it (triage.lazyre, the rules in triage.rules.base) without compiling it.
-
-What is derived is remembered across runs in the cache folder (derived(), save_derived()):
-deriving it for every rule pattern costs more start-up than diagnosing a small log.
+Compiling a pattern costs far more than looking for a few words, and most patterns never meet a
+text that could match. A pattern's literals let a caller skip it (triage.lazyre, the rules in
+triage.rules.base) without compiling it.
 
 Conservative by construction: a character followed by a quantifier, a class, an escape class,
 a quantified group, a lookaround or anything under inline flags contributes nothing, so what is
@@ -94,13 +91,14 @@ def _tokens(p: str):
             if end < 0:
                 yield ("u",)
                 return
-            body: str | None = p[i + 1:end]
+            inner = p[i + 1:end]
             quantified = end + 1 < n and p[end + 1] in "?*{"
-            if body.startswith("?P<"):
-                body = body[body.index(">") + 1:]
-            elif body.startswith("?:"):
-                body = body[2:]
-            elif body.startswith("?"):
+            body: str | None = inner
+            if inner.startswith("?P<"):
+                body = inner[inner.index(">") + 1:]
+            elif inner.startswith("?:"):
+                body = inner[2:]
+            elif inner.startswith("?"):
                 body = None  # lookaround, comment, flags: says nothing about what is matched
             yield ("g", body, quantified)
             i = end + 1
@@ -232,94 +230,10 @@ def _clauses(p: str, min_len: int) -> list[tuple[str, ...]]:
     return out
 
 
-# --- remembered across runs ---------------------------------------------------------------------
-# pattern -> (required_literal, required_clauses), in marshal's format (read back in microseconds,
-# no validation of lists into tuples). Keyed by pattern text, so an edited pattern only misses its
-# own entry; the file name carries this module's size and mtime (a change to the derivation starts
-# a new table) and the interpreter's tag (marshal's format is per Python version).
-_TABLE: dict[str, tuple] | None = None
-_MISSED = False
-_AT_EXIT = False
-_PREFIX = "regex-literals-"
-
-
-def _table_file() -> str | None:
-    import os
-    import sys
-
-    from triage.paths import cache_dir_str
-
-    try:
-        st = os.stat(__file__)
-        tag = sys.implementation.cache_tag or "python"
-        return os.path.join(cache_dir_str(), f"{_PREFIX}{st.st_size}-{st.st_mtime_ns}-{tag}.marshal")
-    except (OSError, RuntimeError):
-        return None
-
-
-def _load() -> dict[str, tuple]:
-    path = _table_file()
-    if path is None:
-        return {}
-    import marshal
-
-    try:
-        with open(path, "rb") as fh:
-            data = marshal.loads(fh.read())
-    except (OSError, ValueError, EOFError, TypeError):
-        return {}
-    if type(data) is not dict or not all(type(v) is tuple and len(v) == 2 for v in data.values()):
-        return {}  # not a table this module wrote
-    return data
-
-
-def derived(pattern: str) -> tuple[str | None, tuple[tuple[str, ...], ...]]:
-    """(required_literal(pattern), required_clauses(pattern)), from the remembered table when it
-    holds them."""
-    global _TABLE, _MISSED, _AT_EXIT
-    table = _TABLE
-    if table is None:
-        table = _TABLE = _load()
-    entry = table.get(pattern)
-    if entry is None:
-        entry = table[pattern] = (required_literal(pattern), tuple(required_clauses(pattern)))
-        if not _MISSED:
-            _MISSED = True
-            if not _AT_EXIT:
-                _AT_EXIT = True
-                import atexit
-
-                atexit.register(save_derived)  # patterns met later in the run (lazyre) are kept too
-    return entry
-
-
-def save_derived() -> None:
-    """Write the table back when this run derived entries it did not have (a read-only cache only
-    costs the derivation next time)."""
-    global _MISSED
-    if not _MISSED or _TABLE is None:
-        return
-    _MISSED = False
-    path = _table_file()
-    if path is None:
-        return
-    import marshal
-    import os
-    import time
-
-    folder, name = os.path.split(path)
-    try:
-        os.makedirs(folder, exist_ok=True)
-        tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(marshal.dumps(_TABLE))
-        os.replace(tmp, path)
-        # Other versions' tables go once a week old: two installed versions must not keep deleting
-        # each other's (one that finds its table gone derives and writes it once more).
-        week_ago = time.time() - 7 * 86400
-        for old in os.listdir(folder):
-            other = os.path.join(folder, old)
-            if old.startswith(_PREFIX) and old != name and os.stat(other).st_mtime < week_ago:
-                os.unlink(other)
-    except OSError:
-        pass
+def derived(pattern: str, min_len: int = 4) -> tuple[str | None, tuple[tuple[str, ...], ...]]:
+    """(guard, required_clauses(pattern)): the guard is the longest literal that is a clause on its own
+    (every match contains it), found without a second pass over the pattern; None when there is none
+    of min_len characters."""
+    clauses = tuple(required_clauses(pattern))
+    singles = [c[0] for c in clauses if len(c) == 1 and len(c[0]) >= min_len]
+    return max(singles, key=len, default=None), clauses

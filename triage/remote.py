@@ -7,8 +7,8 @@
   error that says which.
 - Commands are argv lists, joined with shlex.join for the remote shell: a value from a log stays one
   inert argument there too. Environment variables go in as `env K=V ...` (servers refuse SSH env requests).
-- A fleet runs concurrently with a bound, each host under its own timeout; one dead host never blocks
-  the rest and comes back as a HostProbe with ok=False and the reason.
+
+Probing hosts over this transport is triage.probes.over_ssh (probes depend on this module, not back).
 """
 
 from __future__ import annotations
@@ -25,8 +25,21 @@ from typing import Any, Sequence
 
 import asyncssh
 
-from triage.probes.collect import HostProbe, build_facts, interpret_result, python_candidates
 from triage.runner import Result
+
+
+# What one remote command may send back: the probe's JSON is tens of KB; a host that sends more (a
+# 50 MB line, /dev/zero) is cut off there, and the rest is never read.
+MAX_OUTPUT = 8 << 20
+MAX_LINE = 1 << 20  # a line kept in an error message is cut far shorter (clip_line)
+
+
+def clip_line(text: str, limit: int = 300) -> str:
+    """One line of a remote error for people: cleaned of terminal control, at most `limit` characters."""
+    from triage.sanitize import clean
+
+    text = clean(text[: limit * 4])
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 class RemoteError(Exception):
@@ -74,18 +87,60 @@ def parse_target(spec: str) -> Target:
     return Target(spec=s, host=host, user=user, port=port)
 
 
-def known_hosts_files() -> list[str]:
-    home = Path("~").expanduser()
-    cands = [home / ".ssh" / "known_hosts", home / ".ssh" / "known_hosts2",
-             Path("/etc/ssh/ssh_known_hosts"), Path("/etc/ssh/ssh_known_hosts2")]
-    return [str(p) for p in cands if p.is_file()]
+USER_KNOWN_HOSTS = ["~/.ssh/known_hosts", "~/.ssh/known_hosts2"]
+GLOBAL_KNOWN_HOSTS = ["/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"]
+
+
+def _ssh_config(target: Target) -> Any:
+    """~/.ssh/config as it applies to `target` (asyncssh's parser), or None."""
+    import getpass
+
+    path = Path("~", ".ssh", "config").expanduser()
+    if not path.is_file():
+        return None
+    try:
+        from asyncssh.config import SSHClientConfig
+
+        return SSHClientConfig.load(None, [path], False, False, False, getpass.getuser(), target.user or (),
+                                    target.host, target.port or ())
+    except Exception:  # another asyncssh's signature, or an unreadable config: ssh's defaults
+        return None
+
+
+def _expand(path: str, target: Target | None) -> str:
+    import getpass
+    import os
+
+    home = str(Path("~").expanduser())
+    tokens = {"%%": "%", "%d": home, "%u": getpass.getuser(), "%h": target.host if target else "",
+              "%n": target.host if target else ""}
+    for k, v in tokens.items():
+        path = path.replace(k, v)
+    return os.path.expandvars(os.path.expanduser(path))
+
+
+def known_hosts_files(target: Target | None = None) -> list[str]:
+    """The known_hosts files ssh would check for `target`: UserKnownHostsFile and GlobalKnownHostsFile
+    from ~/.ssh/config when set (`none` means no file: every key is then unknown), else ssh's defaults."""
+    user, glob = USER_KNOWN_HOSTS, GLOBAL_KNOWN_HOSTS
+    cfg = _ssh_config(target) if target is not None else None
+    if cfg is not None:
+        u, g = cfg.get("UserKnownHostsFile", None), cfg.get("GlobalKnownHostsFile", None)
+        user = list(u) if isinstance(u, list) else user
+        glob = list(g) if isinstance(g, list) else glob
+    out = []
+    for p in user + glob:
+        full = _expand(p, target)
+        if Path(full).is_file() and full not in out:
+            out.append(full)
+    return out
 
 
 def _resolved(target: Target) -> tuple[str, int]:
     """HostName and Port after ~/.ssh/config, for messages and the known_hosts lookup."""
     try:
         opts = asyncssh.SSHClientConnectionOptions(host=target.host, port=target.port or (),
-                                                   known_hosts=known_hosts_files() or b"")
+                                                   known_hosts=known_hosts_files(target) or b"")
         return str(opts.host), int(opts.port)
     except Exception:
         return target.host, target.port or 22
@@ -99,7 +154,7 @@ def _host_key_message(target: Target) -> str:
         addrs |= {str(ai[4][0]) for ai in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)}
     except OSError:
         pass
-    for path in known_hosts_files():
+    for path in known_hosts_files(target):
         try:
             kh = asyncssh.read_known_hosts(path)
         except Exception:
@@ -113,8 +168,10 @@ def _host_key_message(target: Target) -> str:
                 return (f"host key of {target.spec} ({shown}) has CHANGED: it does not match {path}. "
                         "Someone may be intercepting the connection, or the host was reinstalled; verify the "
                         f"new key with its administrator, then remove the old one: ssh-keygen -R '{shown}'")
+    login = f"{target.user}@{target.host}" if target.user else target.host
+    ssh = shlex.join(["ssh"] + (["-p", str(target.port)] if target.port else []) + [login])
     return (f"host key of {target.spec} ({shown}) is not known: it is not in known_hosts. Verify and accept it "
-            f"once with `ssh {target.spec}` (or add the verified key to ~/.ssh/known_hosts), then retry")
+            f"once with `{ssh}` (or add the verified key to ~/.ssh/known_hosts), then retry")
 
 
 def describe_error(exc: BaseException, target: Target, timeout: float | None = None) -> str:
@@ -139,12 +196,20 @@ def describe_error(exc: BaseException, target: Target, timeout: float | None = N
     return f"{target.spec}: {type(exc).__name__}: {exc}"
 
 
+def _text(data: bytearray) -> str:
+    """Output as text, with lines longer than MAX_LINE cut (nothing downstream needs one longer)."""
+    text = bytes(data).decode("utf-8", "replace")
+    if len(text) <= MAX_LINE or all(len(line) <= MAX_LINE for line in text.split("\n")):
+        return text
+    return "\n".join(line if len(line) <= MAX_LINE else line[:MAX_LINE] + " ..." for line in text.split("\n"))
+
+
 # ------------------------------------------------------------------ a loop for the sync API
 _loop_lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 
 
-def _background_loop() -> asyncio.AbstractEventLoop:
+def background_loop() -> asyncio.AbstractEventLoop:
     global _loop
     with _loop_lock:
         if _loop is None or _loop.is_closed():
@@ -170,7 +235,8 @@ class SSHRunner:
         async with self._lock:
             if self._conn is None:
                 t = self.target
-                kwargs: dict[str, Any] = {"known_hosts": known_hosts_files() or b"",
+                # Never None (that turns checking off), whatever the config says.
+                kwargs: dict[str, Any] = {"known_hosts": known_hosts_files(t) or b"",
                                           "connect_timeout": self.connect_timeout}
                 if t.port:
                     kwargs["port"] = t.port
@@ -191,23 +257,52 @@ class SSHRunner:
         command = shlex.join(args)
         try:
             # Without input, stdin is /dev/null (as LocalRunner does): a command reading it gets EOF.
-            stdin: dict[str, Any] = {"input": input} if input else {"stdin": asyncssh.DEVNULL}
-            proc = await conn.run(command, timeout=timeout, check=False, encoding="utf-8", errors="replace",
-                                  **stdin)
-        except asyncssh.TimeoutError as exc:
-            return Result(args, 124, str(exc.stdout or ""), str(exc.stderr or "") + f"\ntimed out after {timeout:g}s",
-                          timed_out=True)
+            proc = await conn.create_process(command, encoding=None,
+                                             stdin=asyncssh.PIPE if input else asyncssh.DEVNULL)
         except (asyncssh.Error, OSError) as exc:
             raise RemoteError(describe_error(exc, self.target)) from None
-        code = proc.exit_status if proc.exit_status is not None else -1
-        return Result(args, code, str(proc.stdout or ""), str(proc.stderr or ""))
+        out, err = bytearray(), bytearray()
+        note = ""
+
+        async def pump(stream: Any, buf: bytearray) -> None:
+            nonlocal note
+            while True:
+                chunk = await stream.read(65536)
+                if not chunk:
+                    return
+                room = MAX_OUTPUT - len(out) - len(err)
+                buf += chunk[:max(0, room)]
+                if len(chunk) > room:
+                    note = f"\noutput cut at {MAX_OUTPUT >> 20} MB: the host sent more"
+                    proc.close()
+                    return
+
+        async def talk() -> None:
+            if input:
+                proc.stdin.write(input.encode())
+                proc.stdin.write_eof()
+            await asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
+            if not note:
+                await proc.wait_closed()
+
+        try:
+            await asyncio.wait_for(talk(), timeout)
+        except (asyncio.TimeoutError, TimeoutError):
+            proc.close()
+            return Result(args, 124, _text(out), _text(err) + f"\ntimed out after {timeout:g}s", timed_out=True)
+        except (asyncssh.Error, OSError, BrokenPipeError) as exc:
+            proc.close()
+            if not (out or err):
+                raise RemoteError(describe_error(exc, self.target)) from None
+        code = proc.exit_status if proc.exit_status is not None and not note else -1
+        return Result(args, code, _text(out), _text(err) + note)
 
     def run(self, argv: Sequence[str], *, timeout: float = 60.0, input: str | None = None,
             env: dict[str, str] | None = None) -> Result:
         """The Runner protocol: never raises for the remote side; an unreachable host or a refused
         host key is a Result with returncode -1 and the reason in stderr."""
         fut = asyncio.run_coroutine_threadsafe(self.arun(argv, timeout=timeout, input=input, env=env),
-                                               _background_loop())
+                                               background_loop())
         try:
             return fut.result(timeout + self.connect_timeout + 5)
         except RemoteError as exc:
@@ -228,67 +323,7 @@ class SSHRunner:
 
     def close(self) -> None:
         if self._conn is not None:
-            asyncio.run_coroutine_threadsafe(self.aclose(), _background_loop()).result(10)
-
-
-# ------------------------------------------------------------------ probes
-async def probe_host(spec: str, *, python: str | None = None, python_prefix: str | None = None,
-                     site_packages: str | None = None, deep: bool = False, timeout: float = 60.0,
-                     connect_timeout: float = 15.0) -> HostProbe:
-    """Probe one host; every failure comes back as ok=False with a reason, never as an exception."""
-    try:
-        runner = SSHRunner(spec, connect_timeout=min(connect_timeout, timeout))
-    except ValueError as exc:
-        return HostProbe(host=spec, ok=False, error=str(exc))
-
-    async def go() -> HostProbe:
-        err = None
-        for py in python_candidates(python, python_prefix, site_packages, remote=True):
-            argv = [py, "-", "--sections", "gpu,host,pyenv"] + (["--deep"] if deep else [])
-            from triage.probes.script import probe_script
-
-            res = await runner.arun(argv, timeout=timeout, input=probe_script())
-            raw, err, try_next = interpret_result(res, py, runner.where, timeout)
-            if raw is not None:
-                facts, findings = build_facts(raw)
-                return HostProbe(host=spec, ok=True, facts=facts, findings=findings)
-            if not try_next:
-                break
-        return HostProbe(host=spec, ok=False, error=err or f"no Python found on {spec}")
-
-    try:
-        return await asyncio.wait_for(go(), timeout + 1.0)
-    except RemoteError as exc:
-        return HostProbe(host=spec, ok=False, error=str(exc))
-    except (asyncio.TimeoutError, TimeoutError):
-        return HostProbe(host=spec, ok=False, error=f"no answer from {spec} within {timeout:g}s")
-    except Exception as exc:
-        return HostProbe(host=spec, ok=False, error=describe_error(exc, runner.target, timeout))
-    finally:
-        try:
-            await asyncio.wait_for(runner.aclose(), 5)
-        except Exception:
-            pass
-
-
-async def probe_fleet(specs: Sequence[str], *, concurrency: int = 16, **kw: Any) -> list[HostProbe]:
-    """Probe hosts concurrently (at most `concurrency` at once); results in the order given."""
-    sem = asyncio.Semaphore(max(1, concurrency))
-
-    async def one(spec: str) -> HostProbe:
-        async with sem:
-            return await probe_host(spec, **kw)
-
-    return list(await asyncio.gather(*(one(s) for s in specs)))
-
-
-def probe_hosts(specs: Sequence[str], **kw: Any) -> list[HostProbe]:
-    """Synchronous entry for the CLI (works inside or outside a running event loop)."""
-    return asyncio.run_coroutine_threadsafe(probe_fleet(specs, **kw), _background_loop()).result()
-
-
-def probe_host_sync(spec: str, **kw: Any) -> HostProbe:
-    return probe_hosts([spec], **kw)[0]
+            asyncio.run_coroutine_threadsafe(self.aclose(), background_loop()).result(10)
 
 
 def fetch_text(spec: str, path: str, *, timeout: float = 30.0) -> str | None:
@@ -301,5 +336,5 @@ def fetch_text(spec: str, path: str, *, timeout: float = 30.0) -> str | None:
     return res.stdout if res.ok else None
 
 
-__all__ = ["SSHRunner", "RemoteError", "Target", "parse_target", "probe_host", "probe_fleet", "probe_hosts",
-           "describe_error", "known_hosts_files", "fetch_text", "probe_host_sync"]
+__all__ = ["SSHRunner", "RemoteError", "Target", "parse_target", "describe_error", "known_hosts_files",
+           "fetch_text", "background_loop"]

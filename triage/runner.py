@@ -29,7 +29,8 @@ class Result:
 class Runner(Protocol):
     """Where commands run. `where` names it for people ("this machine", "gpu-a")."""
 
-    where: str
+    @property
+    def where(self) -> str: ...
 
     def run(
         self,

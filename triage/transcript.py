@@ -18,6 +18,11 @@ The recorder protocol, shared with `triage apply sparse-mla`:
 
 `undo_last()` reverts the newest transcript that changed something: restores backups, deletes files
 that did not exist before, runs recorded undo commands, newest first, and says what it could not revert.
+
+A damaged transcript (not UTF-8, not JSON, a journal line that is no entry) never stops the others: it
+is listed as unreadable, and its unreadable entries are named as what cannot be reverted. One undo
+runs at a time (a lock file beside the transcripts), and a transcript is marked as being undone before
+anything runs, so a second `triage undo` or a crash half-way never runs its undo commands twice.
 """
 
 from __future__ import annotations
@@ -62,10 +67,43 @@ def is_local(runner: Any) -> bool:
     return isinstance(runner, LocalRunner) or getattr(runner, "where", None) == LOCAL
 
 
+class UnreadableTranscript(ValueError):
+    """A transcript folder whose meta.json cannot be read as a JSON object."""
+
+
+class UndoBusy(RuntimeError):
+    """Another undo holds the lock, or this transcript is already (being) undone."""
+
+
+_ENTRY_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "command": {"argv": (list,)},
+    "backup": {"path": (str,), "existed": (bool,), "backup": (str, type(None))},
+    "change": {"description": (str,), "undo_argv": (list, type(None))},
+    "note": {"text": (str,)},
+}
+
+
+def _valid_entry(e: Any) -> bool:
+    if not isinstance(e, dict) or e.get("type") not in _ENTRY_FIELDS:
+        return False
+    if not isinstance(e.get("where", ""), str):
+        return False
+    for name, types in _ENTRY_FIELDS[e["type"]].items():
+        if not isinstance(e.get(name), types):
+            return False
+    if e["type"] == "backup" and e["existed"] and not e["backup"]:
+        return False
+    for key in ("argv", "undo_argv"):
+        if isinstance(e.get(key), list) and not all(isinstance(a, str) for a in e[key]):
+            return False
+    return True
+
+
 class Transcript:
     def __init__(self, root: Path, meta: dict[str, Any]):
         self.root = root
         self.meta = meta
+        self.unreadable_entries = 0  # journal lines that are no entry (set by entries())
         self._n = len(self.entries())
 
     # --- lifecycle ---
@@ -88,8 +126,16 @@ class Transcript:
 
     @classmethod
     def open(cls, root: str | Path) -> "Transcript":
+        """UnreadableTranscript when meta.json is missing, not UTF-8, not JSON or not an object."""
         root = Path(root)
-        meta = json.loads((root / "meta.json").read_text(encoding="utf-8"))
+        try:
+            meta = json.loads((root / "meta.json").read_bytes()[: 1 << 20].decode("utf-8"))
+        except OSError as exc:
+            raise UnreadableTranscript(f"meta.json: {exc.strerror or exc}") from None
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            raise UnreadableTranscript(f"meta.json: {type(exc).__name__}") from None
+        if not isinstance(meta, dict):
+            raise UnreadableTranscript("meta.json is not an object")
         return cls(root, meta)
 
     def finish(self, outcome: str | None) -> None:
@@ -158,21 +204,40 @@ class Transcript:
     # --- reading ---
 
     def entries(self) -> list[dict[str, Any]]:
+        """The journal's well-formed entries; the others are counted in unreadable_entries."""
         path = self.root / "journal.jsonl"
-        if not path.exists():
+        try:
+            data = path.read_bytes()
+        except OSError:
             return []
         out = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError:
-                    continue  # a torn last line after a crash
+        bad = 0
+        lines = data.decode("utf-8", "replace").splitlines()
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                e = json.loads(line)
+            except (ValueError, RecursionError):
+                e = None
+            if _valid_entry(e):
+                out.append(e)
+            elif i < len(lines) - 1 or line.rstrip().endswith("}"):
+                bad += 1  # a torn last line after a crash is no loss; anything else is
+        self.unreadable_entries = bad
         return out
 
     @property
     def changed_anything(self) -> bool:
         return any(e["type"] in ("backup", "change") for e in self.entries())
+
+    def state(self) -> str:
+        undone = self.meta.get("undone")
+        if isinstance(undone, dict) and undone.get("state") == "in-progress":
+            return "undo started, not finished"
+        if undone:
+            return "undone"
+        return "changed things" if self.changed_anything else "no changes"
 
     # --- internals ---
 
@@ -189,18 +254,26 @@ class Transcript:
         os.replace(tmp, self.root / "meta.json")
 
 
-def all_transcripts() -> list[Transcript]:
+def scan_transcripts() -> tuple[list[Transcript], list[tuple[Path, str]]]:
+    """(the readable transcripts, oldest first; the unreadable folders with the reason)."""
     base = transcripts_dir()
-    if not base.is_dir():
-        return []
-    out = []
-    for d in sorted(base.iterdir()):
-        if (d / "meta.json").exists():
-            try:
-                out.append(Transcript.open(d))
-            except (OSError, json.JSONDecodeError):
-                continue
-    return out
+    try:
+        dirs = sorted(d for d in base.iterdir() if d.is_dir())
+    except OSError:
+        return [], []
+    out, bad = [], []
+    for d in dirs:
+        if not (d / "meta.json").exists() and not (d / "journal.jsonl").exists():
+            continue
+        try:
+            out.append(Transcript.open(d))
+        except UnreadableTranscript as exc:
+            bad.append((d, str(exc)))
+    return out, bad
+
+
+def all_transcripts() -> list[Transcript]:
+    return scan_transcripts()[0]
 
 
 def last_transcript(*, undoable: bool = True) -> Transcript | None:
@@ -233,14 +306,12 @@ def default_runner_for(where: str) -> Runner:
     if where == LOCAL:
         return LocalRunner()
     try:
-        from triage import remote  # written by the probes issue; same Runner protocol
-    except ImportError as exc:
-        raise RuntimeError(f"cannot reach {where}: remote support (triage.remote) is not available") from exc
-    for name in ("runner_for", "connect", "SSHRunner"):
-        factory = getattr(remote, name, None)
-        if callable(factory):
-            return factory(where)
-    raise RuntimeError(f"cannot reach {where}: triage.remote has no runner factory")
+        from triage.remote import SSHRunner  # asyncssh loads only for a remote host
+    except ModuleNotFoundError as exc:
+        if exc.name != "asyncssh":
+            raise
+        raise RuntimeError(f"cannot reach {where}: SSH needs the asyncssh package (pip install asyncssh)") from None
+    return SSHRunner(where)
 
 
 def _restore(entry: dict[str, Any], runner: Runner) -> str:
@@ -273,6 +344,41 @@ def undo(
     runner_for: Callable[[str], Runner] = default_runner_for,
     timeout: float = 1800.0,
 ) -> UndoReport:
+    with _undo_lock():
+        try:
+            fresh = Transcript.open(transcript.root)
+        except UnreadableTranscript as exc:
+            raise UndoBusy(f"{transcript.root.name} cannot be read now ({exc})") from None
+        if fresh.meta.get("undone"):
+            raise UndoBusy(f"{transcript.root.name} is already undone ({fresh.state()})")
+        transcript.meta = fresh.meta
+        # Marked before anything runs: a crash half-way, or a second undo, never runs these twice.
+        transcript.meta["undone"] = {"state": "in-progress", "time": _now(), "pid": os.getpid()}
+        transcript._write_meta()
+        return _undo(transcript, runner_for, timeout)
+
+
+class _undo_lock:
+    """An exclusive, non-blocking lock on the transcripts folder for the length of one undo."""
+
+    def __enter__(self) -> "_undo_lock":
+        import fcntl
+
+        base = transcripts_dir()
+        base.mkdir(parents=True, exist_ok=True)
+        self.fh = open(base / ".undo.lock", "a+")
+        try:
+            fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.fh.close()
+            raise UndoBusy("another `triage undo` is running; try again when it has finished") from None
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.fh.close()  # closing releases the lock
+
+
+def _undo(transcript: Transcript, runner_for: Callable[[str], Runner], timeout: float) -> UndoReport:
     report = UndoReport(transcript)
     runners: dict[str, Runner] = {}
 
@@ -301,7 +407,12 @@ def undo(
         except (OSError, RuntimeError) as exc:
             what = entry.get("path") or entry.get("description") or kind
             report.failed.append(f"could not revert {what}: {exc}")
+    if transcript.unreadable_entries:
+        report.cannot.append(f"{transcript.unreadable_entries} journal entr"
+                             f"{'y' if transcript.unreadable_entries == 1 else 'ies'} of {transcript.root.name} "
+                             "could not be read: check what they changed by hand")
     transcript.meta["undone"] = {
+        "state": "done",
         "time": _now(),
         "reverted": report.reverted,
         "failed": report.failed,
@@ -315,4 +426,7 @@ def undo_last(*, runner_for: Callable[[str], Runner] = default_runner_for) -> Un
     t = last_transcript()
     if t is None:
         return UndoReport(None)
-    return undo(t, runner_for=runner_for)
+    try:
+        return undo(t, runner_for=runner_for)
+    except UndoBusy as exc:
+        return UndoReport(t, failed=[str(exc)])

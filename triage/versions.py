@@ -16,15 +16,169 @@ of main, how far past which tag, at which commit, for which CUDA, and whether th
 
 guess-next-dev bumps the last number of the latest tag, so `X.Y.ZrcN.devM` counts M commits after
 `vX.Y.ZrcN-1` and `X.Y.Z.devM` after `vX.Y.Z-1`; where that inverse is not defined, after_tag is None.
-Pure functions, no imports beyond `re`: the lead's log scan reuses this for versions found in logs.
+The log scan decodes versions found in logs with it; everything that compares versions uses `Version`.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
+
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+
+# --- ordering ---------------------------------------------------------------------------------
+# One ordering for every version triage compares (playbook conditions, the upgrade advice, the
+# explanations): PEP 440 as `packaging.version.Version` orders it, without importing packaging.
+
+_VERSION = lazy(
+    r"""^\s*v?
+    (?:(?P<epoch>\d+)!)?
+    (?P<release>\d+(?:\.\d+)*)
+    (?:[-_.]?(?P<pre_l>a|b|c|rc|alpha|beta|pre|preview)[-_.]?(?P<pre_n>\d+)?)?
+    (?:(?:-(?P<post_n1>\d+))|(?:[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d+)?))?
+    (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d+)?)?
+    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
+    \s*$""",
+    re.VERBOSE | re.IGNORECASE,
+)
+_PRE_ORDER = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
+_INF = float("inf")
+_SPEC = lazy(r"^(>=|<=|==|!=|>|<)\s*(.+)$")
+
+
+class InvalidVersion(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Version:
+    """A PEP 440 version, ordered as `packaging.version.Version` orders them.
+
+    `0.16.0rc2.dev313+g662205d34` < `0.16.0rc2` < `0.16.0` < `0.16.0.post1`; `0.16.0.dev5` sorts
+    before every pre-release of 0.16.0. Local labels (`+cu129`, `+g662205d34`) only break ties.
+    Trailing zeros do not matter: 12 == 12.0 == 12.0.0.
+    """
+
+    text: str
+    key: tuple
+
+    @classmethod
+    def parse(cls, text: Any) -> Version:
+        s = str(text)
+        m = _VERSION.match(s)
+        if not m:
+            raise InvalidVersion(f"not a version: {s!r}")
+        release = tuple(int(p) for p in m.group("release").split("."))
+        while len(release) > 1 and release[-1] == 0:
+            release = release[:-1]
+        pre = None
+        if m.group("pre_l"):
+            pre = (_PRE_ORDER[m.group("pre_l").lower()], int(m.group("pre_n") or 0))
+        post = None
+        if m.group("post_n1") or m.group("post_l"):
+            post = int(m.group("post_n1") or m.group("post_n2") or 0)
+        dev = int(m.group("dev_n") or 0) if m.group("dev_l") else None
+        local = m.group("local")
+        # The sort key of packaging: a dev release of X sorts before X's pre-releases.
+        if pre is None and post is None and dev is not None:
+            pre_k: tuple = (-_INF,)
+        elif pre is None:
+            pre_k = (_INF,)
+        else:
+            pre_k = pre
+        post_k: tuple = (-_INF,) if post is None else (post,)
+        dev_k: tuple = (_INF,) if dev is None else (dev,)
+        if local is None:
+            local_k: tuple = ((-_INF, ""),)
+        else:
+            local_k = tuple((int(p), "") if p.isdigit() else (-_INF, p.lower()) for p in re.split(r"[-_.]", local))
+        return cls(s, (int(m.group("epoch") or 0), release, pre_k, post_k, dev_k, local_k))
+
+    @property
+    def release(self) -> tuple[int, ...]:
+        return self.key[1]
+
+    @property
+    def is_prerelease(self) -> bool:
+        return self.key[2] != (_INF,) or self.key[4] != (_INF,)
+
+    def __lt__(self, other: Version) -> bool:
+        return self.key < other.key
+
+    def __le__(self, other: Version) -> bool:
+        return self.key <= other.key
+
+    def __gt__(self, other: Version) -> bool:
+        return self.key > other.key
+
+    def __ge__(self, other: Version) -> bool:
+        return self.key >= other.key
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Version) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse(v: Any) -> Version | None:
+    """The Version of `v`, or None when it is not one (`dev`, a git hash, nothing)."""
+    try:
+        return Version.parse(v) if v is not None else None
+    except InvalidVersion:
+        return None
+
+
+def compare_versions(a: Any, b: Any) -> int:
+    """-1, 0 or 1; raises InvalidVersion when either side is not a version."""
+    va, vb = Version.parse(a), Version.parse(b)
+    return (va > vb) - (va < vb)
+
+
+def is_prerelease(v: Any) -> bool:
+    p = parse(v)
+    return p is not None and p.is_prerelease
+
+
+def lt(a: Any, b: Any) -> bool:
+    """a < b; False when either is not a version."""
+    pa, pb = parse(a), parse(b)
+    return pa is not None and pb is not None and pa < pb
+
+
+def ge(a: Any, b: Any) -> bool:
+    """a >= b; False when either is not a version."""
+    pa, pb = parse(a), parse(b)
+    return pa is not None and pb is not None and pa >= pb
+
+
+def sort_versions(vs: list[str]) -> list[str]:
+    """Ascending; strings that are not versions are dropped."""
+    keyed = [(p, v) for v in vs if (p := parse(v)) is not None]
+    return [v for _p, v in sorted(keyed, key=lambda pv: (pv[0].key, pv[1]))]
+
+
+def satisfies(v: Any, spec: str) -> bool | None:
+    """`v` against a simple specifier list like ">=0.6.14,<0.7"; None when either is unreadable."""
+    a = parse(v)
+    if a is None:
+        return None
+    for part in spec.split(","):
+        m = _SPEC.match(part.strip())
+        b = parse(m.group(2)) if m else None
+        if m is None or b is None:
+            return None
+        ok = {">=": a >= b, "<=": a <= b, ">": a > b, "<": a < b, "==": a == b, "!=": a != b}[m.group(1)]
+        if not ok:
+            return False
+    return True
+
+
+# --- decoding what a vLLM version says about its build ---------------------------------------
 
 _PEP440 = lazy(
     r"""^v?(?P<release>\d+(?:\.\d+)*)
@@ -109,12 +263,12 @@ def decode_vllm_version(s: str) -> dict[str, Any]:
         else:
             local_rest = local
         for seg in [p for p in local_rest.split(".") if p]:
-            if _GIT.match(seg):
-                out["commit"] = _GIT.match(seg).group(1)  # type: ignore[union-attr]
+            if git := _GIT.match(seg):
+                out["commit"] = git.group(1)
             elif out["ngc_release"] and _HEX.match(seg):
                 out["commit"] = seg
-            elif _DIRTY.match(seg):
-                y, mo, d = _DIRTY.match(seg).groups()  # type: ignore[union-attr]
+            elif dirty := _DIRTY.match(seg):
+                y, mo, d = dirty.groups()
                 out["dirty_date"] = f"{y}-{mo}-{d}"
             elif _CUDA.match(seg):
                 out["cuda"] = cuda_from_tag(seg)

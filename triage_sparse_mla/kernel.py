@@ -239,7 +239,6 @@ def sparse_mla_fwd(
     T, H, D = q.shape
     if indices.dim() != 2 or indices.shape[0] != T:
         raise ValueError(f"indices must be [T, K] with T = {T}, got {tuple(indices.shape)}")
-    K = indices.shape[1]
     d_rope = D - d_v
     if d_v < 16 or d_v & (d_v - 1) or d_rope < 0 or (d_rope and (d_rope < 16 or d_rope & (d_rope - 1))):
         raise ValueError(f"head size {D} with d_v {d_v}: d_v and D - d_v must be powers of two >= 16 (or D == d_v)")

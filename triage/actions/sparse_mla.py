@@ -19,7 +19,6 @@ import base64
 import hashlib
 import importlib.util
 import json
-import os
 import secrets
 import tempfile
 import zipfile
@@ -35,6 +34,13 @@ ENTRY_GROUP = "vllm.general_plugins"
 ENTRY_NAME = "triage_sparse_mla"
 ENTRY_VALUE = "triage_sparse_mla.plugin:register"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed: the same sources give the same wheel bytes
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    ok: bool
+    message: str
+    launch_flag: str | None = None  # the `vllm serve` flag that selects the installed backend
 
 
 class Recorder(Protocol):
@@ -73,7 +79,7 @@ def write_wheel(dest_dir: str | Path, files: dict[str, bytes], name: str, versio
     entry_points.txt and RECORD. `files` maps archive paths to contents."""
     norm = name.replace("-", "_")
     di = f"{norm}-{version}.dist-info"
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     if summary:
         meta.append(f"Summary: {summary}")
     meta.append(f"Requires-Python: {requires_python}")
@@ -214,7 +220,7 @@ class Facts:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Facts":
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})  # type: ignore[arg-type]  # JSON the check script wrote
 
 
 def check_target(runner: Runner, python: str) -> Facts:
@@ -415,17 +421,17 @@ def preview(*, runner: Runner, python: str) -> list[str]:
 
 
 def apply(*, runner: Runner, python: str, recorder: Recorder, dry_run: bool = False,
-          say: Callable[[str], None] = print) -> dict[str, Any]:
+          say: Callable[[str], None] = print) -> InstallResult:
     """Check, build, install, verify; the confirmation was asked by the caller."""
     from triage_sparse_mla.support import LAUNCH_FLAG
 
     try:
         facts = checked(runner, python)
     except ApplyError as exc:
-        return {"ok": False, "message": str(exc)}
+        return InstallResult(False, str(exc))
     with tempfile.TemporaryDirectory(prefix="triage-wheel-") as tmp:
         plan = make_plan(runner, python, facts, build_plugin_wheel(tmp))
         if dry_run:
-            return {"ok": True, "message": "\n".join(show_plan(plan)), "launch_flag": LAUNCH_FLAG}
+            return InstallResult(True, "\n".join(show_plan(plan)), LAUNCH_FLAG)
         outcome = execute(plan, runner, recorder, say)
-    return {"ok": outcome.ok, "message": "; ".join(outcome.lines), "launch_flag": LAUNCH_FLAG}
+    return InstallResult(outcome.ok, "; ".join(outcome.lines), LAUNCH_FLAG)

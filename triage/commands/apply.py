@@ -7,7 +7,9 @@ import sys
 import tempfile
 from typing import Any, Callable
 
+from triage.actions import sparse_mla as action
 from triage.runner import LocalRunner, Runner
+from triage.transcript import Transcript, default_runner_for, undo_last
 
 FIXES = ("sparse-mla",)
 
@@ -17,25 +19,7 @@ def _err(msg: str) -> int:
     return 2
 
 
-def _remote_runner(host: str) -> Runner:
-    import importlib
-
-    try:
-        remote = importlib.import_module("triage.remote")
-    except ImportError:
-        raise LookupError("remote hosts need triage.remote") from None
-    for name in ("runner_for", "connect", "SSHRunner"):
-        factory = getattr(remote, name, None)
-        if callable(factory):
-            return factory(host)
-    raise LookupError("remote hosts need triage.remote (no runner factory found in it)")
-
-
-def _new_transcript(where: str) -> Any:
-    try:
-        from triage.transcript import Transcript  # type: ignore[import-not-found]
-    except ImportError:
-        raise LookupError("recording changes for undo needs triage.transcript") from None
+def _new_transcript(where: str) -> Transcript:
     return Transcript.start("apply sparse-mla: install the triage_sparse_mla vLLM plugin", where, id="sparse-mla")
 
 
@@ -47,10 +31,6 @@ def _ask(prompt: str) -> bool:
 
 
 def _undo() -> int:
-    try:
-        from triage.transcript import undo_last  # type: ignore[import-not-found]
-    except ImportError:
-        return _err("undo needs triage.transcript")
     report = undo_last()
     if report.transcript is None:
         print("nothing to undo")
@@ -97,13 +77,17 @@ def main(
     if args.fix not in FIXES:
         return _err(f"unknown fix {args.fix!r}; known: {', '.join(FIXES)}")
 
-    from triage.actions import sparse_mla as action
-
     if runner is None:
         try:
-            runner = _remote_runner(args.host) if args.host else LocalRunner()
-        except LookupError as exc:
+            runner = default_runner_for(args.host) if args.host else LocalRunner()
+        except RuntimeError as exc:
             return _err(str(exc))
+    if isinstance(runner, LocalRunner):
+        from triage.interpreter import refuse_reason
+
+        why = refuse_reason(args.python)
+        if why:
+            return _err(why)
     blocked = None
     try:
         if args.dry_run:
@@ -134,10 +118,7 @@ def main(
                 print("nothing was changed")
                 return 0
         if recorder is None:
-            try:
-                recorder = _new_transcript(runner.where)
-            except LookupError as exc:
-                return _err(str(exc))
+            recorder = _new_transcript(runner.where)
         outcome = action.execute(plan, runner, recorder)
         finish = getattr(recorder, "finish", None)
         if callable(finish):

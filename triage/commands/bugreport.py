@@ -117,14 +117,14 @@ def render(report: Any, *, tried: list[str] | None = None) -> str:
     lines.append(f"- triage's diagnosis: `{d.signature}` ({d.category}), confidence {round(float(d.confidence), 2)}.")
     if d.fix and d.fix.summary:
         lines.append(f"- Suggested workaround: {d.fix.summary}")
-    up = report.upgrade or {}
-    if up.get("verdict") and up["verdict"] != "unknown":
-        tv = f" (target {up['target_version']})" if up.get("target_version") else ""
-        lines.append(f"- Upgrade check: {up['verdict']}{tv}.")
-    hits = [h for h in (report.upstream or []) if "other subsystem" not in h.get("why", "")][:5]
+    up = report.upgrade
+    if up is not None and up.verdict != "unknown":
+        tv = f" (target {up.target_version})" if up.target_version else ""
+        lines.append(f"- Upgrade check: {up.verdict}{tv}.")
+    hits = [h for h in (report.upstream or []) if "other subsystem" not in h.why][:5]
     if hits:
         lines += ["", "Possibly related (found by triage; none matched exactly):", ""]
-        lines += [f"- #{h['number']} {h['title']} ({h['why']})" for h in hits]
+        lines += [f"- #{h.number} {h.title} ({h.why})" for h in hits]
     for other in report.diagnoses[1:3]:
         lines.append(f"- Also seen in the log: {other.title} (`{other.signature}`)")
     lines += ["", "### Before submitting a new issue...", "",
@@ -153,11 +153,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--tried", action="append", default=[], metavar="TEXT",
                    help="something you already tried (repeatable)")
     args = p.parse_args(argv)
-    try:
-        from triage.pipeline import build_report
-    except ImportError:
-        print("triage report: the diagnosis pipeline is not available in this installation", file=sys.stderr)
-        return 2
+    from triage.pipeline import build_report
+
     try:
         report = build_report(args.log, offline=True, probe=False, snapshot=args.snapshot)
     except Exception as exc:  # InputError and friends: one line, no traceback

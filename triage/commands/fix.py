@@ -17,6 +17,9 @@ import os
 import sys
 from typing import Any
 
+from triage.demo import DEMO_LOG, DEMO_SNAPSHOT
+from triage.model import Report
+from triage.pipeline import build_report
 from triage.playbooks.engine import (ConsoleFrontEnd, Session, default_upstream, derive_facts, is_routing, preview_argv,
                                      render_inline, show_argv, step_title)
 from triage.playbooks.load import load_library
@@ -31,17 +34,17 @@ def _fail(msg: str, code: int = USAGE_ERROR) -> int:
     return code
 
 
-def _report_from_json(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], Any]:
+def _report_from_json(path: str) -> tuple[list[dict[str, Any]], dict[str, Any], Report]:
     with open(path, encoding="utf-8") as fh:
         data = json.load(fh)
-    if not isinstance(data, dict) or not isinstance(data.get("diagnoses"), list):
-        raise ValueError(f"{path} is not a triage report (no diagnoses list)")
-    return data["diagnoses"], data.get("environment") or {}, None
+    try:
+        report = Report.from_json(data)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return [d.to_json() for d in report.diagnoses], dict(report.environment), report
 
 
-def _diagnose(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any], Any]:
-    from triage.pipeline import build_report  # the lead's pipeline (issue 2)
-
+def _diagnose(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any], Report]:
     report = build_report(args.log, offline=args.offline, probe=not args.no_probe, host=args.host, python=args.python,
                           snapshot=args.snapshot)
     return [d.to_json() for d in report.diagnoses], dict(report.environment), report
@@ -79,8 +82,6 @@ def main(argv: list[str]) -> int:
         return 0 if exc.code == 0 else USAGE_ERROR
     if args.demo:
         # The demo machine is recorded, not this one: never probe or change here.
-        from triage.cli import DEMO_LOG, DEMO_SNAPSHOT
-
         if not args.dry_run:
             return _fail("the demo's machine is a recording: walk it with --dry-run")
         args.log, args.snapshot, args.offline, args.no_probe = str(DEMO_LOG), str(DEMO_SNAPSHOT), True, True
@@ -117,12 +118,7 @@ def main(argv: list[str]) -> int:
             problem = input_problem(args.log) if args.log != "-" else None
             if problem:
                 return _fail(problem)
-            try:
-                diagnoses, env, report = _diagnose(args)
-            except ImportError:
-                if not args.playbook:
-                    return _fail("the diagnosis pipeline is not available in this build; name a playbook with --playbook", 1)
-                diagnoses, env = [], {}
+            diagnoses, env, report = _diagnose(args)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         return _fail(str(exc))
 
@@ -142,6 +138,8 @@ def main(argv: list[str]) -> int:
             print(f"No playbook for {diag.get('category')} ({diag.get('signature')}): {((diag.get('fix') or {}).get('summary')) or ''}")
             return NOTHING_TO_FIX
 
+    if pb is None:  # --playbook names one that is checked above; this is for the type checker
+        return _fail(f"no playbook {args.playbook!r}")
     try:
         runner = _runner(args.host)
     except RuntimeError as exc:
@@ -167,6 +165,10 @@ def main(argv: list[str]) -> int:
         session.outcome = "manual:interrupted"
         session.finish()
         return _fail("interrupted; `triage undo` reverts what was changed so far", 130)
+    except OSError as exc:  # a read-only or full HOME: the transcript for undo cannot be written
+        where = getattr(exc, "filename", None) or "the state folder"
+        return _fail(f"cannot record changes for undo in {where}: {exc.strerror or exc}; "
+                     "stopped before running anything more", 2)
     if args.dry_run:
         rest = [s for sid, s in pb.steps.items() if sid not in session.visited and not is_routing(s)]
         if rest:

@@ -14,7 +14,7 @@ import json
 import re
 import sys
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NoReturn
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -22,7 +22,7 @@ EXIT_UNREACHABLE = 4  # some host could not be probed (the others are still repo
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2, no usage dump
+    def error(self, message: str) -> NoReturn:  # one line, exit 2, no usage dump
         print(f"triage probe: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
@@ -64,7 +64,8 @@ def main(argv: list[str]) -> int:
         print("triage probe: --timeout and --concurrency must be positive", file=sys.stderr)
         return EXIT_USAGE
     if specs:
-        from triage.remote import parse_target, probe_hosts
+        from triage.probes.over_ssh import probe_hosts
+        from triage.remote import parse_target
 
         for s in specs:
             try:
@@ -189,34 +190,10 @@ def render(probes: list[Any], *, saved: list[str] | None = None, save_dir: str |
         if not probe.ok:
             con.print(f"[bold red]not probed:[/] {escape(str(probe.error))}")
             continue
-        f = probe.facts
-        t = Table(show_header=False, box=None, pad_edge=False)
-        t.add_column(style="bold")
-        t.add_column()
-        for label, value in summary_rows(f):
-            t.add_row(label, escape(value))
-        con.print(t)
-        gpus = f.get("gpus") or []
-        if gpus:
-            g = Table(title="GPUs", title_justify="left")
-            for col in ("#", "name", "CC", "memory used / total MiB", "persistence", "MIG", "NVLink", "processes"):
-                g.add_column(col)
-            for gpu in gpus:
-                procs = gpu.get("processes")
-                g.add_row(str(gpu.get("index")), escape(_fmt(gpu.get("name"))), _fmt(gpu.get("compute_capability")),
-                          f"{_fmt(gpu.get('memory_used_mib'))} / {_fmt(gpu.get('memory_total_mib'))}",
-                          _fmt(gpu.get("persistence_mode")),
-                          _fmt((gpu.get("mig") or {}).get("mode") if isinstance(gpu.get("mig"), dict) else gpu.get("mig")),
-                          _fmt(gpu.get("nvlink") if not isinstance(gpu.get("nvlink"), dict)
-                               else f"{gpu['nvlink']['active']}/{gpu['nvlink']['links']}"),
-                          escape(", ".join(f"{p['pid']}" for p in procs) if isinstance(procs, list) and procs
-                                 else ("-" if isinstance(procs, list) else _fmt(procs))))
-            con.print(g)
-        for fd in probe.findings:
-            style = _SEV_STYLE.get(fd.get("severity", ""), "")
-            con.print(f"[{style}]{escape(fd.get('severity', ''))}[/] {escape(fd.get('title', ''))}")
-            if fd.get("fix"):
-                con.print(f"    [dim]fix:[/] {escape(fd['fix'])}")
+        try:
+            _render_host(con, probe)
+        except (KeyError, TypeError, AttributeError, ValueError):  # facts of an unexpected shape
+            con.print("[bold red]the probe's facts have an unexpected shape:[/] see `triage probe --json`")
     if len(probes) > 1:
         from triage.probes.fleet import fleet_diff
 
@@ -239,6 +216,43 @@ def render(probes: list[Any], *, saved: list[str] | None = None, save_dir: str |
     if save_dir is not None:
         n = len([s for s in (saved or []) if not s.endswith("triage-patches.json")])
         con.print(f"Saved {n} patched file(s) under {escape(save_dir)}" if n else "No patched vLLM files to save.")
+
+
+def _render_host(con: Any, probe: Any) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    f = probe.facts
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column()
+    for label, value in summary_rows(f):
+        t.add_row(label, escape(value))
+    con.print(t)
+    gpus = f.get("gpus") or []
+    if gpus:
+        g = Table(title="GPUs", title_justify="left")
+        for col in ("#", "name", "CC", "memory used / total MiB", "persistence", "MIG", "NVLink", "processes"):
+            g.add_column(col)
+        for gpu in gpus:
+            procs = gpu.get("processes")
+            # Every cell is markup to rich: a remote host's values are escaped, whatever their field.
+            g.add_row(escape(str(gpu.get("index"))), escape(_fmt(gpu.get("name"))),
+                      escape(_fmt(gpu.get("compute_capability"))),
+                      escape(f"{_fmt(gpu.get('memory_used_mib'))} / {_fmt(gpu.get('memory_total_mib'))}"),
+                      escape(_fmt(gpu.get("persistence_mode"))),
+                      escape(_fmt((gpu.get("mig") or {}).get("mode") if isinstance(gpu.get("mig"), dict)
+                                  else gpu.get("mig"))),
+                      escape(_fmt(gpu.get("nvlink") if not isinstance(gpu.get("nvlink"), dict)
+                                  else f"{gpu['nvlink'].get('active')}/{gpu['nvlink'].get('links')}")),
+                      escape(", ".join(f"{p['pid']}" for p in procs) if isinstance(procs, list) and procs
+                             else ("-" if isinstance(procs, list) else _fmt(procs))))
+        con.print(g)
+    for fd in probe.findings:
+        style = _SEV_STYLE.get(fd.get("severity", ""), "")
+        con.print(f"[{style}]{escape(fd.get('severity', ''))}[/] {escape(fd.get('title', ''))}")
+        if fd.get("fix"):
+            con.print(f"    [dim]fix:[/] {escape(fd['fix'])}")
 
 
 def summary_rows(f: dict[str, Any]) -> list[tuple[str, str]]:

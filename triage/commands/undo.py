@@ -11,7 +11,8 @@ import sys
 
 from triage.playbooks.engine import show_argv
 from triage.playbooks.wording import outcome_words
-from triage.transcript import Transcript, all_transcripts, last_transcript, undo
+from triage.sanitize import clean
+from triage.transcript import Transcript, UndoBusy, last_transcript, scan_transcripts, undo
 
 USAGE_ERROR = 2
 
@@ -43,20 +44,25 @@ def main(argv: list[str]) -> int:
         return 0 if exc.code == 0 else USAGE_ERROR
 
     if args.list:
-        for t in all_transcripts():
-            state = "undone" if t.meta.get("undone") else ("changed things" if t.changed_anything else "no changes")
+        good, bad = scan_transcripts()
+        for t in good:
             result = outcome_words(t.meta.get("outcome")) if t.meta.get("outcome") else "not finished"
-            print(f"{t.root.name}  {t.meta.get('title')}  on {t.meta.get('where')}  result: {result}  [{state}]")
+            print(clean(f"{t.root.name}  {t.meta.get('title')}  on {t.meta.get('where')}  "
+                        f"result: {result}  [{t.state()}]"))
+        for root, why in bad:
+            print(clean(f"{root.name}  [unreadable: {why}; skipped]"))
         return 0
 
     t = last_transcript()
     if t is None:
         print("Nothing to undo: no recorded change that is not undone already.")
         return 0
-    print(f"Last change: {t.meta.get('title')} on {t.meta.get('where')}, {t.meta.get('started')} ({t.root})")
+    print(clean(f"Last change: {t.meta.get('title')} on {t.meta.get('where')}, {t.meta.get('started')} ({t.root})"))
     plan = _describe(t)
     for line in plan:
-        print(f"  {line}")
+        print(clean(f"  {line}"))
+    if t.unreadable_entries:
+        print(f"  ({t.unreadable_entries} journal entries cannot be read: they will not be reverted)")
     if args.dry_run:
         return 0
     if not args.yes:
@@ -69,13 +75,13 @@ def main(argv: list[str]) -> int:
             return 0
     try:
         rep = undo(t)
-    except RuntimeError as exc:
+    except (UndoBusy, RuntimeError) as exc:
         print(f"triage undo: {exc}", file=sys.stderr)
         return USAGE_ERROR
     for line in rep.reverted:
-        print(f"reverted: {line}")
+        print(clean(f"reverted: {line}"))
     for line in rep.failed:
-        print(f"FAILED: {line}")
+        print(clean(f"FAILED: {line}"))
     for line in rep.cannot:
-        print(f"cannot revert (do it by hand if needed): {line}")
+        print(clean(f"cannot revert (do it by hand if needed): {line}"))
     return 0 if rep.ok else 1

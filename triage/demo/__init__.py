@@ -1,25 +1,34 @@
-"""Bundled demo data: the GLM-5 log, a recorded probe snapshot, and recorded upstream answers for
-`triage --demo` (which never probes and never goes online)."""
+"""Bundled demo data for `triage --demo` and `triage fix --demo`: a failed GLM-5 launch on an SM120
+server, a recorded probe snapshot of that server, and recorded upstream answers (the demo never probes
+and never goes online). Paths are os.path strings: the headless report imports no pathlib."""
 
-from __future__ import annotations
-
-import json
 import os
-from typing import Any
 
-RECORDED_UPSTREAM = os.path.join(os.path.dirname(__file__), "upstream_recorded.json")
+DEMO_DIR = os.path.dirname(__file__)
+DEMO_LOG = os.path.join(DEMO_DIR, "glm5_sm120.log")
+DEMO_SNAPSHOT = os.path.join(DEMO_DIR, "snapshot_rtxpro6000.json")
+RECORDED_UPSTREAM = os.path.join(DEMO_DIR, "upstream_recorded.json")
 
 
-def with_recorded_upstream(report: Any) -> Any:
-    """The demo's report with the recorded upstream hits (each marked "recorded") when it has none."""
+def with_recorded_upstream(report):
+    """The demo's report with the recorded upstream hits (each marked recorded) when it has none."""
     if report.upstream:
         return report
+    import json
+
+    from triage.model import UpstreamHit
+
     try:
         with open(RECORDED_UPSTREAM, encoding="utf-8") as fh:
             data = json.load(fh)
     except (OSError, ValueError):
         return report
-    report.upstream = [dict(h, recorded=True) for h in data.get("upstream") or []]
+    hits = []
+    for h in data.get("upstream") or []:
+        hit = UpstreamHit.from_json(h)
+        hit.recorded = True
+        hits.append(hit)
+    report.upstream = hits
     note = data.get("recorded")
     if note:
         report.warnings = [w for w in report.warnings if "offline" not in w] + [f"upstream: {note}"]

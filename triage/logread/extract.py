@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.literal import literal_eval
 from triage.logread.normalize import Line
@@ -24,11 +23,15 @@ VERSION_PATTERNS = [
     # The ASCII-art banner of newer versions: "... version 0.16.1rc1.dev265+gd106bf39f"
     lazy(r"^[\s\u2580-\u259f]*version (?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$", needles=("version ",)),
 ]
+def _odd_prefix(prefix: str) -> bool:
+    parts = prefix.split("/")
+    return prefix == "/proc" or prefix.startswith("/proc/") or ".." in parts or "." in parts
+
+
 PY_PATH_RE = lazy(
     r'(?P<prefix>/[^"\s]*?)/lib/(?P<py>python\d\.\d+)/(?P<kind>site-packages|dist-packages)/(?P<pkg>[\w.-]+)',
     needles=("/lib/python",),
 )
-CONDA_PY_RE = lazy(r'(?P<prefix>[A-Za-z]:\\[^"]*?)\\Lib\\site-packages\\', needles=("\\Lib\\site-packages\\",))
 NON_DEFAULT_RE = lazy(r"non-default args: (?P<d>\{.*\})\s*$", needles=("non-default args: {",))
 NAMESPACE_RE = lazy(r"args: Namespace\((?P<a>.*)\)\s*$", needles=("args: Namespace(",))
 CONFIG_MODEL_RE = lazy(r"with config: model='(?P<m>[^']*)'", needles=("with config: model='",))
@@ -63,8 +66,6 @@ TORCH_RE = lazy(r"^\s*PyTorch version\s*:\s*(?P<v>\S+)", needles=("PyTorch versi
 PIP_RE = lazy(r"^\s*\[(?:pip3?|conda)\]\s+(?P<name>[\w.-]+)(?:==|\s+)(?P<v>[\w.+!-]+)", needles=("[pip", "[conda]"))
 PYVER_RE = lazy(r"^\s*Python version\s*:\s*(?P<v>\d+\.\d+(?:\.\d+)?)", needles=("Python version",))
 OS_RE = lazy(r"^\s*OS\s*:\s*(?P<v>.+)$", needles=("OS",))
-TORCH_WARN_VER_RE = lazy(r"current PyTorch install(?:ation)? supports CUDA capabilities (?P<v>[\w ]+)",
-                         needles=("current PyTorch install",))
 
 
 def _gpu_family(cc: str) -> str:
@@ -101,12 +102,12 @@ def _add_gpu(facts: dict[str, Any], name: str, index: int | None = None, cc: str
             return
     if len(gpus) >= 64:
         return
-    g: dict[str, Any] = {"name": name}
+    new: dict[str, Any] = {"name": name}
     if index is not None:
-        g["index"] = index
+        new["index"] = index
     if cc:
-        g["compute_capability"] = cc
-    gpus.append(g)
+        new["compute_capability"] = cc
+    gpus.append(new)
 
 
 def extract(line: Line, facts: dict[str, Any]) -> None:
@@ -134,7 +135,9 @@ def extract(line: Line, facts: dict[str, Any]) -> None:
             facts.setdefault("cuda_version", m.group("v"))
     if 'File "' in t or "-packages/" in t:
         m = PY_PATH_RE.search(t)
-        if m and "python_prefix" not in facts:
+        # Where the log's Python lives is read from disk, never run; a prefix under /proc or with `..`
+        # names another process's files or climbs out of the path, and is no environment.
+        if m and "python_prefix" not in facts and not _odd_prefix(m.group("prefix")):
             facts["python_prefix"] = m.group("prefix") or "/"
             facts["python_version"] = facts.get("python_version") or m.group("py").removeprefix("python")
             facts["site_packages"] = f"{m.group('prefix')}/lib/{m.group('py')}/{m.group('kind')}"

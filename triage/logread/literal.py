@@ -2,7 +2,7 @@
 
 `non-default args: {...}` and `args: Namespace(...)` lines hold reprs of dicts, lists, tuples,
 strings, numbers, True/False/None. Importing ast costs more start-up than reading a small log
-(issue 2), so those are parsed here; anything else (escapes in strings, other names, sets, odd
+(start-up is part of the product), so those are parsed here; anything else (escapes in strings, other names, sets, odd
 spacing, ...) goes to ast.literal_eval itself. What this returns is exactly what literal_eval
 returns for the same text: it accepts only a strict subset of Python's literal syntax.
 """

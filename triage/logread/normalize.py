@@ -109,6 +109,8 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
     paste_indent); removed from lines without one, so that their own indentation is what remains."""
     shown = clean(raw)
     s = shown
+    while s[:1] == ">":  # a markdown quote ("> ", nested "> > ") around a pasted log
+        s = s[2:] if s[1:2] == " " else s[1:]
     if s[:1] == " ":
         m = _INDENTED_PREFIX_RE.match(s)
         if m:

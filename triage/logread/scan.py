@@ -8,35 +8,55 @@ newest lines are kept (a crash is at the end; the launch facts are at the start)
 from __future__ import annotations
 
 import collections
+import re
 
-if False:  # for type checkers only: typing costs start-up time
-    from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
-from triage.logread import extract
+from triage.logread import extract, unquote
 from triage.logread.normalize import Line, parse, paste_indent
 from triage.logread.select import MAX_LINE, iter_lines, select
 from triage.logread.source import LogSource, chunks, open_source
-from triage.logread.traceback import EXC_RE, ExceptionRecord, TracebackAssembler
+from triage.logread.traceback import EXC_RE, ExceptionRecord, TracebackAssembler, phase_of
 from triage.logread.unwrap import RECORD_STARTS
 from triage.record import Record
 
 MAX_HEAD = 15000
 MAX_TAIL = 5000
+# Lines that differ only in numbers, pids, process tags, timestamps and addresses have one shape: the
+# first of a shape is read, the others only counted (a restart loop, eight workers printing the same
+# traceback, a warning repeated all day). At most MAX_SHAPES shapes are remembered: memory stays flat.
+MAX_SHAPES = 50000
+SHAPE_MIN = 24  # shorter lines (a lone "Traceback", blank rows) are cheap to read again
+# Two keys: digits alone (bytes.translate: a regex on every line would cost more than reading it), then,
+# when that misses, digits and hex letters together with their runs of any length (request ids,
+# addresses, pids of another width). Words made only of hex letters
+# ("add", "bad") look alike under the second key; the first key is tried first.
+_DIGITS = bytes.maketrans(b"0123456789", b"#" * 10)
+_HEXITS = bytes.maketrans(b"0123456789abcdefABCDEF", b"#" * 22)
+_RUNS = re.compile(rb"#+")  # on a first key's miss only: "pid=4188" and "pid=34048" are one shape
+# A traceback's first line is always read: it opens that process's traceback, and a chained exception
+# prints the same first line again.
+_TB_HEAD = b"Traceback (most recent"
+# Lines that state the machine (one row per GPU, "GPU 0: ...", "GPU 1: ..."): each is a fact, never a repeat.
+_MACHINE_WORDS = (b"NVIDIA", b"apability")
+_GPU_ROW = re.compile(rb"GPU \d+:")
 COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
 COLLECT_ENV_SPAN = 400
+CUT_TB_TAIL = 3  # a traceback whose last frame is this close to the end of the log was cut by it
 CUT_MIN = 80  # the narrowest terminal: a shorter line was not cut by one
 
 
 class Scan(Record):
     # A plain class, not a dataclass: see triage.record (start-up).
     __slots__ = ("source", "bytes", "lines_total", "lines", "repeats", "exceptions", "facts", "frame_files",
-                 "warnings", "complete", "_joined")
+                 "warnings", "complete", "spans", "truncated", "cut_tracebacks", "_joined")
     _fields = __slots__[:-1]
 
     def __init__(self, source: str, bytes: int = 0, lines_total: int = 0, lines: list[Line] | None = None,
                  repeats: dict[str, int] | None = None, exceptions: list[ExceptionRecord] | None = None,
                  facts: dict[str, Any] | None = None, frame_files: set[str] | None = None,
-                 warnings: list[str] | None = None, complete: bool = True) -> None:
+                 warnings: list[str] | None = None, complete: bool = True,
+                 spans: dict[int, tuple[int, int]] | None = None) -> None:
         self.source = source
         self.bytes = bytes
         self.lines_total = lines_total
@@ -47,6 +67,10 @@ class Scan(Record):
         self.frame_files = set() if frame_files is None else frame_files
         self.warnings = [] if warnings is None else warnings
         self.complete = complete  # False while a piped log is still being written
+        # line number of a shape's first line -> (times the shape was seen, number of its last line)
+        self.spans = {} if spans is None else spans
+        self.truncated = False  # a line was cut, or the reader stopped before the end
+        self.cut_tracebacks: list[ExceptionRecord] = []  # tracebacks the log ends inside (type "")
         self._joined: tuple[int, int, str] | None = None
 
     def joined_text(self) -> str:
@@ -57,6 +81,10 @@ class Scan(Record):
         if j is None or j[0] != id(lines) or j[1] != len(lines):
             j = self._joined = (id(lines), len(lines), "\n".join([ln.text for ln in lines]))
         return j[2]
+
+    def repeated(self, no: int) -> tuple[int, int] | None:
+        """(times seen, last line) when the line numbered `no` stands for more lines of its shape."""
+        return self.spans.get(no)
 
     def find(self, needle: str) -> Iterator[Line]:
         for ln in self.lines:
@@ -73,15 +101,60 @@ class Scanner:
         self._seen: dict[str, int] = {}
         self._tail: collections.deque[Line] = collections.deque(maxlen=MAX_TAIL)
         self._collect_env_at: list[int] = []
-        self._in_env_block = False
         self._indent = 0  # a pasted log's indentation, learnt from its prefixed lines
         self._prev: Line | None = None  # the line fed last, and the exception it raised (if any)
         self._prev_exc: ExceptionRecord | None = None
+        self._shapes: dict[bytes, list] = {}  # shape -> [times, first no, last no, first Line]
 
     def feed(self, no: int, raw: bytes | str) -> Line:
+        shapes = self._shapes
+        key = key2 = None
+        if (isinstance(raw, bytes) and len(raw) >= SHAPE_MIN and _TB_HEAD not in raw
+                and not any(w in raw for w in _MACHINE_WORDS) and not (b"GPU " in raw and _GPU_ROW.search(raw))):
+            key = raw.translate(_DIGITS)
+            seen = shapes.get(key)
+            if seen is None:
+                key2 = _RUNS.sub(b"#", raw.translate(_HEXITS))
+                seen = shapes.get(key2)
+                if seen is not None and len(shapes) < MAX_SHAPES:
+                    shapes[key] = seen
+            if seen is not None:
+                seen[0] += 1
+                seen[2] = no
+                return seen[3]
+        ln = self._read(no, raw)
+        if key is not None and len(shapes) < MAX_SHAPES:
+            shapes[key] = shapes[key2] = [1, no, no, ln]
+        return ln
+
+    def _read(self, no: int, raw: bytes | str) -> Line:
         ln = parse(no, raw, self._indent)
         if ln.shown[:1] == " ":
             self._indent = paste_indent(ln) or self._indent
+        if not unquote.may_quote(ln.text):
+            return self._take(ln)
+        # A message quoted in a tuple of pieces, an HTTP error body, an escaped string: read as the
+        # lines it stands for (numbered as the line that holds them), so the rules see them plainly.
+        got = unquote.expand(ln.text)
+        if got is None:
+            return self._take(ln)
+        replace, parts = got
+        first = None
+        if not replace:
+            first = self._take(ln)
+        for part in parts:
+            sub = parse(no, part)  # its own header, when it has one (a Docker json-file line)
+            if not replace:
+                sub.shown = ln.shown
+            sub.proc = sub.proc or ln.proc
+            sub.level = sub.level or ln.level
+            sub.src = sub.src or ln.src
+            sub = self._take(sub)
+            first = first or sub
+        return first or self._take(ln)
+
+    def _take(self, ln: Line) -> Line:
+        no = ln.no
         key = f"{ln.proc}\x00{ln.text}" if ln.text.startswith((" ", "\t")) else ln.text
         prev, prev_exc = self._prev, self._prev_exc
         if prev is not None and no == prev.no + 1 and _cut_row(prev, ln, prev_exc is not None):
@@ -116,7 +189,19 @@ class Scanner:
             s.lines.extend(self._tail)
             self._tail.clear()
         s.repeats = {k.split("\x00")[-1]: v for k, v in self._seen.items() if v > 1}
+        for times, first, last, ln in {id(v): v for v in self._shapes.values()}.values():
+            if times > 1:
+                s.spans[first] = (times, last)
+                s.repeats[ln.text] = s.repeats.get(ln.text, 1) + times - 1
         s.exceptions = list(self._tb.records)
+        # Only where the log (or the paste) ends inside it: elsewhere its exception line was merely
+        # not selected, or another process' lines came in between.
+        end = max(nlines, s.lines[-1].no if s.lines else 0)
+        s.cut_tracebacks = [t for t in self._tb.cut() if t.line.no + CUT_TB_TAIL >= end]
+        # The step start-up died in, for every rule: from the first traceback whose frames say.
+        phase = next((p for e in s.exceptions + s.cut_tracebacks if e.frames for p in [phase_of(e.frames)] if p), None)
+        if phase:
+            s.facts["phase"] = phase
         s.frame_files = set(self._tb.frame_files)
         s.bytes, s.lines_total = nbytes, max(nlines, s.lines[-1].no if s.lines else 0)
         extract.finish(s.facts)
@@ -132,8 +217,14 @@ class Scanner:
         clone._tb = self._tb
         clone._seen = dict(self._seen)
         clone._tail = collections.deque(self._tail, maxlen=MAX_TAIL)
+        clone._shapes = {}
+        copies: dict[int, list] = {}
+        for k, v in self._shapes.items():
+            if v[0] > 1:
+                clone._shapes[k] = copies.setdefault(id(v), list(v))
         snap = clone.finish(nbytes, nlines)
         snap.complete = False
+        snap.cut_tracebacks = []  # a traceback at the end of a live pipe is still being written
         return snap
 
     @property
@@ -153,8 +244,7 @@ def _cut_row(prev: Line, ln: Line, prev_is_exc: bool) -> bool:
             and not t.startswith(RECORD_STARTS) and EXC_RE.match(t) is None)
 
 
-def scan_source(src: LogSource, *, use_grep: bool | None = None,
-                progress: Callable[[int], None] | None = None) -> Scan:
+def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
     sel = select(src, use_grep=use_grep)
     sc = Scanner(src.name)
     for no, raw in sel.lines:
@@ -162,6 +252,7 @@ def scan_source(src: LogSource, *, use_grep: bool | None = None,
     nbytes, nlines = sel.totals()
     scan = sc.finish(nbytes, nlines)
     scan.warnings.extend(sel.warnings)
+    scan.truncated = sel.truncated
     if sc.collect_env_lines and src.path is not None:
         _read_collect_env(src, sc.collect_env_lines[0], scan)
     for first, data in sel.blocks:  # the same block, kept aside while a stream went by
@@ -177,7 +268,7 @@ def scan_path(name: str, **kw: Any) -> Scan:
 
 def scan_text(text: str | bytes, source: str = "<text>") -> Scan:
     """Scan an in-memory log (tests, the demo); the same selection rules as a file."""
-    from triage.logread.select import PREFILTER_RE
+    from triage.logread.select import PREFILTER_RE, is_fragment
 
     from triage.logread.unwrap import SAMPLE, unwrap_lines, wrap_width
 
@@ -190,8 +281,9 @@ def scan_text(text: str | bytes, source: str = "<text>") -> Scan:
         numbered = unwrap_lines(numbered, width, MAX_LINE)
     want = 0
     env_until = 0
+    whole = is_fragment(data)
     for i, raw in numbered:
-        hit = PREFILTER_RE.search(raw) is not None
+        hit = whole or PREFILTER_RE.search(raw) is not None
         if hit or want or i <= env_until:
             ln = sc.feed(i, raw)
             if any(m in ln.text for m in COLLECT_ENV_MARKERS):

@@ -21,8 +21,7 @@ import os
 
 from triage.lazyre import lazy
 
-if False:  # for type checkers only: typing costs start-up time
-    from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from triage.logread.source import InputError, LogSource, chunks
 from triage.record import Record
@@ -33,10 +32,20 @@ PREFILTER = (
     'Error|ERROR|error|Exception|Traceback|File "|WARN|Warning|CRITICAL|FATAL|Killed|Segmentation|'
     "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env|"
     "above exception|NumPy|bootstrapping|fatal|only supports|plugin|"
+    # memory profiling's INFO lines when nothing is left for the KV cache
+    "KV cache memory: -|KV Cache is -|blocks: 0,|cache size: 0 tokens|tokens per request: 0|"
+    # the memory budget and the start-up phase: what the memory rules' explanations are made of
+    "memory|loading took|apturing|Model Runner|"
+    # rows of a wrapped message whose first row was kept (attention reasons, shared-memory numbers)
+    "not supported|Reasons|use_mla|requires|Hardware limit|Ray cluster|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
     "File \x1b"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
+# A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a
+# timestamp of another logger, a process tag "(EngineCore_DP0 pid=1576)".
+VLLM_HEADER_RE = lazy(rb"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?:\x1b\[[0-9;]*m)*\s+\d\d-\d\d \d\d:\d\d"
+                      rb"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d|pid=\d+(?:, ip=[\w.:-]+)?\)")
 MAX_LINE = 64 * 1024
 BLOCK_MARKER = b"Collecting environment information"
 BLOCK_BYTES = 64 * 1024
@@ -45,12 +54,16 @@ CONTEXT_AFTER = 1
 # Below this size a regular file is selected in Python: starting grep (and the thread that counts
 # lines) costs more than reading it here. Both ways select the same lines.
 GREP_MIN_BYTES = 256 * 1024
+# A paste this small is read whole (is_fragment).
+FRAGMENT_LINES = 40
+FRAGMENT_BYTES = 16 * 1024
+FRAGMENT_WAIT = 0.2  # seconds a stream may take to show that it has ended
 
 
 class Selection(Record):
     """Selected lines, streamed; the totals are final once the iterator is exhausted."""
 
-    __slots__ = ("lines", "_totals", "warnings", "blocks")
+    __slots__ = ("lines", "_totals", "warnings", "blocks", "truncated")
     _fields = __slots__
 
     def __init__(self, lines: Iterator[tuple[int, bytes]], _totals: Callable[[], tuple[int, int]],
@@ -61,6 +74,7 @@ class Selection(Record):
         # A stream cannot be read twice: a pasted `vllm collect-env` block (few selectable words in it)
         # is kept aside whole while it streams by, as (number of its first line, its bytes).
         self.blocks = [] if blocks is None else blocks
+        self.truncated = False  # set while streaming: a line was cut, or grep failed before the end
 
     def totals(self) -> tuple[int, int]:
         """(bytes, lines) of the whole input. Call after consuming `lines`."""
@@ -71,10 +85,18 @@ def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
     data, width = _sniff_wrap(src)
     if width:
         return _select_unwrapped(data, width)
+    if src.fd is not None:
+        whole, data = _whole_if_fragment(src, data)
+        if whole is not None:
+            return _select_all(whole)
+    if use_grep is None and src.path is not None and 0 <= _size(src.path) <= FRAGMENT_BYTES:
+        whole = _head(chunks(src), FRAGMENT_BYTES + 1)
+        if is_fragment(whole):
+            return _select_all(whole)
     if use_grep is None and src.is_plain_file:
         size = _size(src.path)
         if size <= GREP_MIN_BYTES:
-            # A small file is read faster here than grep and a thread can be started (issue 2).
+            # A small file is read faster here than grep and a thread can be started.
             if 0 <= size <= MAX_LINE and _prefilter_literals() is not None:
                 return _select_small(src)
             return _select_python(src, data)
@@ -102,6 +124,49 @@ def _sniff_wrap(src: LogSource) -> tuple[Iterator[bytes], int | None]:
     it = chunks(src)
     head = next(it, b"")
     return _prepend(head, it), wrap_width(head[:SAMPLE])
+
+
+def is_fragment(data: bytes) -> bool:
+    """A paste of a few lines cut out of a log (what people put in a ticket), without vLLM's own
+    headers: every line is kept, not only those with a PREFILTER word, for such a paste is often a
+    bare message ("No available memory for the cache blocks ..."). A log with vLLM's headers is read
+    the usual way whatever its size: the same lines are selected whichever way it reaches triage."""
+    return (len(data) <= FRAGMENT_BYTES and data.count(b"\n", 0, FRAGMENT_BYTES) <= FRAGMENT_LINES
+            and VLLM_HEADER_RE.search(data) is None)
+
+
+def _head(data: Iterable[bytes], limit: int) -> bytes:
+    out = b""
+    for chunk in data:
+        out += chunk
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _whole_if_fragment(src: LogSource, data: Iterator[bytes]) -> tuple[bytes | None, Iterator[bytes]]:
+    """A stream whose writer has already finished after a fragment's worth of text: its bytes. A live
+    pipe (vLLM still writing) is never waited for longer than a moment."""
+    head = next(data, b"")
+    if not is_fragment(head):
+        return None, _prepend(head, data)
+    import select as _select_mod
+
+    try:
+        ready, _, _ = _select_mod.select([src.fd], [], [], FRAGMENT_WAIT)
+    except (OSError, ValueError):
+        ready = []
+    if not ready:
+        return None, _prepend(head, data)
+    nxt = next(data, b"")
+    if nxt:
+        return None, _prepend(head, _prepend(nxt, data))
+    return head, iter(())
+
+
+def _select_all(data: bytes) -> Selection:
+    out = list(enumerate(iter_lines([data]), 1))
+    return Selection(iter(out), lambda: (len(data), len(out)))
 
 
 def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
@@ -136,8 +201,9 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
 
     def count() -> None:
         try:
-            out = subprocess.run([grep, "-c", "", src.path], capture_output=True, env=env, check=False)
-            counter["lines"] = int(out.stdout.strip() or 0)
+            out = subprocess.run([grep, "-c", "", src.path], capture_output=True, env=env, check=False,
+                                 preexec_fn=_grep_memory_cap)
+            counter["lines"] = int(out.stdout.strip() or 0) if out.returncode in (0, 1) else -1
         except (OSError, ValueError):
             counter["lines"] = -1
 
@@ -145,23 +211,80 @@ def _select_grep(src: LogSource, grep: str) -> Selection:
     t.start()
     proc = subprocess.Popen(
         [grep, "-n", "-a", "-E", f"-A{CONTEXT_AFTER + 1}", "-e", PREFILTER, "--", src.path],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, preexec_fn=_grep_memory_cap,
     )
     assert proc.stdout is not None
+    rest: list[Selection] = []
+    cuts = [0]
 
     def gen() -> Iterator[tuple[int, bytes]]:
+        last = 0
         try:
-            yield from _grep_lines(proc.stdout)
+            for no, line in _grep_lines(proc.stdout, cuts):
+                last = no
+                yield no, line
         finally:
             proc.stdout.close()
             proc.wait()
             t.join()
+        if proc.returncode == 2:
+            # grep gave up, out of memory on a line too long to hold (its cap): the rest of the file
+            # goes the stream way, its lines cut short before grep sees them.
+            again = _select_grep_stream(src, grep, chunks(src))
+            rest.append(again)
+            yield from ((no, line) for no, line in again.lines if no > last)
+            sel.truncated = again.truncated
+            sel.warnings.extend(again.warnings)
+        else:
+            _grep_outcome(sel, proc.returncode, cuts[0])
 
     def totals() -> tuple[int, int]:
+        if rest:
+            return rest[0].totals()
         lines = counter.get("lines", -1)
         return size, max(lines, 0)
 
-    return Selection(gen(), totals)
+    sel = Selection(gen(), totals)
+    return sel
+
+
+GREP_MEMORY = 64 << 20  # address space for a grep reading a file: ample for any line LineClipper lets by
+
+
+def _grep_memory_cap() -> None:
+    import resource
+
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (GREP_MEMORY, GREP_MEMORY))
+    except (ValueError, OSError):
+        pass
+
+
+class LineClipper:
+    """Cuts a stream's lines at `limit` bytes on its way to grep, which holds a whole line in memory
+    (a 1 GB line, or /dev/zero, would cost that much). A few finds a chunk: the lines inside one
+    chunk are shorter than the chunk, so only a line that spans chunks can run long."""
+
+    LIMIT = 1 << 20
+
+    def __init__(self, limit: int = LIMIT):
+        self.limit = limit
+        self.run = 0  # bytes of the current line seen so far
+        self.cut = 0  # lines cut
+
+    def __call__(self, chunk: bytes) -> bytes:
+        first = chunk.find(b"\n")
+        room = max(0, self.limit - self.run)
+        if first < 0:
+            if self.run <= self.limit < self.run + len(chunk):
+                self.cut += 1
+            self.run += len(chunk)
+            return chunk if len(chunk) <= room else chunk[:room]
+        if first > room:
+            self.cut += 1
+        out = chunk if first <= room else chunk[:room] + chunk[first:]
+        self.run = len(chunk) - chunk.rfind(b"\n") - 1
+        return out
 
 
 def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Selection:
@@ -180,6 +303,7 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
     state: dict[str, object] = {"bytes": 0, "lines": 0, "last": b"\n", "error": None}
 
     sel_blocks: list[tuple[int, bytes]] = []
+    clip = LineClipper()
 
     def feed() -> None:
         nbytes = nlines = 0
@@ -200,7 +324,7 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
                 nbytes += len(chunk)
                 nlines += chunk.count(b"\n")
                 last = chunk[-1:]
-                proc.stdin.write(chunk)
+                proc.stdin.write(clip(chunk))
         except BrokenPipeError:
             pass
         except InputError as exc:
@@ -215,15 +339,18 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
     t = threading.Thread(target=feed, daemon=True)
     t.start()
 
+    cuts = [0]
+
     def gen() -> Iterator[tuple[int, bytes]]:
         try:
-            yield from _grep_lines(proc.stdout)
+            yield from _grep_lines(proc.stdout, cuts)
         finally:
             t.join()
             proc.stdout.close()
             proc.wait()
         if state["error"] is not None:
             raise state["error"]  # type: ignore[misc]
+        _grep_outcome(sel, proc.returncode, max(clip.cut, cuts[0]))
 
     def totals() -> tuple[int, int]:
         lines = int(state["lines"])  # type: ignore[arg-type]
@@ -231,15 +358,27 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
             lines += 1  # a last line without a newline still counts
         return int(state["bytes"]), lines  # type: ignore[arg-type]
 
-    return Selection(gen(), totals)
+    sel = Selection(gen(), totals)
+    return sel
 
 
-def _grep_lines(fh) -> Iterator[tuple[int, bytes]]:
+def _grep_outcome(sel: Selection, returncode: int | None, cut: int) -> None:
+    """What the report must say about a read that was not whole: lines cut, or grep dying before the end
+    (exit 0: lines found, 1: none, 2 or a signal: it failed)."""
+    if cut:
+        sel.truncated = True
+        sel.warnings.append(f"{cut} line(s) longer than {MAX_LINE >> 10} KiB were cut there")
+    if returncode not in (0, 1):
+        sel.truncated = True
+        sel.warnings.append(f"grep stopped with status {returncode}: the log may not have been read to its end")
+
+
+def _grep_lines(fh, cuts: list[int] | None = None) -> Iterator[tuple[int, bytes]]:
     """Parse `grep -n -A2` output: "N:text" for a match, "N-text" for context, "--" between groups.
     Of the context, the second line after a match is kept only when the first is blank."""
     hit = -1  # number of the last match
     blank_after = False  # the line after it is blank
-    for raw in iter_lines(_pipe_chunks(fh)):
+    for raw in iter_lines(_pipe_chunks(fh), MAX_LINE, cuts):
         i = 0
         n = len(raw)
         while i < n and 48 <= raw[i] <= 57:
@@ -265,8 +404,9 @@ def _pipe_chunks(fh) -> Iterator[bytes]:
         yield b
 
 
-def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE) -> Iterator[bytes]:
-    """Split a byte stream into lines without the newline; a line longer than max_len is cut."""
+def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE, cuts: list[int] | None = None) -> Iterator[bytes]:
+    """Split a byte stream into lines without the newline; a line longer than max_len is cut (and
+    counted in cuts[0] when given)."""
     pending = b""
     skipping = False
     for chunk in data:
@@ -279,6 +419,8 @@ def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE) -> Iterator[bytes
                     if len(pending) > max_len:
                         pending = pending[:max_len]
                         skipping = True
+                        if cuts is not None:
+                            cuts[0] += 1
                 break
             if skipping:
                 yield pending
@@ -291,6 +433,8 @@ def iter_lines(data: Iterable[bytes], max_len: int = MAX_LINE) -> Iterator[bytes
                     pending = b""
                 elif len(piece) > max_len:
                     piece = piece[:max_len]
+                    if cuts is not None:
+                        cuts[0] += 1
                 yield piece
             start = nl + 1
     if pending:

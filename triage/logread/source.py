@@ -13,8 +13,7 @@ import zlib
 
 from triage.record import Record
 
-if False:  # for type checkers only: typing costs start-up time
-    from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator
 
 CHUNK = 1 << 20
 GZIP_MAGIC = b"\x1f\x8b"
@@ -56,6 +55,11 @@ def open_source(name: str, fd: int | None = None) -> LogSource:
             raise InputError("standard input is a directory")
         return LogSource("-", None, use_fd)
     if not os.path.exists(name):
+        if os.path.islink(name):  # a dangling link or a loop of links: say which
+            try:
+                os.stat(name)
+            except OSError as exc:
+                raise InputError(f"{name}: {(exc.strerror or 'unreadable link').lower()}") from None
         raise InputError(f"{name}: no such file")
     if os.path.isdir(name):
         raise InputError(f"{name}: is a directory, not a log file")

@@ -24,6 +24,38 @@ EXC_IN_TB_RE = lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(?P<msg>.
 CHAIN_CAUSE = "The above exception was the direct cause of the following exception"
 CHAIN_CONTEXT = "During handling of the above exception, another exception occurred"
 
+# Where in start-up a traceback died, from its frames' functions (vLLM's worker/model-runner functions, V0
+# and V1). phase_of takes the first step listed that any frame is in; triage.rules.budget reads the same
+# table innermost frame first.
+STEPS = [
+    ("capture_model", "CUDA graph capture"), ("capture_graphs", "CUDA graph capture"),
+    ("_capture_cudagraphs", "CUDA graph capture"),
+    ("_dummy_sampler_run", "sampler warm-up"),
+    ("profile_run", "memory profiling"), ("determine_available_memory", "memory profiling"),
+    ("determine_num_available_blocks", "memory profiling"),
+    ("initialize_kv_cache", "KV cache allocation"), ("_allocate_kv_cache", "KV cache allocation"),
+    ("initialize_cache", "KV cache allocation"), ("_init_cache_engine", "KV cache allocation"),
+    ("load_weights", "weight loading"), ("load_model", "weight loading"),
+    ("_dummy_run", "warm-up"), ("compile_or_warm_up_model", "warm-up"), ("_warmup", "warm-up"),
+    ("init_worker_distributed_environment", "distributed start-up"),
+    ("initialize_model_parallel", "distributed start-up"),
+    ("init_device", "device start-up"), ("get_tokenizer", "tokenizer loading"), ("get_config", "config loading"),
+    ("create_engine_config", "argument checking"),
+]
+JIT_FILES = ("/triton/compiler/", "/triton/runtime/", "/torch/_inductor/", "/flashinfer/jit/", "/deep_gemm/jit",
+             "/torch/utils/cpp_extension.py", "/tvm_ffi/")
+
+
+def phase_of(frames: list[Frame]) -> str | None:
+    """The step of start-up these frames were in, in words ("CUDA graph capture", "JIT compilation
+    during warm-up"); None when no frame says."""
+    funcs = {f.func for f in frames}
+    step = next((name for fn, name in STEPS if fn in funcs), None)  # capture_model runs _dummy_run: first listed wins
+    jit = any(j in f.file for f in frames[-8:] for j in JIT_FILES)
+    if jit:
+        return f"JIT compilation during {step}" if step else "JIT compilation"
+    return step
+
 
 class Frame(Record):
     # Plain classes, not dataclasses: see triage.record (start-up).
@@ -61,9 +93,10 @@ class ExceptionRecord(Record):
 
 
 class _ProcState:
-    __slots__ = ("frames", "in_tb", "chained", "last_exc", "tb_start", "tb_indent")
+    __slots__ = ("frames", "in_tb", "chained", "last_exc", "tb_start", "tb_indent", "last_frame")
 
     def __init__(self) -> None:
+        self.last_frame: Line | None = None
         self.frames: list[Frame] = []
         self.in_tb = False
         self.chained = False
@@ -75,6 +108,7 @@ class _ProcState:
 class TracebackAssembler:
     MAX_FRAMES = 200
     MAX_RECORDS = 2000
+    MAX_PROCS = 512  # a restart loop has a new pid every start: the oldest processes are forgotten
 
     def __init__(self) -> None:
         self._procs: dict[str, _ProcState] = {}
@@ -84,6 +118,8 @@ class TracebackAssembler:
     def feed(self, line: Line) -> ExceptionRecord | None:
         st = self._procs.get(line.proc)
         if st is None:
+            if len(self._procs) >= self.MAX_PROCS:
+                del self._procs[next(iter(self._procs))]
             st = self._procs[line.proc] = _ProcState()
         text = line.text
         stripped = text.strip()
@@ -101,6 +137,7 @@ class TracebackAssembler:
             if m:
                 if len(st.frames) < self.MAX_FRAMES:
                     st.frames.append(Frame(m.group("file"), int(m.group("line")), (m.group("func") or "").strip()))
+                st.last_frame = line
                 if len(self.frame_files) < 5000:
                     self.frame_files.add(m.group("file"))
                 return None
@@ -123,6 +160,12 @@ class TracebackAssembler:
             self._add(rec)
             return rec
         return None
+
+    def cut(self) -> list[ExceptionRecord]:
+        """Tracebacks that never reached their exception line (the log or the paste ends inside
+        them): a record with an empty type, its frames, and the last frame's line."""
+        return [ExceptionRecord("", "", st.last_frame, list(st.frames), True)
+                for st in self._procs.values() if st.in_tb and st.frames and st.last_frame is not None]
 
     def _add(self, rec: ExceptionRecord) -> None:
         if len(self.records) < self.MAX_RECORDS:

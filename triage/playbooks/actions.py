@@ -1,7 +1,7 @@
 """Built-in actions that `apply` steps name: each previews what it would do (commands, a diff), then
 applies it through a Runner (this machine or an SSH host) with a transcript recorder.
 
-    sparse-mla     install the bundled sparse MLA Triton backend (delegates to triage.actions.sparse_mla)
+    sparse-mla     install the bundled sparse MLA Triton backend (through triage.actions.sparse_mla)
     upgrade-vllm   pip install a vLLM version into the environment that runs vLLM, saving patched files first
     set-flag       set a `vllm serve` flag in a launch script or compose file (diff first, backup kept)
     set-env        set an environment variable there
@@ -14,7 +14,6 @@ old version when an install fails.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
 import re
@@ -22,11 +21,14 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
+from triage.actions import sparse_mla
+from triage.actions.sparse_mla import InstallResult, Recorder
 from triage.playbooks import edits
-from triage.playbooks.conditions import Version, InvalidVersion, lookup
+from triage.playbooks.conditions import lookup
 from triage.runner import Result, Runner
+from triage.versions import InvalidVersion, Version
 from triage.transcript import is_local
 
 INSTALL_TIMEOUT = 3600.0
@@ -402,94 +404,51 @@ class UpgradeVllm:
         return ActionResult(True, msg, facts)
 
 
-# --- sparse-mla (adapter to the kernel issue's installer) --------------------------------------
+# --- sparse-mla (the bundled backend's installer, triage.actions.sparse_mla) --------------------
 
 SPARSE_MLA_MODULE = "triage.actions.sparse_mla"
 SPARSE_MLA_FLAG = "--attention-backend CUSTOM"
 
 
-def _load_sparse_mla() -> Any:
-    import importlib
+class SparseMlaInstaller(Protocol):
+    """What SparseMla needs from the installer: triage.actions.sparse_mla, or a test's stand-in."""
 
-    try:
-        return importlib.import_module(SPARSE_MLA_MODULE)
-    except ImportError:
-        return None
+    def preview(self, *, runner: Runner, python: str) -> list[str]: ...
 
-
-def _call(fn: Callable[..., Any], **kwargs: Any) -> Any:
-    """Call with the keyword arguments the function accepts (the installer's signature may grow)."""
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return fn(**kwargs)
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return fn(**kwargs)
-    return fn(**{k: v for k, v in kwargs.items() if k in params})
+    def apply(self, *, runner: Runner, python: str, recorder: Recorder, dry_run: bool = False) -> InstallResult: ...
 
 
 class SparseMla:
-    """Adapter to `triage.actions.sparse_mla` (issue 6). That module provides:
-
-        apply(*, runner, python, recorder, yes=True, dry_run=False) -> result
-            result: an object or dict with `ok` (bool), `message` (str), and optionally
-            `launch_flag` (str, e.g. "--attention-backend CUSTOM"); a bool or an exit code also do.
-        preview(*, runner, python) -> list[str]            (optional: the plan, in words and commands)
-    """
+    """Installs the bundled sparse MLA Triton backend into the Python that runs vLLM, then sets
+    the launch flag that selects it."""
 
     name = "sparse-mla"
 
-    def __init__(self, module_loader: Callable[[], Any] = _load_sparse_mla):
-        self._loader = module_loader
+    def __init__(self, installer: SparseMlaInstaller = sparse_mla) -> None:
+        self._installer = installer
 
     def preview(self, args: dict[str, Any], ctx: ActionContext) -> Preview:
-        mod = self._loader()
-        if mod is None or not callable(getattr(mod, "apply", None)):
-            return Preview(
-                problem=f"the bundled sparse MLA backend installer ({SPARSE_MLA_MODULE}) is not part of this triage install"
-            )
-        lines = [
-            f"build the bundled sparse MLA Triton backend (triage_sparse_mla) and install it into {ctx.python} on {ctx.runner.where}",
-            "with pip --no-deps --no-index (no network), check that vLLM sees its plugin, and record it for `triage undo`",
-        ]
-        plan = getattr(mod, "preview", None)
-        if callable(plan):
-            try:
-                got = _call(plan, runner=ctx.runner, python=ctx.python)
-                if got:
-                    lines = [str(x) for x in got]
-            except Exception as exc:  # the installer's own preview failing must not kill the walk
-                return Preview(problem=f"the sparse MLA installer cannot plan: {exc}")
-        return Preview(lines=lines + [f"then launch vLLM with: {SPARSE_MLA_FLAG}"])
+        try:
+            lines = self._installer.preview(runner=ctx.runner, python=ctx.python)
+        except Exception as exc:  # the installer's own checks failing must not kill the walk
+            return Preview(problem=f"the sparse MLA installer cannot plan: {exc}")
+        return Preview(lines=[str(x) for x in lines] + [f"then launch vLLM with: {SPARSE_MLA_FLAG}"])
 
     def apply(self, args: dict[str, Any], ctx: ActionContext) -> ActionResult:
-        mod = self._loader()
-        if mod is None or not callable(getattr(mod, "apply", None)):
-            return ActionResult(False, f"{SPARSE_MLA_MODULE} is not available")
         try:
-            got = _call(mod.apply, runner=ctx.runner, python=ctx.python, recorder=ctx.recorder, yes=True, dry_run=False)
+            got = self._installer.apply(runner=ctx.runner, python=ctx.python, recorder=ctx.recorder)
         except Exception as exc:  # report, do not crash the walk; the installer cleans up after itself
             return ActionResult(False, f"the sparse MLA install failed: {exc}")
-        ok, message, flag = _interpret(got)
-        flag = flag or SPARSE_MLA_FLAG
-        facts: dict[str, Any] = {"sparse_mla": {"installed": ok, "launch_flag": flag}}
-        if ok:
+        flag = got.launch_flag or SPARSE_MLA_FLAG
+        facts: dict[str, Any] = {"sparse_mla": {"installed": got.ok, "launch_flag": flag}}
+        message = got.message
+        if got.ok:
             launch = dict(ctx.facts.get("launch_args") or {})
             name, _, value = flag.partition(" ")
             launch[name] = value or True
             facts["launch_args"] = launch
             message = (message or "installed the sparse MLA backend") + f"; launch vLLM with {flag}"
-        return ActionResult(ok, message or "the sparse MLA install failed", facts)
-
-
-def _interpret(got: Any) -> tuple[bool, str, str | None]:
-    if isinstance(got, bool):
-        return got, "", None
-    if isinstance(got, int):
-        return got == 0, "" if got == 0 else f"exit status {got}", None
-    if isinstance(got, dict):
-        return bool(got.get("ok")), str(got.get("message") or ""), got.get("launch_flag")
-    return bool(getattr(got, "ok", False)), str(getattr(got, "message", "") or ""), getattr(got, "launch_flag", None)
+        return ActionResult(got.ok, message or "the sparse MLA install failed", facts)
 
 
 def default_actions() -> dict[str, Action]:

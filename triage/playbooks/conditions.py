@@ -15,7 +15,7 @@ and false` is false, `unknown or true` is true. Playbooks branch on unknown expl
 so a missing probe degrades to "we don't know" instead of a wrong answer.
 
 Versions (`vllm_version < 0.11.1`) and compute capabilities (`12.0 > 9.0`) compare with PEP 440-like
-ordering implemented in `Version` below; plain numbers compare numerically; everything else as text.
+ordering (triage.versions.Version); plain numbers compare numerically; everything else as text.
 """
 
 from __future__ import annotations
@@ -24,109 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-# --- versions ---------------------------------------------------------------------------------
-
-_VERSION_RE = re.compile(
-    r"""^\s*v?
-    (?:(?P<epoch>\d+)!)?
-    (?P<release>\d+(?:\.\d+)*)
-    (?:[-_.]?(?P<pre_l>a|b|c|rc|alpha|beta|pre|preview)[-_.]?(?P<pre_n>\d+)?)?
-    (?:(?:-(?P<post_n1>\d+))|(?:[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d+)?))?
-    (?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d+)?)?
-    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
-    \s*$""",
-    re.VERBOSE | re.IGNORECASE,
-)
-
-_PRE_ORDER = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
-_INF = float("inf")
-
-
-class InvalidVersion(ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class Version:
-    """A PEP 440 version, ordered as `packaging.version.Version` orders them.
-
-    `0.16.0rc2.dev313+g662205d34` < `0.16.0rc2` < `0.16.0` < `0.16.0.post1`; `0.16.0.dev5` sorts
-    before every pre-release of 0.16.0. Local labels (`+cu129`, `+g662205d34`) only break ties.
-    """
-
-    text: str
-    key: tuple
-
-    @classmethod
-    def parse(cls, text: Any) -> "Version":
-        s = str(text)
-        m = _VERSION_RE.match(s)
-        if not m:
-            raise InvalidVersion(f"not a version: {s!r}")
-        release = tuple(int(p) for p in m.group("release").split("."))
-        # Trailing zeros do not matter: 12 == 12.0 == 12.0.0.
-        trimmed = release
-        while len(trimmed) > 1 and trimmed[-1] == 0:
-            trimmed = trimmed[:-1]
-        pre = None
-        if m.group("pre_l"):
-            pre = (_PRE_ORDER[m.group("pre_l").lower()], int(m.group("pre_n") or 0))
-        post = None
-        if m.group("post_n1") or m.group("post_l"):
-            post = int(m.group("post_n1") or m.group("post_n2") or 0)
-        dev = int(m.group("dev_n") or 0) if m.group("dev_l") else None
-        local = m.group("local")
-        # The same sort key as packaging: a dev release of X sorts before X's pre-releases.
-        if pre is None and post is None and dev is not None:
-            pre_k: tuple = (-_INF,)
-        elif pre is None:
-            pre_k = (_INF,)
-        else:
-            pre_k = pre
-        post_k: tuple = (-_INF,) if post is None else (post,)
-        dev_k: tuple = (_INF,) if dev is None else (dev,)
-        if local is None:
-            local_k: tuple = ((-_INF, ""),)
-        else:
-            local_k = tuple((int(p), "") if p.isdigit() else (-_INF, p.lower()) for p in re.split(r"[-_.]", local))
-        key = (int(m.group("epoch") or 0), trimmed, pre_k, post_k, dev_k, local_k)
-        return cls(s, key)
-
-    @property
-    def release(self) -> tuple[int, ...]:
-        return self.key[1]
-
-    @property
-    def is_prerelease(self) -> bool:
-        return self.key[2] != (_INF,) or self.key[4] != (_INF,)
-
-    def __lt__(self, other: "Version") -> bool:
-        return self.key < other.key
-
-    def __le__(self, other: "Version") -> bool:
-        return self.key <= other.key
-
-    def __gt__(self, other: "Version") -> bool:
-        return self.key > other.key
-
-    def __ge__(self, other: "Version") -> bool:
-        return self.key >= other.key
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Version) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def compare_versions(a: Any, b: Any) -> int:
-    """-1, 0 or 1; raises InvalidVersion when either side is not a version."""
-    va, vb = Version.parse(a), Version.parse(b)
-    return (va > vb) - (va < vb)
-
+from triage.versions import InvalidVersion, Version
 
 # --- the facts a condition may name -----------------------------------------------------------
 

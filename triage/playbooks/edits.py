@@ -130,12 +130,14 @@ def set_env(text: str, name: str, value: str, *, compose: bool) -> str:
             raise EditError(f"{name} is set {len(hits)} times; edit the file by hand")
         if hits:
             m = hits[0]
+            new_val: str | None
             if m.group("pre").rstrip().endswith(":"):
                 new_val = json.dumps(value)
             else:
                 new_val = value if SAFE_VALUE.match(value) else None
                 if new_val is None:
                     raise EditError(f"the value for {name} needs quoting that triage does not do in a list; set it by hand")
+            assert new_val is not None
             return text[: m.start("val")] + new_val + text[m.end("val") :]
         envs = list(re.finditer(r"(?m)^(?P<ind>[ \t]*)environment:[ \t]*$", text))
         if len(envs) > 1:
@@ -170,7 +172,8 @@ def set_env(text: str, name: str, value: str, *, compose: bool) -> str:
     if len(launches) != 1:
         raise EditError("no single `vllm serve` command found in the file" if not launches else "the file launches vLLM several times; edit it by hand")
     line_start = text.rfind("\n", 0, launches[0].start()) + 1
-    ind = re.match(r"[ \t]*", text[line_start:]).group(0)
+    rest = text[line_start:]
+    ind = rest[: len(rest) - len(rest.lstrip(" \t"))]
     return text[:line_start] + f"{ind}export {name}={quoted}\n" + text[line_start:]
 
 

@@ -30,8 +30,14 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
+from triage import upstream
+from triage.diagnose import diagnose
 from triage.launch import serve_argv
-from triage.playbooks.actions import ActionContext, Preview, default_actions
+from triage.logread import scan_source
+from triage.logread.source import open_source
+from triage.model import Report
+from triage.actions import sparse_mla
+from triage.playbooks.actions import SPARSE_MLA_MODULE, ActionContext, Preview, default_actions
 from triage.playbooks.conditions import Condition, lookup
 from triage.playbooks.load import PLACEHOLDER_RE, Playbook, Step, is_outcome
 from triage.playbooks.wording import fact_words, human_value, missing_line, outcome_words, status_words
@@ -118,10 +124,15 @@ def refresh_derived(facts: dict[str, Any]) -> None:
         facts["gpu_count"] = len(gpus)
     if first.get("memory_total_mib") is not None:
         facts["gpu_memory_mib"] = first["memory_total_mib"]
-    py = facts.get("_python_override") or lookup(facts, "python.executable")
+    from triage.interpreter import runnable_python
+
+    trusted = runnable_python(facts, facts.get("_python_override"))
+    py = trusted or lookup(facts, "python.executable")
     if not py and facts.get("python_prefix"):
         py = os.path.join(str(facts["python_prefix"]), "bin", "python")
     facts["target_python"] = py or "python3"
+    # An interpreter the log or a snapshot names runs only after the operator confirms a step with it.
+    facts["target_python_trusted"] = not py or py == trusted
     kind = lookup(facts, "vllm_install.kind")
     if kind:
         facts["install_kind"] = kind
@@ -289,46 +300,40 @@ class StepView:
     where: str = "this machine"
     dry_run: bool = False
     error: str = ""  # the previous answer was not accepted
+    # The interpreter a log or a snapshot named that confirming this step would run: only a person
+    # answering this very question may allow it (not --yes).
+    unvouched: str | None = None
 
 
 # --- probes -----------------------------------------------------------------------------------
 
 
-def default_upstream(facts: dict[str, Any], report: Any = None, offline: bool = False) -> dict[str, Any]:
+def default_upstream(facts: dict[str, Any], report: Report | None = None, offline: bool = False) -> dict[str, Any]:
     """What upstream knows, as facts under `upstream`: verdict (fixes|does-not-fix|unknown),
-    target_version, hits. Uses the report's own upstream section when it has one, else
-    triage.upstream.lookup when that module exists, else says "unknown"."""
-    upgrade = getattr(report, "upgrade", None) if report is not None else None
-    hits = getattr(report, "upstream", None) if report is not None else None
+    target_version, hits. Uses the report's own upstream section when it has one, else runs
+    triage.upstream.lookup on the report (which fills report.upstream and report.upgrade)."""
+    upgrade = report.upgrade if report is not None else None
+    hits = report.upstream if report is not None else None
     source = "report"
-    if upgrade is None and not offline:
+    if upgrade is None and not offline and report is not None and report.diagnoses:
         try:
-            from triage import upstream as up  # issue 4
-        except ImportError:
-            up = None
-        fn = getattr(up, "lookup", None) if up is not None else None
-        if callable(fn):
-            from triage.playbooks.actions import _call
-
-            try:
-                got = _call(fn, report=report, diagnosis=(report.diagnoses[0] if report is not None and report.diagnoses else None),
-                            environment=facts, facts=facts, offline=offline)
-            except Exception as exc:  # the network and GitHub fail in many ways; degrade to unknown
-                return {"verdict": "unknown", "why": f"upstream lookup failed: {exc}", "source": "triage.upstream"}
-            if isinstance(got, dict):
-                upgrade = got.get("upgrade", got if "verdict" in got else None)
-                hits = got.get("upstream", got.get("hits", hits))
-            else:
-                upgrade = getattr(got, "upgrade", None)
-                hits = getattr(got, "upstream", getattr(got, "hits", hits))
-            source = "triage.upstream"
+            upstream.lookup(report, offline=False)
+        except Exception as exc:  # the network and GitHub fail in many ways; degrade to unknown
+            return {"verdict": "unknown", "why": f"upstream lookup failed: {exc}", "source": "triage.upstream"}
+        upgrade, hits = report.upgrade, report.upstream
+        source = "triage.upstream"
     if not upgrade:
-        why = "offline" if offline else "no upstream lookup available"
+        if offline:
+            why = "offline"
+        elif report is None or not report.diagnoses:
+            why = "no diagnosis to look up upstream"
+        else:
+            why = "the upstream lookup gave no verdict"
         return {"verdict": "unknown", "why": why, "hits": len(hits or []), "source": source}
     out = {
-        "verdict": upgrade.get("verdict", "unknown"),
-        "target_version": upgrade.get("target_version"),
-        "evidence": upgrade.get("evidence"),
+        "verdict": upgrade.verdict,
+        "target_version": upgrade.target_version,
+        "evidence": upgrade.evidence,
         "hits": len(hits or []),
         "source": source,
     }
@@ -336,25 +341,24 @@ def default_upstream(facts: dict[str, Any], report: Any = None, offline: bool = 
         out["why"] = "offline"
     if hits:
         top = hits[0]
-        out["top"] = f"#{top.get('number')} {top.get('title')} ({top.get('url')})"
+        out["top"] = f"#{top.number} {top.title} ({top.url})"
     return out
 
 
 def sparse_mla_probe() -> dict[str, Any]:
-    from triage.playbooks.actions import SPARSE_MLA_MODULE, _load_sparse_mla
-
-    mod = _load_sparse_mla()
-    return {"available": mod is not None and callable(getattr(mod, "apply", None)), "module": SPARSE_MLA_MODULE}
+    """Whether the bundled backend can be installed from here: its package ships with triage."""
+    try:
+        sparse_mla.package_version()
+    except (OSError, ValueError):
+        return {"available": False, "module": SPARSE_MLA_MODULE}
+    return {"available": True, "module": SPARSE_MLA_MODULE}
 
 
 def default_diagnose(path: str) -> list[dict[str, Any]] | None:
-    """Diagnoses of a log file, or None when the diagnosis pipeline is not available."""
-    try:
-        from triage.pipeline import build_report
-    except ImportError:
-        return None
-    report = build_report(path, offline=True, probe=False)
-    return [d.to_json() if hasattr(d, "to_json") else d for d in report.diagnoses]
+    """Diagnoses of a log file, from the log alone: a verify step asks only which failure it shows
+    (the machine's facts and upstream add explanation, never change the signature)."""
+    diagnoses, _notes = diagnose(scan_source(open_source(path)))
+    return [d.to_json() for d in diagnoses]
 
 
 # --- the session ------------------------------------------------------------------------------
@@ -377,7 +381,7 @@ class Session:
         self.playbook = playbook
         self.facts = dict(facts)
         self.facts["dry_run"] = dry_run
-        self.runner: Runner = runner or LocalRunner()
+        self.runner: Runner = GuardedRunner(runner or LocalRunner(), self.facts)
         self.dry_run = dry_run
         self.actions = actions if actions is not None else default_actions()
         self._recorder_factory = recorder_factory or _default_recorder
@@ -412,9 +416,18 @@ class Session:
         if view is None or step is None:
             return None
         if view.needs == "confirm":
+            if step.kind == "check":  # a check that runs an interpreter the log names
+                if not answer:
+                    res = StepResult("unknown", f"not run: running {self.facts.get('target_python')} was declined")
+                    return self._replace(step, res, step.get("on_unknown") or step.get("on_fail"), argv=self._argv)
+                if isinstance(self.runner, GuardedRunner):
+                    self.runner.allow(str(self.facts.get("target_python")))
+                return self._show(self._run_check(step, self._argv or []))
             if not answer:
                 self._note(f"declined: {step.id}")
                 return self._go(step.get("on_decline") or DECLINED)
+            if isinstance(self.runner, GuardedRunner):
+                self.runner.allow(str(self.facts.get("target_python")))
             return self._execute(step)
         if view.needs == "choice":
             keys = {k for k, _l in view.choices}
@@ -499,6 +512,11 @@ class Session:
         missing = [m for m in missing if m.split(".", 1)[0] not in self._step_facts]
         if missing:
             text = (text + "\n" if text else "") + missing_line(missing)
+        if kw.get("needs") == "confirm" and isinstance(self.runner, GuardedRunner):
+            py = str(self.facts.get("target_python"))
+            shown = [*(kw.get("argv") or []), *(a for c in kw.get("commands") or [] for a in c)]
+            if self.runner.needs_consent(py) and (step.kind in ("apply", "check") or py in shown):
+                kw["unvouched"] = py
         return StepView(
             step_id=step.id,
             kind=step.kind,
@@ -564,26 +582,38 @@ class Session:
                 res = StepResult("not-run", "dry run: this read-only check is not run; assuming it passes")
                 self._pending_target = step.get("on_pass")
                 return self._view(step, argv=argv, result=res)
-            r = self._run(argv, timeout=float(step.get("timeout") or TIMEOUTS["check"]), env=self._env(step))
-            out = (r.stdout or "") + (r.stderr or "")
-            if step.get("capture"):
-                value = out.strip()
-                if step.get("pattern"):
-                    m = re.search(str(step.get("pattern")), out, re.MULTILINE)
-                    value = (m.group(1) if m and m.groups() else m.group(0)) if m else None
-                self.facts[step.get("capture")] = value or None
-                refresh_derived(self.facts)
-            if step.get("expect") is None:
-                status = "pass" if r.ok else "fail"
-                res = StepResult(status, "timed out" if r.timed_out else f"exit status {r.returncode}", r.returncode, r.stdout, r.stderr, r.timed_out)
-                return self._checked(step, argv, res)
-            base = StepResult("", "timed out" if r.timed_out else f"exit status {r.returncode}", r.returncode, r.stdout, r.stderr, r.timed_out)
-        else:
-            base = StepResult("", result_msg)
+            if argv and isinstance(self.runner, GuardedRunner) and self.runner.needs_consent(argv[0]):
+                self._argv = argv
+                py = argv[0]
+                text = render_text(step.get("text") or "", self.facts)
+                ask = (f"This check runs {py}, which was named by the log or a snapshot, not by you: "
+                       "triage runs nothing from a log without asking.")
+                return self._view(step, argv=argv, needs="confirm", text=(text + "\n" if text else "") + ask)
+            return self._run_check(step, argv)
+        return self._judge_check(step, None, StepResult("", result_msg, said=said))
+
+    def _run_check(self, step: Step, argv: list[str]) -> StepView:
+        r = self._run(argv, timeout=float(step.get("timeout") or TIMEOUTS["check"]), env=self._env(step))
+        out = (r.stdout or "") + (r.stderr or "")
+        if step.get("capture"):
+            value: str | None = out.strip()
+            if step.get("pattern"):
+                m = re.search(str(step.get("pattern")), out, re.MULTILINE)
+                value = (m.group(1) if m.groups() else m.group(0)) if m else None
+            self.facts[step.get("capture")] = value or None
+            refresh_derived(self.facts)
+        if step.get("expect") is None:
+            status = "pass" if r.ok else "fail"
+            res = StepResult(status, "timed out" if r.timed_out else f"exit status {r.returncode}", r.returncode, r.stdout, r.stderr, r.timed_out)
+            return self._checked(step, argv, res)
+        base = StepResult("", "timed out" if r.timed_out else f"exit status {r.returncode}", r.returncode, r.stdout,
+                          r.stderr, r.timed_out)
+        return self._judge_check(step, argv, base)
+
+    def _judge_check(self, step: Step, argv: list[str] | None, base: StepResult) -> StepView:
         if step.get("expect") is not None:
             value = Condition(step.get("expect")).evaluate(self.facts, self.playbook.facts)
             base.status = {True: "pass", False: "fail", None: "unknown"}[value]
-            base.said = said
             if not base.message:
                 base.message = {"pass": "yes", "fail": "no", "unknown": "cannot tell"}[base.status]
         else:
@@ -631,6 +661,11 @@ class Session:
             self._pending_target = step.get("on_failure")
             return self._view(step, result=StepResult("failure", f"cannot apply: {exc}"))
         preview = action.preview(args, self._ctx())
+        if preview.problem and isinstance(self.runner, GuardedRunner) and self.runner.needs_consent(
+                str(self.facts.get("target_python"))):
+            # Planning wanted the interpreter, and one the log names runs only once this step is confirmed.
+            preview = Preview(lines=[f"target: {self.facts.get('target_python')} (named by the log or a snapshot: "
+                                     "not run to plan this before you confirm)"])
         self._preview = preview
         kw = dict(lines=preview.lines, commands=preview.commands, diff=preview.diff)
         if preview.problem:
@@ -728,7 +763,7 @@ class Session:
             res = StepResult("fail", msg)
         elif diags is None and step.get("diagnose", True) and r is None:
             self.facts["verify"] = {"ok": None}
-            res = StepResult("unknown", "cannot diagnose the log here (triage.pipeline is not available)")
+            res = StepResult("unknown", "cannot diagnose the log here")
         else:
             ok = ran_ok or (r is not None and r.timed_out and step.get("ready") is None)
             self.facts["verify"] = {"ok": ok}
@@ -746,8 +781,10 @@ class Session:
             with open(os.path.expanduser(path), encoding="utf-8", errors="replace") as fh:
                 output = fh.read()
         except OSError as exc:
-            self.current.error = f"cannot read {path}: {exc.strerror or exc}"
-            return self.current
+            view = self.current
+            assert view is not None  # a verify step is being shown
+            view.error = f"cannot read {path}: {exc.strerror or exc}"
+            return view
         return self._judge(step, output, None, None)
 
     # --- helpers ---
@@ -794,8 +831,9 @@ class Session:
             self.recorder.note(text)
 
     def _run(self, argv: list[str], *, timeout: float, env: dict[str, str] | None) -> Result:
+        recorder = self._recorder()  # before running: what cannot be recorded does not run
         r = self.runner.run(argv, timeout=timeout, env=env)
-        self._recorder().command(argv, r, self.runner.where)
+        recorder.command(argv, r, self.runner.where)
         return r
 
 
@@ -891,6 +929,41 @@ def upstream_words(got: dict[str, Any]) -> str:
     return msg
 
 
+class GuardedRunner:
+    """The session's runner: an interpreter the log or a snapshot names (target_python when not
+    trusted) runs only once the operator confirmed a step showing it, and a local one never from a
+    path another user could have written (triage.interpreter.refuse_reason)."""
+
+    def __init__(self, inner: Runner, facts: dict[str, Any]):
+        self.inner = inner
+        self.facts = facts
+        self.allowed: set[str] = set()
+
+    @property
+    def where(self) -> str:
+        return self.inner.where
+
+    def allow(self, program: str) -> None:
+        self.allowed.add(program)
+
+    def needs_consent(self, program: str) -> bool:
+        return (program == self.facts.get("target_python") and not self.facts.get("target_python_trusted", True)
+                and program not in self.allowed)
+
+    def run(self, argv: Any, *, timeout: float = 60.0, input: str | None = None,
+            env: dict[str, str] | None = None) -> Result:
+        argv = [str(a) for a in argv]
+        if argv and self.needs_consent(argv[0]):
+            return Result(argv, -1, "", f"not run: {argv[0]} was named by the log or a snapshot and not confirmed")
+        if argv and argv[0] == self.facts.get("target_python") and self.inner.where == LocalRunner.where:
+            from triage.interpreter import refuse_reason
+
+            why = refuse_reason(argv[0])
+            if why:
+                return Result(argv, -1, "", why)
+        return self.inner.run(argv, timeout=timeout, input=input, env=env)
+
+
 def _default_recorder(title: str, where: str, pid: str) -> Any:
     from triage.transcript import Transcript
 
@@ -950,7 +1023,9 @@ class ConsoleFrontEnd:
         self.width = terminal_width(out)
 
     def say(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+        from triage.sanitize import clean
+
+        self.out.write(clean(text) + "\n")  # facts and command output may carry terminal control
         self.out.flush()
 
     def para(self, text: str, indent: str = "    ", hang: str = "") -> None:
@@ -994,6 +1069,10 @@ class ConsoleFrontEnd:
         if v.needs is None or v.needs == "ack":
             return None
         if v.needs == "confirm":
+            if v.unvouched and (self.yes or not self.interactive):
+                self.say(f"    not confirmed: it runs {v.unvouched}, which the log or a snapshot names; "
+                         "answer in a terminal, or pass --python")
+                return False
             if self.yes:
                 self.say("    (confirmed by --yes)")
                 return True

@@ -581,7 +581,7 @@ def _written_facts() -> set[str]:
         import triage.enrich
         import triage.rules
 
-        files = sorted(Path(triage.rules.__file__).parent.glob("*.py")) + [Path(triage.enrich.__file__)]
+        files = sorted(Path(triage.rules.__file__).parent.rglob("*.py")) + [Path(triage.enrich.__file__)]
         names: set[str] = set()
         for f in files:
             for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):

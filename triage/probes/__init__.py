@@ -10,11 +10,12 @@ Nothing heavy is imported here: NVML is loaded on the first GPU query, asyncssh 
 
 from pathlib import Path
 
+from triage import demo
 from triage.probes.collect import HostProbe, build_facts, gather, load_snapshot, python_candidates
 
 # A recorded `triage probe --json` of an 8x RTX PRO 6000 (SM120) server with a nightly vLLM and two
 # hand-patched files: the machine of `triage --demo`.
-DEMO_SNAPSHOT = Path(__file__).resolve().parent.parent / "demo" / "snapshot_rtxpro6000.json"
+DEMO_SNAPSHOT = Path(demo.DEMO_SNAPSHOT).resolve()
 
 
 def demo_probe() -> HostProbe:

@@ -13,9 +13,9 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from triage.computecap import parse_cc
 from triage.runner import LocalRunner, Runner
 from triage.versions import cuda_from_tag, decode_vllm_version
 
@@ -27,6 +27,15 @@ class HostProbe:
     error: str | None = None
     facts: dict[str, Any] = field(default_factory=dict)
     findings: list[dict[str, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # Facts and errors come from other machines, snapshots and NVML: no terminal control in them.
+        from triage.sanitize import clean_tree
+
+        self.host, self.error = clean_tree(self.host), clean_tree(self.error)
+        if isinstance(self.error, str) and len(self.error) > 2000:
+            self.error = self.error[:2000] + " ..."
+        self.facts, self.findings = clean_tree(self.facts), clean_tree(self.findings)
 
     def to_json(self) -> dict[str, Any]:
         return {"host": self.host, "ok": self.ok, "error": self.error, "facts": self.facts,
@@ -43,38 +52,23 @@ def _finding(fid: str, severity: str, title: str, fix: str) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------ which python
-_SITE = re.compile(r"^(?P<prefix>.+?)/lib(?:64)?/python(?P<ver>\d+\.\d+)/(?:site|dist)-packages/?$")
-
-
-def python_candidates(python: str | None = None, python_prefix: str | None = None,
-                      site_packages: str | None = None, *, remote: bool = False) -> list[str]:
-    """Interpreters to try, best first: --python, else the one the log's tracebacks name, else ours.
-
-    `/root/ml-env/lib/python3.12/site-packages` -> /root/ml-env/bin/python3.12 (then python3, python);
-    `/usr/local/lib/python3.12/dist-packages` (Debian/Ubuntu images, where pip installs for the system
-    Python) -> /usr/local/bin/python3.12, /usr/bin/python3.12, ... Existence is checked where it runs.
-    """
+def python_candidates(python: str | None = None, *, remote: bool = False) -> list[str]:
+    """Interpreters that may run the probe script, best first: the one the user named, else ours here
+    or python3/python on a remote PATH. An interpreter a log names is never among them: that
+    environment is read from its files (pyenv.probe_pyenv_at)."""
     if python:
         return [python]
-    cands: list[str] = []
-    prefix, ver = python_prefix, None
+    return ["python3", "python"] if remote else [sys.executable]
+
+
+def log_env_args(python_prefix: str | None, site_packages: str | None) -> list[str]:
+    """Probe-script options that make it read the log's environment from disk."""
+    out: list[str] = []
+    if python_prefix:
+        out += ["--env-prefix", python_prefix]
     if site_packages:
-        m = _SITE.match(site_packages.rstrip("/"))
-        if m:
-            prefix, ver = m.group("prefix"), m.group("ver")
-    if prefix:
-        prefix = prefix.rstrip("/") or "/"
-        names = ([f"python{ver}"] if ver else []) + ["python3", "python"]
-        cands += [f"{prefix}/bin/{n}" for n in names]
-        if prefix in ("/usr/local", "/usr"):
-            other = "/usr" if prefix == "/usr/local" else "/usr/local"
-            cands += [f"{other}/bin/{n}" for n in names]
-    cands += ["python3", "python"] if remote else [sys.executable]
-    seen: list[str] = []
-    for c in cands:
-        if c not in seen:
-            seen.append(c)
-    return seen
+        out += ["--env-site", site_packages]
+    return out
 
 
 # ------------------------------------------------------------------ provenance
@@ -173,7 +167,8 @@ def build_facts(raw: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, str
         "cuda_driver_version": gpu.get("cuda_driver_version"),
         "nvml_source": gpu.get("nvml_source"),
     }
-    ccs = sorted({g["compute_capability"] for g in gpus if _version_tuple(g.get("compute_capability"))})
+    found = {g["compute_capability"]: cc for g in gpus if (cc := parse_cc(g.get("compute_capability")))}
+    ccs = sorted(found, key=found.__getitem__)
     if ccs:
         facts["compute_capability"] = ccs[0] if len(ccs) == 1 else None
         facts["compute_capabilities"] = ccs
@@ -286,9 +281,10 @@ def env_findings(facts: dict[str, Any]) -> list[dict[str, str]]:
 
 def _arch_runs(arch_list: list[str], cc: str) -> bool:
     """sm_XY runs on exactly XY (same major, minor >= for binary compatibility); compute_XY PTX JITs upward."""
-    t = _version_tuple(cc)
-    if not t:
+    parsed = parse_cc(cc)
+    if not parsed:
         return True
+    t = (parsed.major, parsed.minor)
     for a in arch_list:
         m = re.match(r"^(sm|compute)_(\d+)(\d)[a-z]?$", a)
         if not m:
@@ -311,22 +307,25 @@ def interpret_result(res: Any, py: str, where: str, timeout: float) -> tuple[dic
         return raw, None, False
     if res.timed_out:
         return None, f"the probe timed out after {timeout:g}s on {where}", False
-    tail = (res.stderr or res.stdout).strip().splitlines()
-    err = f"{py}: " + (tail[-1] if tail else f"exit {res.returncode}")
-    missing = res.returncode in (-1, 126, 127) or "No such file" in res.stderr or "not found" in res.stderr
+    tail = (res.stderr or res.stdout)[-4096:].strip().splitlines()
+    last = tail[-1] if tail else f"exit {res.returncode}"
+    err = f"{py}: " + (last if len(last) <= 300 else last[:300] + " ...")
+    cut = "output cut at" in res.stderr[-200:]
+    missing = not cut and (res.returncode in (-1, 126, 127) or "No such file" in res.stderr
+                           or "not found" in res.stderr)
     if missing:
         return None, f"no usable Python on {where} ({err})", True
     return None, f"the probe failed with {err}", False
 
 
-def run_probe_script(runner: Runner, pythons: list[str], *, sections: str, deep: bool,
-                     timeout: float) -> tuple[dict[str, Any] | None, str | None, str | None]:
+def run_probe_script(runner: Runner, pythons: list[str], *, sections: str, deep: bool, timeout: float,
+                     extra: list[str] | None = None) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """Run the script with the first interpreter that exists: (raw, python used, error)."""
     from triage.probes.script import probe_script
 
     err = None
     for py in pythons:
-        argv = [py, "-", "--sections", sections] + (["--deep"] if deep else [])
+        argv = [py, "-", "--sections", sections] + (["--deep"] if deep else []) + list(extra or [])
         res = runner.run(argv, timeout=timeout, input=probe_script())
         raw, err, try_next = interpret_result(res, py, runner.where, timeout)
         if raw is not None:
@@ -336,32 +335,62 @@ def run_probe_script(runner: Runner, pythons: list[str], *, sections: str, deep:
     return None, None, err or f"no Python found on {runner.where}"
 
 
+def probe_with_runner(runner: Runner, *, python: str | None = None, python_prefix: str | None = None,
+                      site_packages: str | None = None, deep: bool = False, timeout: float = 120.0) -> HostProbe:
+    """Probe the machine behind `runner` with the probe script (the interpreter the user named, else
+    python3 there); the log's environment, when named, is read from its files."""
+    extra = [] if python else log_env_args(python_prefix, site_packages)
+    raw, _used, err = run_probe_script(runner, python_candidates(python, remote=True), sections="gpu,host,pyenv",
+                                       deep=deep, timeout=timeout, extra=extra)
+    if raw is None:
+        return HostProbe(host=runner.where, ok=False, error=err)
+    return probe_from_raw(runner.where, raw)
+
+
+def probe_from_raw(host: str, raw: dict[str, Any]) -> HostProbe:
+    facts, findings = build_facts(raw)
+    if raw.get("log_env_absent"):
+        findings.insert(0, _log_env_absent(str(raw["log_env_absent"]), "the default python3"))
+    return HostProbe(host=host, ok=True, facts=facts, findings=findings)
+
+
+def _log_env_absent(where: str, probed: str) -> dict[str, str]:
+    return _finding("python.log_env_absent", "warning",
+                    f"The log's vLLM ran from {where}, which is not on this machine; probed {probed} instead",
+                    "Run triage where vLLM ran (triage --log ... --host HOST), or pass --python")
+
+
 def gather(*, host: str | None = None, python: str | None = None, python_prefix: str | None = None,
            site_packages: str | None = None, deep: bool = False, timeout: float = 120.0,
            runner: Runner | None = None) -> HostProbe:
-    """Probe one machine: this one (host None) or `host` over SSH. Never raises for machine trouble."""
+    """Probe one machine: this one (host None), `host` over SSH, or the one behind `runner`.
+    Never raises for machine trouble."""
+    kw = dict(python=python, python_prefix=python_prefix, site_packages=site_packages, deep=deep, timeout=timeout)
     if host is not None:
-        from triage.remote import probe_host_sync
+        from triage.probes.over_ssh import probe_host_sync
 
-        return probe_host_sync(host, python=python, python_prefix=python_prefix, site_packages=site_packages,
-                               deep=deep, timeout=timeout)
+        return probe_host_sync(host, **kw)  # type: ignore[arg-type]
     if runner is not None:
-        pythons = python_candidates(python, python_prefix, site_packages, remote=True)
-        raw, _used, err = run_probe_script(runner, pythons, sections="gpu,host,pyenv", deep=deep, timeout=timeout)
-        if raw is None:
-            return HostProbe(host=runner.where, ok=False, error=err)
-        facts, findings = build_facts(raw)
-        return HostProbe(host=runner.where, ok=True, facts=facts, findings=findings)
-    return gather_local(python=python, python_prefix=python_prefix, site_packages=site_packages, deep=deep,
-                        timeout=timeout)
+        return probe_with_runner(runner, **kw)  # type: ignore[arg-type]
+    return gather_local(**kw)  # type: ignore[arg-type]
+
+
+def _is_own_env(python_prefix: str | None, site_packages: str | None) -> bool:
+    import site
+
+    ours = {os.path.realpath(p) for p in [sys.prefix] + list(getattr(site, "getsitepackages", lambda: [])())}
+    return any(p and os.path.realpath(p.rstrip("/") or "/") in ours for p in (python_prefix, site_packages))
 
 
 def gather_local(*, python: str | None = None, python_prefix: str | None = None,
                  site_packages: str | None = None, deep: bool = False, timeout: float = 120.0) -> HostProbe:
-    """This machine: GPU and host facts in-process (triage's own NVML bindings), the Python environment
-    in-process when it is ours, else by the probe script run in that interpreter."""
+    """This machine: GPU and host facts in-process (triage's own NVML bindings); the Python environment
+    in-process when it is ours, from its files when a log names it (nothing in it runs), or by the
+    probe script in the interpreter the user named (after refuse_reason)."""
     from triage.probes.gpu import probe_gpus
     from triage.probes.host import probe_host
+    from triage.interpreter import refuse_reason
+    from triage.probes.pyenv import probe_pyenv, probe_pyenv_at
 
     raw: dict[str, Any] = {"errors": {}}
     try:
@@ -369,26 +398,30 @@ def gather_local(*, python: str | None = None, python_prefix: str | None = None,
     except Exception as exc:  # the probe is meant never to raise; a bug must not hide the rest
         raw["errors"]["gpu"] = f"{type(exc).__name__}: {exc}"
     raw["host"] = probe_host((raw.get("gpu") or {}).get("gpus") or [])
-    cands = [c for c in python_candidates(python, python_prefix, site_packages)
-             if python or c == sys.executable or os.path.exists(c)]
     err = None
-    if cands and not python and _same_env(cands[0]):
-        from triage.probes.pyenv import probe_pyenv
-
-        raw["pyenv"] = probe_pyenv(deep=deep)
+    absent = None
+    if python:
+        err = refuse_reason(python)
+        if err is None and _same_env(python):
+            raw["pyenv"] = probe_pyenv(deep=deep)
+        elif err is None:
+            sub, _used, err = run_probe_script(LocalRunner(), [python], sections="pyenv", deep=deep, timeout=timeout)
+            if sub is not None:
+                raw["pyenv"] = sub.get("pyenv")
+                raw["errors"].update(sub.get("errors") or {})
+    elif (python_prefix or site_packages) and not _is_own_env(python_prefix, site_packages):
+        try:
+            raw["pyenv"] = probe_pyenv_at(python_prefix, site_packages)
+        except Exception as exc:
+            raw["errors"]["pyenv"] = f"{type(exc).__name__}: {exc}"
+        if raw.get("pyenv") is None and "pyenv" not in raw["errors"]:
+            absent = site_packages or python_prefix
+            raw["pyenv"] = probe_pyenv(deep=deep)
     else:
-        sub, _used, err = run_probe_script(LocalRunner(), cands, sections="pyenv", deep=deep, timeout=timeout)
-        if sub is not None:
-            raw["pyenv"] = sub.get("pyenv")
-            raw["errors"].update(sub.get("errors") or {})
+        raw["pyenv"] = probe_pyenv(deep=deep)
     facts, findings = build_facts(raw)
-    log_pythons = python_candidates(None, python_prefix, site_packages)[:-1] if not python else []
-    if log_pythons and not any(os.path.exists(c) for c in log_pythons):
-        findings.insert(0, _finding(
-            "python.log_env_absent", "warning",
-            f"The log's vLLM ran from {site_packages or python_prefix}, which is not on this machine; "
-            f"probed {sys.executable} instead",
-            "Run triage where vLLM ran (triage --log ... --host HOST), or pass --python"))
+    if absent:
+        findings.insert(0, _log_env_absent(str(absent), sys.executable))
     if err:
         findings.insert(0, _finding("python.probe_failed", "error", f"Could not probe the Python environment: {err}",
                                     "Pass the interpreter that runs vLLM: triage probe --python /path/to/bin/python"))
@@ -403,16 +436,29 @@ def _same_env(python: str) -> bool:
         os.path.abspath(sys.prefix), "bin")
 
 
+MAX_SNAPSHOT = 64 << 20  # a fleet of hundreds of hosts is a few MB
+
+
 def load_snapshot(path: str | os.PathLike[str]) -> HostProbe:
     """A recorded `triage probe --json` (first host) or a bare HostProbe object. ValueError when not one."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as fh:  # a FIFO or /dev/zero too: at most MAX_SNAPSHOT bytes are read
+            raw = fh.read(MAX_SNAPSHOT + 1)
     except OSError as exc:
         raise ValueError(f"cannot read snapshot {path}: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise ValueError(f"snapshot {path} is not JSON: {exc}") from None
+    if len(raw) > MAX_SNAPSHOT:
+        raise ValueError(f"snapshot {path} is larger than {MAX_SNAPSHOT >> 20} MB: not a `triage probe --json`")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise ValueError(f"snapshot {path} is not JSON: {type(exc).__name__}") from None
     if isinstance(data, dict) and isinstance(data.get("hosts"), list) and data["hosts"]:
         data = data["hosts"][0]
     if not isinstance(data, dict) or not isinstance(data.get("facts"), dict):
         raise ValueError(f"snapshot {path} is not the output of `triage probe --json`")
-    return HostProbe.from_json(data)
+    hp = HostProbe.from_json(data)
+    py = hp.facts.get("python")
+    if isinstance(py, dict):
+        # Recorded elsewhere: its interpreter is a name to show, never one to run here.
+        hp.facts["python"] = {**py, "read_from": "snapshot"}
+    return hp

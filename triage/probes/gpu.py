@@ -75,7 +75,7 @@ def _legacy_pynvml_owner(module: Any) -> str | None:
         return None
     path = os.path.realpath(path)
     for dist in metadata.distributions():
-        name = (dist.metadata.get("Name") or "").lower().replace("_", "-")
+        name = (dist.metadata.get("Name") or "").lower().replace("_", "-")  # type: ignore[attr-defined]  # an email Message
         if name not in ("pynvml", "nvidia-ml-py3"):
             continue
         for f in dist.files or ():
@@ -138,7 +138,7 @@ class Nvml:
             return False
         except Exception as exc:  # NVMLError subclasses, by code
             code = getattr(exc, "value", None)
-            self.failure = NA(_NVML_REASONS.get(code, str(exc) or type(exc).__name__))
+            self.failure = NA(_NVML_REASONS.get(code, str(exc) or type(exc).__name__))  # type: ignore[arg-type]  # code may be None
             self.findings.append(_init_finding(code, exc))
             return False
         atexit.register(self._shutdown)

@@ -160,7 +160,7 @@ def map_visible_devices(value: str | None, gpus: list[dict[str, Any]]) -> dict[s
             match = next((g for g in gpus if g.get("index") == i), None)
         elif e.startswith("MIG-"):
             for g in gpus:
-                mig = g.get("mig") if isinstance(g.get("mig"), dict) else {}
+                mig = g["mig"] if isinstance(g.get("mig"), dict) else {}
                 for d in mig.get("devices", []) or []:
                     if isinstance(d.get("uuid"), str) and d["uuid"].startswith(e):
                         match = g

@@ -1,7 +1,8 @@
 """The self-contained probe script: gpu.py, host.py and pyenv.py in one text, run by another interpreter.
 
-The target Python (a venv here, or a remote host's Python over SSH) runs `python - [args]` with this
-text on stdin. The three modules are embedded as source strings and each executed in its own module
+The target Python (one the user named, or a remote host's python3 on PATH) runs `python - [args]` with
+this text on stdin; `--env-prefix P --env-site S` make it read the environment a log names from its
+files instead of its own. The three modules are embedded as source strings and each executed in its own module
 namespace, so the logic lives once (in those files, which triage also imports directly) and the script
 needs nothing installed. It prints one line, MARKER + JSON of raw facts; triage decodes them.
 """
@@ -25,6 +26,7 @@ def _load(name):
 def _main(argv):
     sections = ["gpu", "host", "pyenv"]
     deep, deep_timeout = False, 90.0
+    env_prefix = env_site = None
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -35,6 +37,12 @@ def _main(argv):
             deep = True
         elif a == "--deep-timeout":
             deep_timeout = float(argv[i + 1])
+            i += 1
+        elif a == "--env-prefix":
+            env_prefix = argv[i + 1] or None
+            i += 1
+        elif a == "--env-site":
+            env_site = argv[i + 1] or None
             i += 1
         i += 1
     out = {"probe": 1, "errors": {}}
@@ -48,7 +56,11 @@ def _main(argv):
             elif name == "host":
                 out["host"] = mod.probe_host(gpus)
             elif name == "pyenv":
-                out["pyenv"] = mod.probe_pyenv(deep=deep, deep_timeout=deep_timeout)
+                # An environment a log names is read from its files, never run.
+                at = mod.probe_pyenv_at(env_prefix, env_site) if (env_prefix or env_site) else None
+                out["pyenv"] = at or mod.probe_pyenv(deep=deep, deep_timeout=deep_timeout)
+                if (env_prefix or env_site) and at is None:
+                    out["log_env_absent"] = env_site or env_prefix
         except BaseException as exc:  # one failing section never hides the others
             out["errors"][name] = "%s: %s" % (type(exc).__name__, exc)
     sys.stdout.write("\n" + MARKER + json.dumps(out, default=str) + "\n")

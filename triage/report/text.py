@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-from triage.model import UPGRADE_VERDICTS, Diagnosis, Report
+from triage.model import Diagnosis, Report
 
 
 def _describe_install(env: dict[str, Any]) -> str:
@@ -98,26 +98,28 @@ def machine_differs(env: dict[str, Any]) -> list[str]:
 def render(report: Report, out: TextIO | None = None, *, log_name: str | None = None,
            fix_hint: str | None = None) -> None:
     from rich.console import Console
-    from rich.markup import escape
     from rich.text import Text
+
+    from triage.sanitize import markup as escape  # every interpolated value: cleaned, markup escaped
 
     out = out or sys.stdout
     color = out.isatty() and not os.environ.get("NO_COLOR")
     con = Console(file=out, force_terminal=color, no_color=not color, highlight=False, soft_wrap=not out.isatty())
+    con.on_broken_pipe = _reader_gone  # type: ignore[method-assign]  # rich would exit 1
     src = "standard input" if report.source == "-" else report.source
     con.print(Text(f"triage: {src} ({report.lines:,} lines, {report.bytes:,} bytes)", style="bold"))
     if not report.input_complete:
         con.print("[yellow]the input has not ended: vLLM may still be writing[/]")
     if not report.diagnoses:
         con.print("\n[green]No failure found in this log.[/] "
-                  + ("Recognised, harmless: " + "; ".join(n.title for n in report.notes) if report.notes else ""))
+                  + ("Recognised, harmless: " + "; ".join(escape(n.title) for n in report.notes) if report.notes else ""))
     for i, d in enumerate(report.diagnoses):
         _diagnosis(con, d, i, log_name or report.source, escape, fix_hint)
     env = report.environment
     lines = machine_lines(env)
     differs = machine_differs(env)
     if lines or differs:
-        con.print("\n[bold]Machine[/]" + (f" (probed: {env['probed_host']})" if env.get("probed_host") else " (from the log)"))
+        con.print("\n[bold]Machine[/]" + (f" (probed: {escape(env['probed_host'])})" if env.get("probed_host") else " (from the log)"))
         if differs:
             con.print("  [yellow]Not the machine that wrote the log:[/] " + escape("; ".join(differs))
                       + ". Probe the machine that ran vLLM with --host (or give its --snapshot).")
@@ -128,38 +130,48 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
             con.print(f"  [yellow]![/] {escape(str(f.get('title', '')))}"
                       + (f" -> {escape(str(f['fix']))}" if f.get("fix") else ""))
     if report.upstream:
-        recorded = any(h.get("recorded") for h in report.upstream)
+        recorded = any(h.recorded for h in report.upstream)
         con.print("\n[bold]Upstream[/]" + (" (recorded answers: the demo does not go online)" if recorded else ""))
         for h in report.upstream[:6]:
-            state = h.get("state", "")
-            con.print(f"  #{h.get('number')} {escape(f'[{state}]')} {escape(str(h.get('title', '')))[:90]}")
-            con.print(f"      {escape(str(h.get('why', '')))}  {h.get('url', '')}")
+            con.print(f"  #{h.number} \\[{escape(h.state)}] {escape(h.title[:90])}")
+            con.print(f"      {escape(h.why)}  {escape(h.url)}")
     if report.upgrade:
         u = report.upgrade
-        verdict = UPGRADE_VERDICTS.get(u.get("verdict"), u.get("verdict"))
-        target = f" (to {u['target_version']})" if u.get("target_version") else ""
-        words = str(verdict)
+        target = f" (to {escape(u.target_version)})" if u.target_version else ""
+        words = u.verdict_words
         con.print(f"\n[bold]{escape(words[:1].upper() + words[1:])}[/]{target}")
-        ev = u.get("evidence")
-        for e in (ev if isinstance(ev, list) else [ev] if ev else [])[:4]:
-            con.print(f"  {escape(str(e))}")
-        if u.get("overwrites"):
-            con.print(f"  would overwrite: {escape(', '.join(map(str, u['overwrites'])))}")
+        for e in u.evidence[:4]:
+            con.print(f"  {escape(e)}")
+        if u.overwrites:
+            con.print(f"  would overwrite: {escape(', '.join(u.overwrites))}")
     if report.notes and report.diagnoses:
         con.print("\n[bold]Harmless[/] (recognised, not the cause): " + "; ".join(escape(n.title) for n in report.notes))
     for w in report.warnings:
         con.print(f"[dim]note: {escape(w)}[/]")
 
 
+def _reader_gone() -> None:
+    """The reader went away (`triage ... --report | head -1`): stop writing, as triage.cli does."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    raise BrokenPipeError
+
+
 def _diagnosis(con, d: Diagnosis, i: int, log_name: str, escape, fix_hint: str | None = None) -> None:
     head = "ROOT CAUSE" if i == 0 else f"ALSO ({i + 1})"
     style = "bold red" if i == 0 else "bold yellow"
-    con.print(f"\n[{style}]{head}[/] [dim]{d.category} . {d.signature} . confidence {d.confidence:.0%}[/]")
+    con.print(f"\n[{style}]{head}[/] [dim]{escape(d.category)} . {escape(d.signature)} . confidence {d.confidence:.0%}[/]")
     con.print(f"  [bold]{escape(d.title)}[/]")
     if d.explanation:
         con.print("  Why:")
         for ln in d.explanation:
             con.print(f"    {escape(ln)}")
+    rep = d.facts.get("repeated")
+    if isinstance(rep, dict) and rep.get("count", 0) > 1:
+        con.print(f"  [bold]Repeated {rep['count']} times[/] (first at line {rep['first_line']}, last at line "
+                  f"{rep['last_line']})")
     if d.evidence:
         con.print("  Evidence:")
         for e in d.evidence[:6]:

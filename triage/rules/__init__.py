@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 
-from triage.regexlit import save_derived
 from triage.rules.base import Rule
 
 MODULES = [
@@ -36,5 +35,4 @@ def all_rules() -> list[Rule]:
                 raise ValueError(f"duplicate rule signature {r.signature}")
             seen.add(r.signature)
             rules.append(r)
-    save_derived()  # what was derived for new patterns, for the next run
     return rules

@@ -9,6 +9,7 @@ happens in triage.diagnose.
 from __future__ import annotations
 
 import re
+from typing import Any, Callable
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
@@ -16,11 +17,8 @@ from triage.model import CATEGORIES, Diagnosis, Evidence, Fix
 from triage.record import Record
 from triage.regexlit import derived, required_literal  # noqa: F401 (required_literal: re-exported)
 
-if False:  # for type checkers only: typing costs start-up time
-    from typing import Any, Callable
-
-    FactsFn = Callable[["re.Match[str]", Line, Scan], dict[str, Any]]
-    CheckFn = Callable[[Scan, dict[str, Any]], "Diagnosis | None"]
+FactsFn = Callable[["re.Match[str]", Line, Scan], dict[str, Any]]
+CheckFn = Callable[[Scan, dict[str, Any]], "Diagnosis | None"]
 
 MAX_EVIDENCE = 6
 
@@ -83,8 +81,8 @@ class Rule(Record):
         if self.category not in CATEGORIES and not (self.harmless or self.wrapper):
             raise ValueError(f"{self.signature}: unknown category {self.category!r}")
         # Per pattern: a literal the text must contain for the regex to have a chance, the clauses it
-        # must satisfy (one literal of each; see triage.regexlit), both derived from the pattern and
-        # remembered across runs, and the regex itself, compiled on first need. Compiling every
+        # must satisfy (one literal of each; see triage.regexlit), both derived from the pattern,
+        # and the regex itself, compiled on first need. Compiling every
         # rule's regexes up front would dominate start-up; most never meet a line that could match.
         known = [derived(p) for p in self.patterns]
         self._guards: list[str | None] = [g for g, _ in known]
@@ -173,3 +171,14 @@ def _number(v: str) -> Any:
     except ValueError:
         pass
     return v
+
+
+def not_in_passing(rule: Rule, scan: Scan) -> Diagnosis | None:
+    """The rule's diagnosis unless all it saw are INFO/WARNING lines: an optional import or a look-up
+    that failed and was logged in passing (the start-up went on) is not the failure. For a rule's
+    `check`: `check=lambda scan, env: not_in_passing(THE_RULE, scan)`."""
+    d = rule.match_lines(scan)
+    if d is None:
+        return None
+    levels = {ln.no: ln.level for ln in scan.lines}
+    return None if all(levels.get(e.line) in ("INFO", "WARNING") for e in d.evidence) else d

@@ -19,6 +19,45 @@ def _argv_hint(m, line, scan) -> dict:
                     "for the current name and drop or rename it."}
 
 
+# Short spellings people pass for vLLM's choice values (argparse takes only the listed spelling).
+CHOICE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32", "float": "float32",
+                  "fp8_e4m3fn": "fp8_e4m3", "e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2", "int8": "fp8"}
+
+
+def _choices(text: str) -> list[str]:
+    """argparse's list: "'auto', 'pt'" (Python <= 3.12) or "auto, pt" (newer)."""
+    return [c.strip().strip("'\"") for c in text.split(",") if c.strip().strip("'\"")]
+
+
+def _invalid_choice(m, line, scan) -> dict:
+    """The flag exists; its value does not: name the value, the valid ones, and the closest."""
+    import difflib
+
+    gd = m.groupdict()
+    value, flag = gd.get("value") or "", gd.get("flag") or ""
+    choices = _choices(gd.get("choices") or "")
+    if not choices:
+        shown = f"'{value}'" if value else "the value given"
+        return {"value_q": shown, "advice": f"{flag} exists, but {shown} is not one of its values in this vLLM: "
+                                            f"`vllm serve --help` lists the values {flag} takes."}
+    out: dict = {"value_q": f"'{value}'", "choices": choices, "valid": ", ".join(choices) if len(choices) <= 24 else
+                 ", ".join(choices[:24]) + f", ... ({len(choices)} in all)"}
+    low = {c.lower(): c for c in choices}
+    closest = low.get(value.lower()) or low.get(CHOICE_ALIASES.get(value.lower(), ""))
+    if closest is None:
+        near = difflib.get_close_matches(value.lower(), list(low), n=1, cutoff=0.6)
+        closest = low[near[0]] if near else None
+    if closest:
+        out["closest"] = closest
+        out["advice"] = (f"{flag} exists, but '{value}' is not one of its values in this vLLM: use {flag} {closest} "
+                         f"(the valid values are: {out['valid']}).")
+    else:
+        out["advice"] = (f"{flag} exists, but '{value}' is not one of its values in this vLLM (the valid values are: "
+                         f"{out['valid']}). Values are added and removed between releases: pick one of these, or use "
+                         f"the vLLM version whose documentation names '{value}'.")
+    return out
+
+
 def _suggested_tp(m, line, scan) -> dict:
     """The largest tensor parallel size not above the requested one that divides the head count."""
     gd = m.groupdict()
@@ -45,9 +84,17 @@ RULES = [
     Rule(signature="config.unrecognized_argument", category="engine_config",
          title="The launch command has an argument this vLLM does not know: {flag}",
          fix="{hint}",
-         patterns=[r"error: unrecognized arguments: (?P<flag>.+)", r"error: argument (?P<flag>--[\w-]+): invalid choice: .+",
-                   r"error: ambiguous option: (?P<flag>--[\w-]+)"],
+         patterns=[r"error: unrecognized arguments: (?P<flag>.+)", r"error: ambiguous option: (?P<flag>--[\w-]+)"],
          facts=_argv_hint, playbook="engine-config", confidence=0.95),
+    Rule(signature="config.invalid_choice", category="engine_config",
+         title="{flag} does not accept {value_q} in this vLLM",
+         fix="{advice}",
+         # argparse: the flag is known, the value is not one of its choices (the message lists them)
+         patterns=[r"error: argument (?P<flag>--[\w-]+)(?:/[\w-]+)*: invalid choice: '(?P<value>[^']*)'(?: \(choose from (?P<choices>[^)]*))?",
+                   r"error: argument (?P<flag>--[\w-]+)(?:/[\w-]+)*: invalid choice: (?P<value>[^\s'(]+)(?: \(choose from (?P<choices>[^)]*))?",
+                   # cut by a narrow terminal before the value ended
+                   r"error: argument (?P<flag>--[\w-]+)(?:/[\w-]+)*: invalid choice"],
+         facts=_invalid_choice, playbook="engine-config", confidence=0.95),
     Rule(signature="config.max_model_len_too_large", category="engine_config",
          title="--max-model-len {max_model_len} exceeds the model's maximum context ({max_position_embeddings})",
          fix="Lower --max-model-len to at most {max_position_embeddings}, or (if the model really supports more, e.g. with RoPE "
@@ -150,4 +197,26 @@ RULES = [
                    r"(?P<detail>Invalid (?:structured output|guided decoding) backend[^.]*)",
                    r"(?P<detail>xgrammar\.[\w.]*Error: .{0,120})"],
          playbook="engine-config", confidence=0.8),
+]
+
+# A request longer than the context the server was started with (the server stays up; the request fails).
+RULES += [
+    Rule(signature="config.prompt_too_long", category="engine_config",
+         title="A request is longer than the server's max_model_len ({max_model_len} tokens)",
+         fix="Send shorter prompts (or fewer max_tokens), or restart with a larger --max-model-len if the "
+             "model and the KV-cache memory allow it.",
+         patterns=[r"The decoder prompt \(length (?P<prompt>\d+)\) is longer than the maximum model length of (?P<max_model_len>\d+)",
+                   r"maximum context length is (?P<max_model_len>\d+) tokens\. However, you requested (?P<prompt>\d+) tokens",
+                   r"Input prompt \((?P<prompt>\d+) tokens\) is too long and exceeds limit of (?P<max_model_len>\d+)"],
+         playbook="engine-config", confidence=0.85),
+]
+
+RULES += [
+    Rule(signature="config.pp_unsupported_model", category="engine_config",
+         title="This model cannot be split with pipeline parallelism in this vLLM",
+         fix="The model class does not implement pipeline parallelism (SupportsPP): drop "
+             "--pipeline-parallel-size and use --tensor-parallel-size (or data parallelism) instead, or upgrade "
+             "vLLM if a newer release adds it.",
+         patterns=[r"Pipeline parallelism is not supported for this model\. Supported models implement the `SupportsPP`"],
+         playbook="engine-config", confidence=0.9),
 ]

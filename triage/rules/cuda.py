@@ -14,6 +14,25 @@ def _driver_cuda(m: "re.Match[str]") -> dict:
     return {}
 
 
+def _compat_facts(m, line, scan) -> dict:
+    """803 and 804 are different failures of the same machinery (the CUDA forward-compatibility libraries)."""
+    t = line.text
+    if "804" in t or "forward compatibility was attempted" in t or "CompatNotSupportedOnDevice" in t:
+        gpus = ", ".join(g.get("name", "") for g in scan.facts.get("gpus") or [] if isinstance(g, dict)) or None
+        return {"code": 804, "what": "Error 804: CUDA forward compatibility is not supported on this GPU",
+                "advice": ("The container's CUDA is newer than the host driver supports, and the forward-compatibility "
+                           "libraries (cuda-compat) that would bridge the gap only work on data-center GPUs"
+                           + (f", not on {gpus}" if gpus else " (not GeForce/RTX workstation cards)")
+                           + ": upgrade the host NVIDIA driver to one that supports the container's CUDA version, or "
+                           "use an image/wheel built for an older CUDA that the driver supports (`nvidia-smi` shows the "
+                           "driver's CUDA).")}
+    return {"code": 803, "what": "Error 803: the CUDA driver libraries in use do not match the loaded kernel driver",
+            "advice": ("A second libcuda (the cuda-compat package of the image, or one on LD_LIBRARY_PATH) shadows the host "
+                       "driver's, or the user-space driver was upgraded without the kernel module: remove the compat "
+                       "path from LD_LIBRARY_PATH (or the image's /usr/local/cuda/compat), or reboot/reload the driver so "
+                       "the libraries and the module match.")}
+
+
 RULES = [
     Rule(signature="cuda.driver_too_old", category="cuda_driver",
          title="The NVIDIA driver is too old for this CUDA build",
@@ -25,9 +44,8 @@ RULES = [
                    r"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=(?P<needed_cuda>[\d.]+)"],
          facts=lambda m, line, scan: _driver_cuda(m), playbook="cuda-driver", confidence=0.95),
     Rule(signature="cuda.error_803_compat", category="cuda_driver",
-         title="CUDA driver/runtime combination unsupported (Error 803/804: compat libraries or driver mismatch)",
-         fix="A CUDA forward-compatibility library (cuda-compat) shadows the real driver, or the driver is older "
-             "than the container's CUDA: remove the compat path from LD_LIBRARY_PATH or upgrade the host driver.",
+         title="{what}",
+         fix="{advice}", facts=_compat_facts,
          patterns=[r"Error 803: system has unsupported display driver / cuda driver combination",
                    r"Error 804: forward compatibility was attempted on non supported HW",
                    r"cudaErrorSystemDriverMismatch", r"cudaErrorCompatNotSupportedOnDevice",

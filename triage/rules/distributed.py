@@ -2,7 +2,54 @@
 
 from __future__ import annotations
 
-from triage.rules.base import Rule
+import re
+
+from triage.rules.base import Rule, not_in_passing
+
+NODE_REQ_RE = re.compile(r"'node:(?P<ip>[\d.]+|[0-9a-fA-F:]+)': ?0\.001")
+RAY_IP_RE = re.compile(r"\bip=(?P<ip>\d+\.\d+\.\d+\.\d+)\)|Local node IP: (?P<ip2>\d+\.\d+\.\d+\.\d+)|"
+                       r"node_ip_address[=:' ]+(?P<ip3>\d+\.\d+\.\d+\.\d+)|NodeManagerAddress[=:' ]+(?P<ip4>\d+\.\d+\.\d+\.\d+)|"
+                       r"Ray cluster at address: (?P<ip5>\d+\.\d+\.\d+\.\d+):\d+")
+
+
+def _ray_facts(m, line, scan) -> dict:
+    """vLLM pins its first bundle to the driver's node by IP ({'node:<ip>': 0.001}): an IP Ray does not know
+    (multi-NIC hosts, containers) makes the request impossible however many GPUs the cluster has."""
+    asked = None
+    ray_ips: dict[str, None] = {}  # ordered: the cluster's own address first when the log gives it
+    for ln in scan.lines:
+        t = ln.text
+        if asked is None and "'node:" in t:
+            mm = NODE_REQ_RE.search(t)
+            if mm:
+                asked = mm.group("ip")
+        for mm in RAY_IP_RE.finditer(t):
+            ip = next(g for g in mm.groups() if g)
+            if mm.group("ip5"):
+                ray_ips = {ip: None, **ray_ips}
+            else:
+                ray_ips.setdefault(ip, None)
+    out: dict = {}
+    if asked:
+        out["requested_node_ip"] = asked
+        others = [ip for ip in ray_ips if ip != asked]
+        if others and asked not in ray_ips:
+            out["ray_node_ips"] = others
+            out["advice"] = (f"vLLM asked Ray for a GPU on node {asked} (the address it detected for this host), but the "
+                             f"Ray nodes in this log are {', '.join(others)}: no node matches, so the placement group can "
+                             f"never be created. Set VLLM_HOST_IP on each node to the address Ray knows it by (here "
+                             f"{others[0]}), or start Ray with --node-ip-address set to the address vLLM detects.")
+        else:
+            out["advice"] = (f"vLLM asked Ray for a GPU on node {asked} (the address it detected for this host): if Ray "
+                             "registered this host under another address (several network interfaces, containers), the "
+                             "request can never be met. Set VLLM_HOST_IP to the address Ray uses for this node (`ray "
+                             "status` / `ray list nodes`), or start Ray with --node-ip-address set to it; then check that "
+                             "tensor_parallel_size x pipeline_parallel_size fits the cluster's GPUs.")
+    else:
+        out["advice"] = ("The Ray cluster does not offer the GPUs vLLM asks for: check `ray status`, that every node joined "
+                         "with its GPUs, and that tensor_parallel_size x pipeline_parallel_size fits the cluster.")
+    return out
+
 
 RULES = [
     Rule(signature="distributed.nixl_unavailable", category="distributed",
@@ -75,8 +122,7 @@ RULES = [
          playbook="distributed", confidence=0.85),
     Rule(signature="distributed.ray_gpus", category="distributed",
          title="Ray cannot place the workers on GPUs ({detail})",
-         fix="The Ray cluster does not offer the GPUs vLLM asks for: check `ray status`, that every node joined with "
-             "its GPUs, and that tensor_parallel_size x pipeline_parallel_size fits the cluster.",
+         fix="{advice}", facts=_ray_facts,
          patterns=[r"(?P<detail>Ray does not allocate any GPUs on the driver node)",
                    r"(?P<detail>The number of required GPUs exceeds the total number of available GPUs in the placement group)",
                    r"(?P<detail>Current node has no GPU available)",
@@ -96,4 +142,19 @@ RULES = [
          patterns=[r"peer access is not supported between these two devices", r"cudaErrorPeerAccessUnsupported",
                    r"P2P .{0,30}(?:not supported|failed)"],
          playbook="distributed", confidence=0.8),
+]
+
+
+RAY_MISSING = Rule(
+    signature="distributed.ray_missing", category="distributed",
+    title="Ray is needed for this launch but is not installed",
+    fix="Install Ray into vLLM's environment (`pip install 'ray[default]'`, or `ray[cgraph]` for compiled "
+        "graphs), or use --distributed-executor-backend mp on a single node.",
+    patterns=[r"[Pp]lease install Ray with `pip install ray`", r"No module named 'ray'",
+              r"Ray Compiled Graph is not installed", r"Run `pip install ray\[cgraph\]`"],
+    playbook="distributed", confidence=0.85,
+    check=lambda scan, env: not_in_passing(RAY_MISSING, scan))
+
+RULES += [
+    RAY_MISSING,
 ]

@@ -99,3 +99,14 @@ RULES = [
          title="HF tokenizers parallelism warning after fork (harmless)",
          fix="", patterns=[r"huggingface/tokenizers: The current process just got forked"]),
 ]
+
+RULES += [
+    Rule(signature="environment.nvml_unknown_error", category="environment",
+         title="The container lost access to its GPUs (NVML: Unknown Error)",
+         fix="A running container loses its GPU device permissions when the host reloads systemd (`systemctl "
+             "daemon-reload`) under Docker's systemd cgroup driver: restart the container now; for good, switch "
+             "Docker to the cgroupfs driver or upgrade the NVIDIA Container Toolkit and follow its notes on this "
+             "error.",
+         patterns=[r"Failed to initialize NVML: Unknown Error", r"NVMLError_Unknown"],
+         playbook="environment", confidence=0.85),
+]

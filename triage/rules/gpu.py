@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
-from triage.rules.base import Rule
+from triage.model import Diagnosis
+from triage.rules.base import Rule, not_in_passing
 
 
 def _capabilities(m, line, scan) -> dict:
@@ -34,14 +34,95 @@ def _too_old_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]
                 return {"name": g.group("name"), "cc": g.group("cc")}
     return {}
 
+NAMED_CC = {"ampere": (8, 0), "ada": (8, 9), "hopper": (9, 0), "blackwell datacenter": (10, 0), "blackwell": (10, 0)}
+
+
+def _cc_of(text: str) -> tuple[int, int] | None:
+    """'sm_90a' / 'SM100' / 'sm120' / '8.0' / 'Hopper' -> (major, minor)."""
+    t = text.strip().lower()
+    m = re.match(r"^sm ?_?(\d+?)(\d)[af]?x?$", t)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    m = re.match(r"^(\d+)\.(\d+)$", t)
+    if m:
+        return int(m.group(1)), int(m.group(2))
+    return NAMED_CC.get(t)
+
+
+# Compute capability by GPU name, for logs that name the GPU but not its capability (first match wins).
+NAME_CC = [("GB10", (12, 1)), ("RTX PRO 6000", (12, 0)), ("RTX 50", (12, 0)), ("5090", (12, 0)), ("5080", (12, 0)),
+           ("GB200", (10, 0)), ("B200", (10, 0)), ("B300", (10, 3)), ("H100", (9, 0)), ("H200", (9, 0)),
+           ("H800", (9, 0)), ("H20", (9, 0)), ("A100", (8, 0)), ("A800", (8, 0)), ("L40", (8, 9)), ("L4", (8, 9)),
+           ("RTX 40", (8, 9)), ("4090", (8, 9)), ("RTX 30", (8, 6)), ("A10", (8, 6)), ("A40", (8, 6)),
+           ("A6000", (8, 6)), ("T4", (7, 5)), ("RTX 20", (7, 5)), ("V100", (7, 0))]
+
+
+def _gpu_cc(scan: Scan) -> tuple[int, int] | None:
+    have = _cc_of(str(scan.facts.get("compute_capability") or ""))
+    if have:
+        return have
+    for g in scan.facts.get("gpus") or []:
+        name = str(g.get("name", "")) if isinstance(g, dict) else ""
+        for key, cc in NAME_CC:
+            if key in name:
+                return cc
+    return None
+
+
 def _needs(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    """Too old, another line of the same generation, or a build without this GPU's kernels: the GPU's own
+    compute capability against what the message asks for decides which."""
     gd = m.groupdict()
-    need = gd.get("min")
-    if not need:
-        return {"needs": ""}
-    if gd.get("feature"):
-        return {"needs": f" ({gd['feature']} requires {need})"}
-    return {"needs": f" (needs {need})"}
+    need = gd.get("min") or ""
+    feature = gd.get("feature")
+    out: dict[str, Any] = {"needs": f" ({feature} requires {need})" if feature and need else
+                           (f" (needs {need})" if need else "")}
+    if "FlashAttention only supports Ampere" in line.text:
+        need = "Ampere"
+    want = _cc_of(need) if need else None
+    have = _gpu_cc(scan)
+    what = feature or "this kernel"
+    if want and have:
+        out["gpu_cc"] = f"{have[0]}.{have[1]}"
+        if have[0] == 12 and want[0] in (9, 10):
+            out["cause"] = "datacenter_only"
+            out["headline"] = f"{what} exists only for SM{want[0]}0 data-center GPUs; this GPU is SM{have[0]}{have[1]}"
+            out["advice"] = (f"{what} is built for SM{want[0]}0 (H100/B200-class) only; SM12x Blackwell (RTX 50xx, RTX PRO "
+                             "6000, GB10) is a different line, not an older GPU: drop the option that selects it (use "
+                             "the default or another backend/kernel for this GPU).")
+            return out
+        if have >= want and have[0] == want[0] and "kernel only supports" in line.text:
+            out["cause"] = "build_gap"
+            out["headline"] = f"This kernel was compiled for sm_{want[0]}{want[1]} only; this GPU is sm_{have[0]}{have[1]}"
+            out["advice"] = (f"The build has the kernel for sm_{want[0]}{want[1]} but not for sm_{have[0]}{have[1]} (a build "
+                             "gap, not a GPU limitation): install a vLLM build whose kernels include this exact "
+                             "architecture, or avoid this kernel (another quantization or MoE backend).")
+            return out
+        if have >= want:
+            out["cause"] = "build_gap"
+            out["headline"] = (f"The build lacks kernels for this GPU (compute capability {have[0]}.{have[1]}), so a "
+                               f"check for {need} failed")
+            out["advice"] = (f"This GPU ({have[0]}.{have[1]}) is newer than the {need} the check asks for: the installed "
+                             f"build has no sm_{have[0]}{have[1]} kernels for it (a build gap, not a GPU limitation). "
+                             "Install a build that includes this architecture (CUDA 12.8+ wheels for Blackwell).")
+            return out
+        out["cause"] = "gpu_too_old"
+    out["headline"] = f"This GPU's architecture is not supported by this vLLM path{out['needs']}"
+    if out.get("cause") == "gpu_too_old" or not need:
+        out["advice"] = ("This feature needs a newer GPU; choose a model/config that does not need it, or run on a GPU "
+                         "with a higher compute capability.")
+    elif "kernel only supports" in line.text:
+        out["advice"] = (f"This kernel was compiled for {need} only and refused this GPU: on a sibling of that GPU (GB10 "
+                         "is SM12.1, not 12.0) it is a build gap, not a GPU limitation. Install a build with kernels for "
+                         "this exact GPU, or avoid this kernel (another quantization or MoE backend).")
+    elif feature:
+        out["advice"] = (f"{feature} runs only on {need} GPUs: drop the option that selects it, "
+                         "or run on such a GPU. (SM12x Blackwell, RTX 50xx / RTX PRO 6000, is not an older "
+                         "SM100: it is another line.)")
+    else:
+        out["advice"] = (f"This path needs {need}: if this GPU is older, run without it or on a newer GPU; if it is newer, "
+                         "the installed build lacks kernels for it: install one that includes this GPU.")
+    return out
 
 
 RULES = [
@@ -69,9 +150,8 @@ RULES = [
          facts=_too_old_facts,
          playbook="unsupported-gpu", confidence=0.95),
     Rule(signature="gpu.compute_capability_too_low", category="unsupported_gpu",
-         title="This GPU's architecture is not supported by this vLLM path{needs}",
-         fix="This feature needs a newer GPU; choose a model/config that does not need it, or run on a GPU "
-             "with a higher compute capability.",
+         title="{headline}",
+         fix="{advice}",
          patterns=[r"(?:GPUs?|[Dd]evice) with compute capability (?:of )?(?:at least|>=|>) ?(?P<min>\d+(?:\.\d+)?) (?:is|are) required",
                    r"requires (?:a )?(?:GPU|device) with compute capability (?:>= ?|of at least )?(?P<min>\d+(?:\.\d+)?)",
                    r"FlashAttention only supports Ampere GPUs or newer",
@@ -168,4 +248,77 @@ RULES = [
              "a checkpoint in a supported scheme.",
          patterns=[r"No compressed-tensors compatible scheme was found", r"compressed-tensors.{0,60}(?:not supported|Unsupported)"],
          playbook="quantization", confidence=0.85),
+]
+
+
+# A quantization library the checkpoint's method needs is missing, or the method's name is not one
+# this vLLM knows (vLLM's own words).
+QUANT_PACKAGE_MISSING = Rule(
+    signature="quant.package_missing", category="quantization",
+    title="The package this quantization method needs is not installed ({package})",
+    fix="Install the package vLLM names, at least the version it asks for (e.g. `pip install "
+        "'bitsandbytes>=0.46.1'`), into the environment vLLM runs in.",
+    patterns=[r"Please install (?P<package>bitsandbytes|torchao|modelscope)(?:>=[\d.]+)? via",
+              r"`pip install (?P<package>bitsandbytes|torchao)(?:>=[\d.]+)?` to use",
+              r"Please install it with `pip install (?P<package>amd-quark)",
+              r"No module named '(?P<package>bitsandbytes|torchao|gptqmodel|auto_gptq|awq|compressed_tensors|"
+              r"modelopt|quark|hqq)'"],
+    playbook="quantization", confidence=0.85,
+    check=lambda scan, env: not_in_passing(QUANT_PACKAGE_MISSING, scan))
+
+RULES += [
+    QUANT_PACKAGE_MISSING,
+    Rule(signature="quant.invalid_method", category="quantization",
+         title="This vLLM does not know the quantization method {quantization}",
+         fix="Pass a --quantization value your vLLM lists (`vllm serve --help`), or leave it out to use the "
+             "checkpoint's own; a method newer than your vLLM needs an upgrade.",
+         patterns=[r"Invalid quantization method: (?P<quantization>[\w-]+)"],
+         playbook="quantization", confidence=0.9),
+]
+
+# Newer wordings of "this GPU cannot run the checkpoint's quantization" (kernel pickers, scheme checks).
+NO_KERNEL_PATTERNS = [
+    r"Failed to find a kernel that can implement the (?P<layer>[\w ]+?) linear layer",
+    r"Quantization scheme is not supported for the current GPU\. Required capability: (?P<min>\d+)",
+    r"The quantization method (?P<quantization>[\w+ -]+?) is not supported for the current GPU\.",
+    r"quantization config '[\w-]+' requires GPU compute capability >= (?P<min>[\d.]+)",
+]
+
+
+def _no_kernel_for_gpu(scan: Scan, env: dict) -> Diagnosis | None:
+    """The kernel picker lists every kernel's reason on the lines after its message: when one of them is
+    a weight shape (not divisible), the shape is the cause (quant.shape_unsupported), not the GPU."""
+    d = NO_KERNEL_RULE.match_lines(scan)
+    if d is None or "Failed to find a kernel" not in d.evidence[0].text:
+        return d
+    lines = scan.lines
+    for i, ln in enumerate(lines):
+        if ln.no == d.first_line:
+            for nxt in lines[i + 1:i + 16]:
+                if nxt.proc != ln.proc or "Failed to find a kernel" in nxt.text:
+                    break
+                if "divisible" in nxt.text:
+                    return None
+            break
+    return d
+
+
+NO_KERNEL_RULE = Rule(
+    signature="quant.no_kernel_for_gpu", category="quantization",
+    title="No quantized kernel of this vLLM can run the checkpoint's scheme on this GPU",
+    fix="Each kernel vLLM tried refused this GPU or dtype (the reasons follow the message): on pre-Ampere GPUs "
+        "try --dtype half, else use a checkpoint in a scheme this GPU supports (FP8 needs compute capability "
+        "8.9+, NVFP4 needs Blackwell), or a newer GPU.",
+    patterns=NO_KERNEL_PATTERNS, check=lambda scan, env: _no_kernel_for_gpu(scan, env),
+    playbook="quantization", confidence=0.9)
+RULES += [NO_KERNEL_RULE]
+
+RULES += [
+    Rule(signature="quant.config_file_missing", category="quantization",
+         title="The checkpoint has no {quantization} quantization config file",
+         fix="--quantization {quantization} was asked for, but the checkpoint carries no config for it (e.g. "
+             "quantize_config.json / quant_config.json): drop --quantization to use what the checkpoint declares, "
+             "or point --model at the quantized checkpoint.",
+         patterns=[r"Cannot find the config file for (?P<quantization>[\w-]+)"],
+         playbook="quantization", confidence=0.9),
 ]

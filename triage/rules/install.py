@@ -2,7 +2,50 @@
 
 from __future__ import annotations
 
+import re
+
 from triage.rules.base import Rule
+
+
+def _torch_cuda(scan) -> str | None:
+    """torch's CUDA from the log: "+cu118" in its version, or collect-env's "CUDA used to build PyTorch"."""
+    f = scan.facts
+    for v in (f.get("torch_version"), (f.get("packages") or {}).get("torch")):
+        m = re.search(r"\+cu(\d+)(\d)\b", str(v or ""))
+        if m:
+            return f"{m.group(1)}.{m.group(2)}"
+    if f.get("cuda_version"):
+        return str(f["cuda_version"])
+    for ln in scan.lines:  # a pip line or a path in the traceback naming torch's build
+        m = re.search(r"torch[-=](?:=)?[\d.]+\+cu(\d+)(\d)\b", ln.text)
+        if m:
+            return f"{m.group(1)}.{m.group(2)}"
+    return None
+
+
+def _cuda_lib_facts(m, line, scan) -> dict:
+    """A CUDA library of one major version is missing: does torch here come from another CUDA?"""
+    lib = m.groupdict().get("lib") or ""
+    # only these libraries carry the CUDA major version in their soname (cuDNN, cuFFT, cuRAND... do not)
+    want = re.search(r"^lib(?:cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.(\d+)", lib)
+    want_major = want.group(1) if want else None
+    have = _torch_cuda(scan)
+    out: dict = {"lib_cuda_major": int(want_major) if want_major else None, "torch_cuda": have}
+    who = "vLLM's compiled extension" if any("/vllm/" in f.file for e in scan.exceptions for f in e.frames) else \
+        "A compiled extension"
+    if want_major and have and have.split(".")[0] != want_major:
+        out["cause"] = "wheel_torch_cuda_mismatch"
+        out["advice"] = (f"{who} was built for CUDA {want_major} (it loads {lib}), but torch here is built for CUDA "
+                         f"{have}: the vLLM wheel and torch come from different CUDA versions. Install the torch build "
+                         f"this vLLM pins (CUDA {want_major}; a clean `pip install vllm==<version>` pulls it), or install "
+                         f"the vLLM wheel built for CUDA {have}. Installing a CUDA {want_major} runtime beside a CUDA "
+                         f"{have} torch does not fix the mismatch.")
+    else:
+        out["advice"] = (f"{who} needs {lib}, which is not on the library path: install the CUDA runtime packages the "
+                         "wheel expects (pip nvidia-* packages come with torch's CUDA build), or use a vLLM wheel built "
+                         "for the CUDA that torch here uses.")
+    return out
+
 
 RULES = [
     Rule(signature="install.undefined_symbol", category="install_mismatch",
@@ -38,8 +81,7 @@ RULES = [
          playbook="install-mismatch", confidence=0.9),
     Rule(signature="install.cuda_runtime_lib_missing", category="install_mismatch",
          title="A CUDA library the build needs is missing ({lib})",
-         fix="The CUDA runtime libraries the wheel expects are not installed: install the matching nvidia-* "
-             "packages (pip) or CUDA toolkit, or use a wheel built for the CUDA version you have.",
+         fix="{advice}", facts=_cuda_lib_facts,
          patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file"],
          playbook="install-mismatch", confidence=0.9),
     Rule(signature="install.glibcxx", category="install_mismatch",
@@ -63,4 +105,28 @@ RULES = [
          patterns=[r"vllm .{0,40} requires torch==(?P<want>[\w.+]+), but you have torch (?P<have>[\w.+]+)",
                    r"torch version mismatch.{0,80}"],
          playbook="install-mismatch", confidence=0.75),
+]
+
+
+# NumPy 2's banner: printed (not raised) before the import that fails; a paste often holds only it.
+RULES += [
+    Rule(signature="install.numpy_abi_banner", category="install_mismatch",
+         title="A package compiled against NumPy 1.x is imported under NumPy 2",
+         fix="Pin numpy<2 in this environment (`pip install 'numpy<2'`) or upgrade the package that was built "
+             "against NumPy 1.x (the traceback under the banner names it).",
+         patterns=[r"A module that was compiled using NumPy 1\.x cannot be run in",
+                   r"modules must be compiled with NumPy 2\.0",
+                   r"numpy\.dtype size changed, may indicate binary incompatibility"],
+         # secondary: the error raised under the banner (install.numpy_abi) says the same, when present
+         playbook="install-mismatch", confidence=0.8, secondary=True),
+]
+
+RULES += [
+    Rule(signature="install.core_c_mismatch", category="install_mismatch",
+         title="vLLM's compiled core (_core_C) was built for another torch than the one installed",
+         fix="vLLM's wheel pins one torch version: reinstall vLLM into a clean environment so pip brings the torch "
+             "it was built for (`pip install vllm==X` without installing torch afterwards), or use the "
+             "vllm/vllm-openai image.",
+         patterns=[r"Tried to instantiate class '_core_C\.\w+', but it does not exist"],
+         playbook="install-mismatch", confidence=0.9),
 ]

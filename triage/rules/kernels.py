@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import re
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.base import Rule
+from triage.rules.base import Rule, not_in_passing
+from triage.rules.vendor import vendor
 from triage.rules.wrappers import is_wrapper
 
 # Errors of Python itself inside FlashInfer's own code: the installed FlashInfer release does not run
@@ -38,26 +38,102 @@ def _flashinfer_crashed(scan: Scan) -> Diagnosis | None:
     return None
 
 
+# Shared memory per block (NVIDIA) / LDS per workgroup (AMD), as Triton reports the hardware limit.
+SMEM_LIMITS = {
+    "nvidia": {65536: "64 KB per block (Turing: T4, RTX 20xx)", 98304: "96 KB per block (V100, SM70)",
+               101376: "99 KB per block (SM86/SM89/SM12x: RTX 30/40/50, L4/L40, RTX PRO 6000, GB10)",
+               166912: "163 KB per block (A100/A800, SM80)", 232448: "227 KB per block (H100/H200/B200, SM90/SM100)"},
+    "amd": {65536: "64 KB of LDS per workgroup (AMD Instinct MI200/MI300, gfx90a/gfx942)",
+            163840: "160 KB of LDS per workgroup (MI350/MI355, gfx950)"},
+}
+SMEM_NUMBERS_RE = re.compile(r"Required: (?P<required>\d+), Hardware limit: (?P<limit>\d+)")
+
+
+def _kernel_of(scan: Scan, line: Line) -> tuple[str | None, str | None]:
+    """(kind, where) of the kernel that failed, from the innermost vLLM frame of the traceback around it
+    (a kernel library's own frame, AITER's for instance, is named first when it is innermost)."""
+    for exc in scan.exceptions:
+        if exc.line.no >= line.no - 2 and exc.frames:
+            lib = next((fr for fr in reversed(exc.frames) if "-packages/" in fr.file and not fr.file.split(
+                "-packages/", 1)[-1].startswith(("triton/", "torch/", "vllm/"))), None)
+            if lib is not None:
+                rel = lib.file.split("-packages/", 1)[-1]
+                return "library", f"{rel}:{lib.line} ({lib.func})"
+            for fr in reversed(exc.frames):
+                if "/vllm/" in fr.file:
+                    rel = fr.file.split("/vllm/", 1)[-1]
+                    where = f"{rel}:{fr.line} ({fr.func})"
+                    low = f"{rel} {fr.func}".lower()
+                    if "fused_moe" in low and "lora" not in low:
+                        return "moe", where
+                    if "decode_att" in low:
+                        return "mla_decode", where
+                    if "lora" in low:
+                        return "lora", where
+                    if "attention" in low:
+                        return "attention", where
+                    return "other", where
+            break
+    return None, None
+
+
 def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     gd = m.groupdict()
     out: dict[str, Any] = {"need": ""}
+    req = lim = None
     if gd.get("required") and gd.get("limit"):
         req, lim = int(gd["required"]), int(gd["limit"])
+    else:  # the message wrapped: the numbers are on the next line(s) of the same process
+        for ln in scan.lines:
+            if line.no < ln.no <= line.no + 3 and ln.proc == line.proc:
+                mm = SMEM_NUMBERS_RE.search(ln.text)
+                if mm:
+                    req, lim = int(mm.group("required")), int(mm.group("limit"))
+                    break
+    who = vendor(scan)
+    if who:
+        out["vendor"] = who
+    if req and lim:
         out["shared_required"] = req
         out["shared_limit"] = lim
         out["need"] = f" ({req} > {lim} bytes)"
-        # SM120/SM121 (RTX PRO 6000, RTX 50xx, GB10) have ~99 KB per block, far below Hopper's 227 KB:
-        # configs tuned on H100 overflow there.
-        if lim <= 101376:
-            out["note"] = "this GPU has at most ~99 KB of shared memory per block (SM8.6/8.9/12.x class)"
-    # the kernel that failed, from the traceback frames around it
-    for exc in scan.exceptions:
-        if exc.line.no >= line.no - 2 and exc.frames:
-            for fr in reversed(exc.frames):
-                if "/vllm/" in fr.file:
-                    out["kernel_caller"] = f"{fr.file.split('/vllm/', 1)[-1]}:{fr.line} ({fr.func})"
-                    break
-            break
+        note = SMEM_LIMITS.get(who or "nvidia", {}).get(lim)
+        if note:
+            out["note"] = f"this GPU has {note}"
+    kind, where = _kernel_of(scan, line)
+    if where:
+        out["kernel_caller"] = where
+    size = f"{req} bytes against this GPU's {lim}" if req and lim else "more than this GPU has"
+    if kind == "mla_decode":
+        out["kernel"] = "vLLM's Triton MLA decode kernel"
+        out["advice"] = (f"vLLM's Triton MLA decode kernel (triton_decode_attention: a 512+64-wide latent tile, "
+                         f"num_stages 2) asks {size}. The fix is in that kernel: one pipeline stage for large MLA tiles "
+                         "(vllm PR #46728; ROCm already uses one): upgrade to a vLLM that has it, or apply it to "
+                         "vllm/v1/attention/ops/triton_decode_attention.py. Fused-MoE configs and --enforce-eager do "
+                         "not change this kernel.")
+    elif kind == "library":
+        owner = where.split("/", 1)[0] if where else "a kernel library"
+        out["kernel"] = f"A Triton kernel of {owner}"
+        out["advice"] = (f"{owner}'s Triton kernel ({where}) asks {size}: its block configuration was tuned for a GPU "
+                         f"with more shared memory. Install the {owner} version this vLLM release pins for this GPU, or a "
+                         f"vLLM release whose {owner} has a configuration for it; report it to {owner} with this kernel "
+                         "name. vLLM's own fused-MoE configs do not change this kernel.")
+    elif kind == "moe":
+        out["kernel"] = "The fused-MoE Triton kernel"
+        out["advice"] = (f"The fused-MoE tile config (block sizes, num_stages) asks {size}: it was tuned for a GPU with "
+                         "more shared memory. Use a vLLM release with configs for this GPU, or tune one "
+                         "(benchmarks/kernels/benchmark_moe.py --tune) and point VLLM_TUNED_CONFIG_FOLDER at it.")
+    else:
+        out["kernel"] = "A Triton kernel"
+        out["advice"] = (f"A Triton kernel's tiles (block sizes, num_stages) ask {size}: use a vLLM (and the triton it "
+                         "pins) with configs for this GPU, or choose another backend for the failing op; report it "
+                         "upstream with the kernel name" + (f" ({where})" if where else "") + ".")
+    if out.get("note"):
+        out["advice"] = f"{out['note'][0].upper()}{out['note'][1:]}. {out['advice']}"
+    if who == "amd":
+        out["advice"] += (" On ROCm use the vLLM build for your ROCm release (its Triton and kernel configs target "
+                          "the Instinct LDS size); ROCm's AITER kernels (VLLM_ROCM_USE_AITER=1) avoid several Triton "
+                          "paths.")
     return out
 
 
@@ -67,6 +143,7 @@ def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
 # DeepGEMM ..."), the start-up kernel warm-up (model_executor/warmup/deep_gemm_warmup.py, run even for bf16
 # models: vllm#41849), or the FP8 block-scaled GEMMs / MoE.
 DSA_INDEXER_FUNCS = ("fp8_mqa_logits", "fp8_paged_mqa_logits", "sparse_attn_indexer", "get_paged_mqa_logits_metadata")
+DSA_MODEL_NAME_RE = re.compile(r"(?i)deepseek-v3\.2|deepseek-v4|glm-5")
 DSA_ARCHS = ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "Glm5NextForConditionalGeneration",
              "DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM")
 
@@ -89,13 +166,22 @@ def _deepgemm_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any
                or any("sparse_attn_indexer" in f or f.endswith("indexer.py") for f in files))
     warmup = any("warmup" in f for f in files) or any("warmup" in f for f in funcs)
     arch = scan.facts.get("architecture")
+    model = str(scan.facts.get("model") or "")
+    dsa_model = arch in DSA_ARCHS or bool(DSA_MODEL_NAME_RE.search(model)) or any(
+        "index_topk" in ln.text or "FLASHMLA_SPARSE" in ln.text or "SPARSE_SM120" in ln.text for ln in scan.lines)
     out: dict[str, Any] = {"library": "deep_gemm"}
-    if indexer:
-        out.update(dsa_indexer=True, use_sparse=True, what="the DSA sparse indexer (fp8_mqa_logits / fp8_paged_mqa_logits)",
-                   advice=("The DSA indexer of this sparse-attention model scores tokens with DeepGEMM; the attention "
-                           "backend alone does not replace it. DeepGEMM has these kernels for SM90/SM100 (and SM120 since "
-                           "deepseek-ai/DeepGEMM#324): install the DeepGEMM this vLLM pins in its environment. On SM8x no "
-                           "vLLM release has another indexer (Triton fallbacks only in open PRs #38476/#47629)."))
+    if indexer or dsa_model:
+        out.update(dsa_indexer=True, use_sparse=True,
+                   what="the DSA sparse indexer (fp8_mqa_logits / fp8_paged_mqa_logits)" if indexer else
+                        "the DSA sparse indexer of this DeepSeek-V3.2/GLM-5-class model",
+                   advice=("Install the DeepGEMM this vLLM pins, in vLLM's own environment: the lightning indexer of "
+                           "DSA sparse-attention models scores tokens with DeepGEMM's fp8_mqa_logits on NVIDIA GPUs in every vLLM "
+                           "release, so VLLM_USE_DEEP_GEMM=0 cannot help here (it only switches the FP8 GEMMs/MoE to "
+                           "other kernels), and the attention backend alone does not replace it. DeepGEMM has these "
+                           "kernels for SM90/SM100 (SM120 since deepseek-ai/DeepGEMM#324); on SM8x no vLLM release has "
+                           "another indexer (Triton fallbacks only in open PRs #38476/#47629)."))
+        if not indexer:
+            out["dsa_model"] = True
     elif warmup:
         out.update(dsa_indexer=False, what="the DeepGEMM kernel warm-up at start-up",
                    advice=("vLLM warms up DeepGEMM's FP8 kernels at start-up even when the model does not use them: "
@@ -105,10 +191,6 @@ def _deepgemm_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any
         out.update(dsa_indexer=False, what="FP8 block-scaled GEMMs / MoE",
                    advice=("DeepGEMM's FP8 block GEMMs exist for SM90/SM100: install the deep_gemm this vLLM pins, or run "
                            "without it (VLLM_USE_DEEP_GEMM=0 picks the Triton/CUTLASS FP8 kernels)."))
-    if arch in DSA_ARCHS and not indexer:
-        out["dsa_model"] = True
-        out["advice"] += (" This is a DSA model: once DeepGEMM is off, its sparse indexer still needs DeepGEMM on "
-                          "every vLLM release.")
     return out
 
 
@@ -178,10 +260,8 @@ RULES = [
                    r"AssertionError: vllm\._flashmla(?:_extension)?_C is not available"],
          playbook="kernel-library", confidence=0.85),
     Rule(signature="triton.out_of_shared_memory", category="triton_compile",
-         title="A Triton kernel needs more shared memory than this GPU has{need}",
-         fix="The kernel's tile config (block sizes, num_stages) was tuned for a GPU with more shared memory "
-             "(Hopper: 227 KB; SM12x: ~99 KB): use a vLLM version with configs for this GPU, a tuned config file "
-             "(e.g. VLLM_TUNED_CONFIG_FOLDER for fused MoE), or --enforce-eager / another backend for the failing op.",
+         title="{kernel} needs more shared memory than this GPU has{need}",
+         fix="{advice}",
          patterns=[r"out of resource: shared memory, Required: (?P<required>\d+), Hardware limit: (?P<limit>\d+)",
                    r"out of resource: shared memory"],
          facts=_smem_facts, playbook="triton-compile", confidence=0.9),
@@ -222,4 +302,65 @@ RULES = [
                    r"cudaErrorIllegalAddress", r"CUDA_ERROR_ILLEGAL_ADDRESS", r"misaligned address",
                    r"CUDA error: unspecified launch failure", r"cudaErrorLaunchFailure"],
          playbook="kernel-library", confidence=0.7),
+]
+
+
+# An optional kernel package a chosen backend or model needs is not installed (vLLM's own words).
+KERNEL_PACKAGE_MISSING = Rule(
+    signature="kernels.package_missing", category="kernel_library",
+    title="A kernel package this launch needs is not installed ({package})",
+    fix="Install the package vLLM names, in the version your vLLM release expects (see its "
+        "requirements/cuda.txt), or choose a backend that does not need it.",
+    patterns=[r"FlashInfer backend is not available\. Please install the package",
+              r"Please install (?P<package>flashinfer) \(>= ?[\d.]+\)",
+              r"pip install (?P<package>flashinfer-python)",
+              r"Please install (?P<package>flash[_-]attn)",
+              r"to be installed\. Please install (?P<package>flash-attn) first",
+              r"(?P<package>tilelang) is required for \w+ but is not installed",
+              r"pip install (?P<package>fbgemm-gpu-genai)",
+              r"All2All kernels .{0,80}are not available\. See (?P<package>tools/ep_kernels)",
+              r"No module named '(?P<package>triton_kernels|flash_mla|causal_conv1d|mamba_ssm|xformers|sgl_kernel|"
+              r"deep_ep|pplx_kernels|aiter|tilelang|fla|cuda\.bindings|flashinfer_cubin|flashinfer_jit_cache)"
+              r"[\w.]*'"],
+    playbook="kernel-library", confidence=0.85,
+    check=lambda scan, env: not_in_passing(KERNEL_PACKAGE_MISSING, scan))
+
+RULES += [
+    KERNEL_PACKAGE_MISSING,
+]
+
+# A kernel built on the fly (FlashInfer, DeepGEMM, torch extensions) needs a CUDA toolchain the machine lacks,
+# or Triton's compiler itself failed.
+RULES += [
+    Rule(signature="kernels.jit_toolchain_missing", category="kernel_library",
+         title="A kernel must be compiled at start-up, but the CUDA toolchain is not there",
+         fix="Install the CUDA toolkit that matches torch's CUDA (nvcc, and ninja) and set CUDA_HOME to it, use "
+             "an image that ships it (vllm/vllm-openai), or install the library's precompiled wheels (e.g. "
+             "flashinfer-cubin / flashinfer-jit-cache) so nothing is compiled.",
+         patterns=[r"CUDA_HOME environment variable is not set", r"Ninja is required to load C\+\+ extensions",
+                   r"nvcc: (?:not found|command not found)"],
+         playbook="kernel-library", confidence=0.85),
+    Rule(signature="triton.llvm_failed", category="triton_compile",
+         title="Triton's compiler failed while lowering a kernel (LLVM / MLIR pass)",
+         fix="This Triton cannot compile the kernel for this GPU: upgrade Triton with torch (new GPUs need the "
+             "newest), clear ~/.triton/cache, or avoid the kernel (another --attention-backend / --moe-backend, "
+             "--enforce-eager).",
+         patterns=[r"PassManager::run failed", r"LLVM ERROR: (?P<detail>.{1,160})", r"LLVM Translation failed"],
+         playbook="triton-compile", confidence=0.8),
+]
+
+FLASHINFER_ARCH_UNSUPPORTED = Rule(
+    signature="kernels.flashinfer_arch_unsupported", category="kernel_library",
+    title="FlashInfer cannot build this kernel for this GPU's architecture",
+    fix="FlashInfer compiles some kernels only for some GPU generations, and needs an nvcc new enough for the "
+        "GPU (SM 12.x needs CUDA >= 12.9): install such a CUDA toolkit and set CUDA_HOME to it, install the "
+        "flashinfer-cubin / flashinfer-jit-cache wheels of your FlashInfer version, or choose a backend "
+        "without FlashInfer (another --attention-backend, NVFP4 GEMM or MoE backend).",
+    patterns=[r"No supported CUDA architectures found for major versions \[(?P<majors>[\d, ]+)\]",
+              r"SM (?P<sm>\d+)\.x requires CUDA >= (?P<cuda>[\d.]+)"],
+    playbook="kernel-library", confidence=0.9,
+    check=lambda scan, env: not_in_passing(FLASHINFER_ARCH_UNSUPPORTED, scan))
+
+RULES += [
+    FLASHINFER_ARCH_UNSUPPORTED,
 ]

@@ -3,33 +3,178 @@
 from __future__ import annotations
 
 import re
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.rules.base import Rule
-
-# Which phase of start-up ran out of memory, from function names in the traceback.
-PHASES = [
-    ("capture_model", "CUDA graph capture"), ("_dummy_sampler_run", "sampler warm-up"),
-    ("profile_run", "memory profiling"), ("determine_available_memory", "memory profiling"),
-    ("_dummy_run", "warm-up"), ("compile_or_warm_up_model", "warm-up"),
-    ("load_weights", "weight loading"), ("load_model", "model loading"), ("initialize_cache", "KV cache allocation"),
-    ("_allocate_kv_cache", "KV cache allocation"), ("initialize_kv_cache", "KV cache allocation"),
-]
-
+from triage.rules.budget import memory_budget, phase_of, util_that_fits
 
 def _oom_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    """The phase from the traceback (or vLLM's own words), and the first fix that phase calls for."""
+    funcs: list[str] = []
+    files: list[str] = []
+    message = line.text
     for exc in scan.exceptions:
-        if exc.line.no == line.no and exc.frames:
+        if exc.line.no == line.no:
             funcs = [f.func for f in exc.frames]
-            for fn, phase in PHASES:
-                if fn in funcs:
-                    out["phase"] = phase
-                    break
+            files = [f.file for f in exc.frames]
+            message = exc.message
+            cause = exc.caused_by
+            while not funcs and cause is not None:  # vLLM re-raised it: the frames are on the cause
+                funcs = [f.func for f in cause.frames]
+                files = [f.file for f in cause.frames]
+                cause = cause.caused_by
             break
+    phase = phase_of(funcs, message)
+    if phase is None:
+        phase = _phase_from_progress(scan, line.no)
+    b = memory_budget(scan)
+    out: dict[str, Any] = {"phase": phase} if phase else {}
+    out["phase_suffix"] = f" during {phase}" if phase else ""
+    # vllm/v1/worker/gpu/ is Model Runner V2 (vllm/v1/worker/gpu_model_runner.py the legacy one): its memory
+    # accounting differs (the capability table knows the releases where it reserved nothing for CUDA graphs)
+    if any("/v1/worker/gpu/" in f for f in files) or any("Using V2 Model Runner" in ln.text for ln in scan.lines):
+        out["model_runner"] = "v2"
+    util = b.get("util")
+    util_s = f" (now {util:g})" if util else ""
+    seqs = (scan.facts.get("launch_args") or {}).get("max_num_seqs")
+    n = seqs
+    for ln in scan.lines:
+        m2 = re.search(r"warming up sampler with (\d+) dummy requests", ln.text) if "warming up sampler" in ln.text else None
+        if m2:
+            n = int(m2.group(1))
+            break
+    if phase == "sampler warm-up":
+        out["advice"] = (f"The weights and KV cache fit; the sampler's warm-up with {n or 'max_num_seqs'} dummy requests did "
+                         f"not. Lower --max-num-seqs (e.g. {max(16, (n or 256) // 2)}), or leave more headroom outside "
+                         f"the KV cache with a lower --gpu-memory-utilization{util_s}. A smaller model or more GPUs is "
+                         "not needed.")
+    elif phase == "CUDA graph capture":
+        v2 = (" This vLLM runs Model Runner V2 (vllm/v1/worker/gpu/): VLLM_USE_V2_MODEL_RUNNER=0 switches to the legacy "
+              "runner, which reserves memory for the graphs." if out.get("model_runner") == "v2" else "")
+        out["advice"] = (f"The weights and KV cache fit; capturing CUDA graphs needed memory outside vLLM's budget. Lower "
+                         f"--gpu-memory-utilization{util_s} by 0.03-0.05 to leave room for the graphs, or capture fewer "
+                         "sizes (--max-num-seqs, or -cc.cudagraph_capture_sizes / --cuda-graph-sizes), or skip graphs "
+                         "with --enforce-eager (slower decode). A smaller model or more GPUs is not needed." + v2)
+    elif phase == "memory profiling" or phase == "warm-up":
+        out["advice"] = ("The profiling batch (--max-num-batched-tokens tokens through the model) needed more activation "
+                         "memory than was free: lower --max-num-batched-tokens (and --max-model-len), or for multimodal "
+                         "models --limit-mm-per-prompt; free memory held by other processes.")
+    elif phase == "KV cache allocation":
+        out["advice"] = (f"Memory measured as free during profiling was gone when the KV cache was allocated: lower "
+                         f"--gpu-memory-utilization{util_s}, and check for other processes on the GPU.")
+    elif phase == "weight loading":
+        out["advice"] = ("The weights alone do not fit this GPU at this parallel size: spread them with "
+                         "--tensor-parallel-size / --pipeline-parallel-size, use a quantized checkpoint or a smaller "
+                         "model, and free memory held by other processes.")
+    else:
+        out["advice"] = ("The log does not show which start-up phase ran out of memory: if it was while loading weights, "
+                         "spread the model (--tensor-parallel-size) or quantize it; if after loading, lower "
+                         "--max-num-seqs / --max-num-batched-tokens or --gpu-memory-utilization, or use --enforce-eager "
+                         "if it failed while capturing CUDA graphs.")
+    return out
+
+
+def _phase_from_progress(scan: Scan, before: int) -> str | None:
+    """The last start-up milestone vLLM logged before the failure, when the traceback says nothing."""
+    phase = None
+    for ln in scan.lines:
+        if ln.no >= before:
+            break
+        t = ln.text
+        if "apturing" in t and ("graph" in t.lower()):
+            phase = "CUDA graph capture" if "finished" not in t else None
+        elif "Loading weights took" in t or "Model loading took" in t or "Loading model weights took" in t:
+            phase = "memory profiling"
+    return phase
+
+
+def _no_blocks_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    """Why nothing was left for the KV cache, from the budget's numbers in the log."""
+    b = memory_budget(scan)
+    util, total, weights = b.get("util"), b.get("total_gib"), b.get("weights_gib")
+    out: dict[str, Any] = {k: v for k, v in b.items() if k != "util_from"}
+    parts = []
+    if util and total:
+        parts.append(f"vLLM may use {util:g} x {total:g} GiB = {util * total:.1f} GiB")
+    elif util:
+        parts.append(f"--gpu-memory-utilization is {util:g}")
+    if weights is not None:
+        parts.append(f"the weights take {weights:g} GiB")
+    if b.get("activation_gib") is not None:
+        parts.append(f"activations {b['activation_gib']:g} GiB")
+    if b.get("kv_gib") is not None:
+        parts.append(f"{b['kv_gib']:g} GiB is left for the KV cache")
+    fits = util_that_fits(b)
+    low = util is not None and util < 0.85
+    if low and util is not None and (fits is None and weights is None or (fits is not None and fits > util)):
+        out["cause"] = "utilization_too_low"
+        out["headline"] = f"--gpu-memory-utilization {util:g} leaves no room for the KV cache after the model"
+        out["advice"] = (f"The budget was set low ({'; '.join(parts)}): raise --gpu-memory-utilization"
+                         + (f" to about {fits:g}" if fits else " (the default is 0.9)")
+                         + "; if another process shares the GPU, the utilizations of all of them must add up to less than 1.")
+    elif fits is None and weights is not None and total and weights > 0.8 * total:
+        out["cause"] = "weights_fill_gpu"
+        out["headline"] = f"The weights ({weights:g} GiB) fill this {total:g} GiB GPU: no memory is left for the KV cache"
+        out["advice"] = ("The model does not fit with room for a KV cache: spread it over more GPUs "
+                         "(--tensor-parallel-size), or use a quantized checkpoint or a smaller model.")
+    elif fits is not None and util is not None and fits > util:
+        out["cause"] = "utilization_too_low"
+        out["headline"] = f"--gpu-memory-utilization {util:g} leaves no room for the KV cache after the model"
+        out["advice"] = f"{'; '.join(parts)}: raise --gpu-memory-utilization to about {fits:g}."
+    else:
+        out["headline"] = "No GPU memory is left for the KV cache within vLLM's budget"
+        out["advice"] = ((f"{'; '.join(parts)}. " if parts else "")
+                         + "Raise --gpu-memory-utilization (the default is 0.9), or lower --max-num-batched-tokens / "
+                           "--max-num-seqs (smaller activations); if the weights alone fill the GPU, use more GPUs "
+                           "(--tensor-parallel-size) or a quantized checkpoint.")
+    return out
+
+
+# KV-cache integrations that change vLLM's memory accounting: when the launch names one and vLLM still ran its
+# own free-memory check, the integration is not active (or its own process holds the memory).
+KV_INTEGRATIONS = (("ENABLE_KVCACHED", "kvcached"), ("LMCache", "LMCache"),
+                   ("lmcache", "LMCache"), ("OffloadingConnector", "vLLM's KV offloading connector"),
+                   ("kv_transfer_config", "a KV connector (--kv-transfer-config)"),
+                   ("kv_offloading", "KV offloading (--kv-offloading-size)"))
+
+
+def _free_memory_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    gd = m.groupdict()
+    out: dict[str, Any] = {}
+    try:
+        free, total, want = float(gd["free_gib"]), float(gd["total_gib"]), float(gd["want_gib"])
+    except (KeyError, TypeError, ValueError):
+        return {"advice": "Something else holds GPU memory: free it, or lower --gpu-memory-utilization."}
+    held = total - free
+    out["held_gib"] = round(held, 2)
+    out["fits_util"] = max(0.05, int((free / total - 0.02) * 100) / 100)
+    integration = None
+    args = scan.facts.get("launch_args") or {}
+    text = " ".join([str(args)] + [ln.text for ln in scan.lines if "KV" in ln.text or "kv" in ln.text
+                                   or "LMCache" in ln.text or "KVCACHED" in ln.text][:200])
+    for needle, name in KV_INTEGRATIONS:
+        if needle in text:
+            integration = name
+            break
+    if integration == "kvcached":
+        out["integration"] = integration
+        out["advice"] = (f"kvcached is enabled (ENABLE_KVCACHED), yet vLLM ran its own start-up check ({free:g} of {total:g} GiB free, "
+                         f"{want:g} GiB wanted): kvcached's patch is not active in this vLLM, so the memory that "
+                         "kvcached would share is counted as taken. Apply kvcached's vLLM integration in this "
+                         "environment (its install step for this vLLM version), or lower --gpu-memory-utilization "
+                         f"to {out['fits_util']:g}.")
+    elif integration:
+        out["integration"] = integration
+        out["advice"] = (f"{held:.1f} GiB of {total:g} GiB was taken before vLLM started, and this launch uses "
+                         f"{integration}: its own process or buffers can hold GPU memory (check `nvidia-smi`). Give it "
+                         f"a GPU share and lower --gpu-memory-utilization to {out['fits_util']:g} or less, or free "
+                         "what it holds.")
+    else:
+        out["advice"] = (f"{held:.1f} GiB of {total:g} GiB was already taken when vLLM started (another vLLM, a stale "
+                         "worker, a notebook): free it (see `nvidia-smi` / `triage probe`), or lower "
+                         f"--gpu-memory-utilization to {out['fits_util']:g} or less.")
     return out
 
 
@@ -53,14 +198,6 @@ def _kv_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     return out
 
 
-def _free_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
-    """The highest --gpu-memory-utilization that fits the memory that was free (two points of headroom)."""
-    free, total = float(m.group("free_gib")), float(m.group("total_gib"))
-    if total <= 0:
-        return {}
-    return {"fitting_util": max(0.05, int(free / total * 100) / 100 - 0.02)}
-
-
 RULES = [
     Rule(signature="kv_cache.max_len_exceeds_capacity", category="kv_cache_memory",
          title="The KV cache cannot hold one request of max_model_len {max_model_len} tokens (room for {kv_capacity_tokens})",
@@ -82,28 +219,24 @@ RULES = [
          patterns=[r"max_num_seqs \((?P<max_num_seqs>\d+)\) exceeds available Mamba cache blocks \((?P<blocks>\d+)\)"],
          playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="kv_cache.no_memory_for_blocks", category="kv_cache_memory",
-         title="No GPU memory is left for the KV cache after loading the model",
-         fix="The weights and activations fill the GPU: raise --gpu-memory-utilization, lower --max-num-seqs / "
-             "--max-num-batched-tokens, use a quantized checkpoint, or spread the model over more GPUs.",
+         title="{headline}",
+         fix="{advice}", facts=_no_blocks_facts,
          patterns=[r"No available memory for the cache blocks",
                    r"Insufficient memory for KV cache", r"available KV cache memory \(-?[\d.]+ GiB\).{0,40}(?:negative|not enough)"],
          playbook="kv-cache-memory", confidence=0.9),
     Rule(signature="kv_cache.free_memory_below_utilization", category="kv_cache_memory",
          title="Free GPU memory at start-up ({free_gib} GiB) is below what --gpu-memory-utilization {util} asks for",
-         fix="Something else holds GPU memory (another vLLM, a stale process, a notebook): free it (see the "
-             "processes in `nvidia-smi` / `triage probe`), or lower --gpu-memory-utilization below the free share.",
+         fix="{advice}", facts=_free_memory_facts,
          patterns=[r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)"],
-         facts=_free_facts, playbook="kv-cache-memory", confidence=0.95),
+         playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="oom.cuda_out_of_memory", category="gpu_oom",
          title="CUDA out of memory{phase_suffix}",
-         fix="The model does not fit this GPU's memory at this configuration: use a quantized checkpoint or a "
-             "smaller model, spread it with --tensor-parallel-size, lower --max-model-len / --max-num-seqs, or "
-             "--enforce-eager if it failed while capturing CUDA graphs; free memory held by other processes first.",
+         fix="{advice}",
          patterns=[r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError: CUDA out of memory\.(?: Tried to allocate (?P<tried>[\d.]+ [KMG]iB)\. GPU (?P<gpu_index>\d+) has a total capacity of (?P<total>[\d.]+ [KMG]iB) of which (?P<free>[\d.]+ [KMG]iB) is free)?",
                    r"CUDA out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMG]iB)",
                    r"CUDA error: out of memory", r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation",
                    r"RuntimeError: CUDA out of memory"],
-         facts=lambda m, line, scan: _with_suffix(_oom_facts(m, line, scan)),
+         facts=_oom_facts,
          playbook="gpu-oom", confidence=0.9),
     Rule(signature="cudagraph.mode_unsupported", category="cudagraph_capture",
          title="cudagraph_mode {mode} is not supported by the attention backend ({backend})",
@@ -126,6 +259,31 @@ RULES = [
 ]
 
 
-def _with_suffix(f: dict[str, Any]) -> dict[str, Any]:
-    f["phase_suffix"] = f" during {f['phase']}" if f.get("phase") else ""
-    return f
+def _budget_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    gd = m.groupdict()
+    if gd.get("kv_gib"):
+        return {"kv_budget": f"{gd['kv_gib']} GiB"}
+    if gd.get("concurrency"):
+        return {"kv_budget": f"{gd['concurrency']}x of one max_model_len request"}
+    return {"kv_budget": "0 blocks"}
+
+
+# The cause stated only by INFO lines: vLLM's memory profiling found nothing left for the KV cache (a
+# negative budget, zero blocks) before any error was raised; a pasted log is often cut right there.
+RULES += [
+    Rule(signature="kv_cache.negative_budget", category="kv_cache_memory",
+         title="Memory profiling left no room for the KV cache (KV cache budget: {kv_budget})",
+         fix="The weights and the profiling peak already fill --gpu-memory-utilization of the GPU: raise "
+             "--gpu-memory-utilization (memory other processes hold counts against it), lower --max-num-seqs / "
+             "--max-num-batched-tokens, use a quantized checkpoint, or spread the model over more GPUs.",
+         patterns=[r"Available KV cache memory: (?P<kv_gib>-[\d.]+) ?GiB",  # V1 gpu_worker
+                   r"the rest of the memory reserved for KV Cache is (?P<kv_gib>-[\d.]+) ?GiB",  # V0 worker
+                   r"# (?:GPU|cuda|CUDA) blocks: 0, # CPU blocks",  # V0 executor
+                   r"GPU KV cache size: 0 tokens",  # V1 kv_cache_utils
+                   # V0 executor: printed before it raises that the KV cache cannot hold one request
+                   r"Maximum concurrency for [\d,]+ tokens per request: (?P<concurrency>0\.\d+)x",
+                   # V1 scheduler / block pool: the assertion's source line under its frame
+                   r"assert (?:num_gpu_blocks is not None and |isinstance\(num_gpu_blocks, int\) and )num_gpu_blocks > 0"],
+         # secondary: the error vLLM raises next (when the log has it) says the same more exactly
+         facts=_budget_facts, playbook="kv-cache-memory", confidence=0.85, secondary=True),
+]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
-
+from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.base import Rule
+from triage.rules.base import Rule, not_in_passing
 from triage.rules.wrappers import is_wrapper
 
 
@@ -95,6 +94,30 @@ def _drafter_crash(scan: Scan) -> Diagnosis | None:
     return None
 
 
+# A parameter name with a doubled piece ("qkqkv_proj": "qk" + "qkv_proj"; "experts.experts") is built by vLLM's own
+# name mapping (a substring replaced twice), not read from a checkpoint: a loader bug of that vLLM release.
+DOUBLED_NAME_RE = re.compile(r"(?:^|[._])([a-z]{2,})\1[a-z]*_proj\b|\b([a-z_]{3,})\.\2\.")
+
+
+def _weight_mismatch_facts(m, line, scan) -> dict:
+    detail = m.groupdict().get("detail") or ""
+    quoted = re.search(r"'([\w.]+)'", detail)
+    name = quoted.group(1) if quoted else detail.rsplit(" ", 1)[-1]
+    dm = DOUBLED_NAME_RE.search(name)
+    if dm:
+        ver = scan.facts.get("vllm_version")
+        return {"loader_bug": True, "param": name,
+                "headline": f"vLLM's weight loader built a doubled parameter name ('{name}'): a loader bug, not the checkpoint",
+                "advice": (f"No checkpoint names a parameter '{name}': vLLM's own name mapping rewrote it twice. This is a "
+                           f"bug of this vLLM release{' (' + str(ver) + ')' if ver else ''}: use the release before it "
+                           "or one that fixes the mapping, and report it upstream with this name; the checkpoint "
+                           "is not the problem.")}
+    return {"headline": f"The checkpoint's weights do not match the model definition ({detail})",
+            "advice": ("The checkpoint does not match what vLLM builds (another quantization, a fine-tune with renamed "
+                       "layers, or the wrong --quantization): check the model's config.json and the vLLM version it "
+                       "needs.")}
+
+
 RULES = [
     Rule(signature="model_support.architecture_unsupported", category="model_support",
          title="This vLLM does not support the model architecture {arch}", fix="", check=lambda scan, env: _arch_unsupported(scan),
@@ -162,9 +185,8 @@ RULES = [
                    r"invalid load key", r"PytorchStreamReader failed reading zip archive"],
          playbook="model-loading", confidence=0.9),
     Rule(signature="model_loading.weight_mismatch", category="model_loading",
-         title="The checkpoint's weights do not match the model definition ({detail})",
-         fix="The checkpoint does not match what vLLM builds (another quantization, a fine-tune with renamed "
-             "layers, or the wrong --quantization): check the model's config.json and the vLLM version it needs.",
+         title="{headline}",
+         fix="{advice}", facts=_weight_mismatch_facts,
          patterns=[r"(?P<detail>size mismatch for [\w.]+)", r"(?P<detail>There is no module or parameter named '[\w.]+')",
                    r"KeyError: '(?P<detail>model\.layers\.[\w.]+)'"],
          playbook="model-loading", confidence=0.8),
@@ -239,4 +261,135 @@ RULES = [
     Rule(signature="speculative.drafter_crash", category="speculative_decoding",
          title="Speculative decoding crashed in {where} ({exception})", fix="", check=lambda scan, env: _drafter_crash(scan),
          playbook="speculative-decoding", confidence=0.7),
+]
+
+
+def _config_mapping_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    # the KeyError that CONFIG_MAPPING[...] raises names the model type transformers does not know
+    for exc in scan.exceptions:
+        if exc.short_type == "KeyError" and any("configuration_auto" in f.file for f in exc.frames):
+            return {"model_type": exc.message.strip("'\"")}
+    return {}
+
+
+HUB_UNREACHABLE = Rule(
+    signature="model_loading.hub_unreachable", category="model_loading",
+    title="The model could not be fetched: the Hugging Face Hub is unreachable, or offline mode is on",
+    fix="On a machine without access to huggingface.co, download the model elsewhere (`hf download MODEL "
+        "--local-dir DIR`) and pass --model DIR; behind a proxy, set HTTPS_PROXY (or HF_ENDPOINT for a "
+        "mirror). With HF_HUB_OFFLINE=1 every file the model needs must already be in the HF cache "
+        "(HF_HOME) of the user vLLM runs as.",
+    patterns=[r"We couldn't connect to '?https?://(?:huggingface\.co|hf\.co|hf-mirror\.com)[^' ]*'? to load",
+              r"outgoing traffic has been disabled",
+              r"offline mode is enabled\. To disable it, please unset the `HF_HUB_OFFLINE`",
+              r"OfflineModeIsEnabled",
+              r"An error happened while trying to locate the files? on the Hub and we cannot find the",
+              r"(?:huggingface\.co|hf\.co)\S*.{0,120}(?:Max retries exceeded|Read timed out|Failed to establish a "
+              r"new connection|Temporary failure in name resolution|Name or service not known|ProxyError|"
+              r"CERTIFICATE_VERIFY_FAILED|Connection reset by peer)"],
+    check=lambda scan, env: not_in_passing(HUB_UNREACHABLE, scan),
+    playbook="model-loading", confidence=0.85)
+
+# Well-known failures of fetching a model and reading its config (huggingface_hub, transformers,
+# vLLM's config loader), worded as those libraries word them.
+RULES += [
+    HUB_UNREACHABLE,
+    Rule(signature="model_loading.model_not_found", category="model_loading",
+         title="The model name is neither a local folder nor a repository on the Hugging Face Hub",
+         fix="Check the --model value: a Hub id is 'namespace/name' exactly as on huggingface.co (case "
+             "included), a local path must exist inside the container; a private or gated repository also needs "
+             "HF_TOKEN set for the user vLLM runs as.",
+         patterns=[r"(?P<model>\S+) is not a local folder and is not a valid model identifier listed on",
+                   r"Revision Not Found for url", r"RevisionNotFoundError",
+                   r"Invalid rev id: \S+"],
+         playbook="model-loading", confidence=0.85),
+    Rule(signature="model_loading.config_format", category="model_loading",
+         title="vLLM found no model config it can read (config.json or params.json)",
+         fix="Point --model at the folder that holds config.json (HF format) or params.json (Mistral format); "
+             "for a Mistral-format checkpoint pass --config-format mistral --load-format mistral --tokenizer-mode "
+             "mistral, for a GGUF file pass --tokenizer (and --hf-config-path) of the original model.",
+         patterns=[r"Could not detect config format for no config file found",
+                   r"With config_format 'auto', ensure your model has either config\.json",
+                   r"Unknown config format `[\w-]+`",
+                   r"Failed to load mistral '[^']+' config for model",
+                   r"No supported config format found in \S+"],
+         playbook="model-loading", confidence=0.85),
+    Rule(signature="model_support.transformers_config_unknown", category="model_support",
+         title="The installed transformers cannot read this model's config (too old for it)",
+         fix="Upgrade transformers to a release that knows this model (`pip install -U transformers`, or the "
+             "version the model card names) within what your vLLM supports, or upgrade vLLM; a brand-new "
+             "architecture may need transformers from source.",
+         patterns=[r'config_class = CONFIG_MAPPING\[config_dict\["model_type"\]\]',
+                   r"`rope_scaling` must be a dictionary with (?:with )?two fields",
+                   r"`rope_scaling`'s type field must be one of \[",
+                   r"Unrecognized configuration class .{0,160} for this kind of AutoModel"],
+         # secondary: the message vLLM raises after it (model_support.transformers_unknown_type), when
+         # the log has it, names the model type outright
+         facts=_config_mapping_facts, playbook="model-support", confidence=0.85, secondary=True),
+]
+
+# vLLM's speculative-decoding config checks (config/speculative.py, and the older forms of 0.5-0.8).
+RULES += [
+    Rule(signature="speculative.config_invalid", category="speculative_decoding",
+         title="The speculative-decoding configuration is not valid for this model or vLLM",
+         fix="Check --speculative-config against the vLLM docs of your version: the method, the draft model "
+             "(its vocabulary and hidden size must match the target) and num_speculative_tokens; an EAGLE3 or MTP "
+             "head only works with the target models it was trained for.",
+         patterns=[r"Unsupported speculative method: '?[\w-]+'?",
+                   r"Eagle3 is only supported for .{1,200}? models",
+                   r"num_speculative_tokens was provided but without speculative model",
+                   r"num_speculative_tokens must be provided with speculative model",
+                   r"Expected num_speculative_tokens to be greater than zero",
+                   r"Either prompt_lookup_max or prompt_lookup_min must be provided when using the ngram method",
+                   r"target_model_config must be present for mtp",
+                   r"Arctic Inference is required for suffix decoding",
+                   r"'tensor_parallel_size' is not a valid argument in the speculative_config",
+                   r"Expected both speculative_model and num_speculative_tokens to be provided",
+                   r"Speculative decoding requires usage of the V2 block manager"],
+         playbook="speculative-decoding", confidence=0.85),
+]
+
+RULES += [
+    Rule(signature="model_loading.checkpoint_mismatch", category="model_loading",
+         title="The checkpoint's weights do not fit the model vLLM built (missing or differently shaped weights)",
+         fix="The checkpoint and the model vLLM builds disagree: a --quantization that does not match the "
+             "checkpoint's quantization_config, a quantized checkpoint that this --tensor-parallel-size cannot "
+             "split, an incomplete download, or a model revision newer than this vLLM. Drop --quantization, try "
+             "another --tensor-parallel-size, re-download, or upgrade vLLM.",
+         patterns=[r"Following weights were not initialized from checkpoint: ",
+                   r"Attempted to load weight \(torch\.Size\(\[[\d, ]*\]\)\) into parameter \(torch\.Size\(\[[\d, ]*\]\)\)"],
+         playbook="model-loading", confidence=0.8),
+]
+
+RULES += [
+    Rule(signature="model_support.transformers_too_new", category="model_support",
+         title="The installed transformers is newer than this vLLM supports (it already defines '{name}')",
+         fix="vLLM registers its own config for this model type, which this transformers now ships itself: install "
+             "the transformers version your vLLM release pins (`pip install 'transformers<X'` per its "
+             "requirements), or upgrade vLLM.",
+         patterns=[r"'(?P<name>[\w.-]+)' is already used by a Transformers config, pick another name"],
+         playbook="model-support", confidence=0.9),
+]
+
+RULES += [
+    Rule(signature="model_support.rope_unknown", category="model_support",
+         title="This vLLM does not know the model's RoPE scaling type ({rope})",
+         fix="The model's config.json asks for a rotary-embedding scaling this vLLM does not implement: upgrade "
+             "vLLM to a release that supports the model (its model card usually names one).",
+         patterns=[r"Unknown RoPE scaling type (?P<rope>[\w'\"-]+)"],
+         playbook="model-support", confidence=0.9),
+]
+
+CONFIG_ATTR_MISSING = Rule(
+    signature="model_support.transformers_config_attr", category="model_support",
+    title="The model's config object lacks '{attr}' (transformers and vLLM versions do not match)",
+    fix="vLLM reads a config attribute this transformers does not provide (transformers 5 moved RoPE and "
+        "other fields; an old transformers lacks new ones): install the transformers version your vLLM "
+        "release pins, or upgrade vLLM.",
+    patterns=[r"'(?P<cls>\w+Config)' object has no attribute '(?P<attr>\w+)'"],
+    playbook="model-support", confidence=0.75,
+    check=lambda scan, env: not_in_passing(CONFIG_ATTR_MISSING, scan))
+
+RULES += [
+    CONFIG_ATTR_MISSING,
 ]

@@ -8,7 +8,6 @@ does not mistake them for a cause.
 
 from __future__ import annotations
 
-import re
 from triage.lazyre import lazy
 
 from triage.rules.base import Rule

@@ -17,7 +17,6 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.markup import escape
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
@@ -26,6 +25,7 @@ from triage.logread.source import InputError
 from triage.model import Report
 from triage.tui import intake
 from triage.tui.intake import LiveLog, Options
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 from triage.tui.panes.diagnosis import DiagnosisPane
 from triage.tui.panes.fix import FixPane
 from triage.tui.panes.machine import MachinePane
@@ -266,19 +266,11 @@ class TriageApp(App[int]):
         self.full = report
         self._show(report)
         host = report.environment.get("probed_host")
-        if host and not any(getattr(h, "host", None) == host for h in self.hosts) and self._probes_available():
+        if host and not any(getattr(h, "host", None) == host for h in self.hosts):
             from triage.probes import HostProbe
 
             self.hosts.insert(0, HostProbe(host=str(host), ok=True, facts=dict(report.environment)))
             self._refresh_views()
-
-    @staticmethod
-    def _probes_available() -> bool:
-        try:
-            import triage.probes  # noqa: F401
-        except ImportError:
-            return False
-        return True
 
     # --- showing ---
 
@@ -358,9 +350,6 @@ class TriageApp(App[int]):
             self.push_screen(HelpScreen())
 
     def action_add_host(self) -> None:
-        if not self._probes_available():
-            self.notify("probing other hosts needs triage.probes, which is not installed", severity="warning")
-            return
         from triage.tui.dialogs import PromptScreen
 
         def got(host: str | None) -> None:

@@ -8,10 +8,12 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.markup import escape
 from textual.screen import ModalScreen
 from textual.widgets import Input, Markdown, OptionList, Static
 from textual.widgets.option_list import Option
+
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+
 
 HELP = """\
 **triage: keys** · everything is reachable from the keyboard · **ctrl+p** opens the command palette

@@ -1,9 +1,9 @@
-"""The TUI's thin adapter to the playbook engine (triage.playbooks, issue 5).
+"""The TUI's thin adapter to the playbook engine (triage.playbooks).
 
 The engine walks a playbook and hands out StepViews; the TUI shows them and answers. This module
 picks the playbook, builds the Session, and gives the engine a Runner that streams a command's output
 line by line to the screen (or, for commands that need the terminal, runs them with the app
-suspended). Everything here degrades to `Unavailable` when the engine is not installed.
+suspended). A plan that cannot be made raises `Unavailable` with the reason in words.
 """
 
 from __future__ import annotations
@@ -114,20 +114,10 @@ class Plan:
     runner: StreamingRunner
 
 
-def engine_available() -> bool:
-    try:
-        import triage.playbooks.engine  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def playbooks() -> list[tuple[str, str]]:
     """(id, title) of every valid playbook, for the picker."""
-    try:
-        from triage.playbooks.load import load_library
-    except ImportError:
-        return []
+    from triage.playbooks.load import load_library  # loads yaml: only when the Fix view opens
+
     lib = load_library()
     return [(pb.id, pb.title) for pb in sorted(_all(lib), key=lambda p: p.id)]
 
@@ -143,11 +133,9 @@ def plan(report: Any, *, playbook_id: str | None = None, log_path: str | None = 
          python: str | None = None, offline: bool = False, dry_run: bool = False,
          on_line: Callable[[str], None] | None = None) -> Plan:
     """The Session for the report's top diagnosis (or the playbook named). Raises Unavailable."""
-    try:
-        from triage.playbooks.engine import Session, default_upstream, derive_facts
-        from triage.playbooks.load import load_library
-    except ImportError:
-        raise Unavailable("the guided fixes (triage.playbooks) are not installed in this build") from None
+    from triage.playbooks.engine import Session, default_upstream, derive_facts
+    from triage.playbooks.load import load_library
+
     lib = load_library()
     diag = report.diagnoses[0].to_json() if report is not None and report.diagnoses else None
     env = dict(report.environment) if report is not None else {}
@@ -167,11 +155,11 @@ def plan(report: Any, *, playbook_id: str | None = None, log_path: str | None = 
                               f"{(diag.get('fix') or {}).get('summary') or ''}".rstrip(": "))
     inner = LocalRunner()
     if host:
-        try:
-            from triage.transcript import default_runner_for
+        from triage.transcript import default_runner_for
 
+        try:
             inner = default_runner_for(host)
-        except (ImportError, RuntimeError) as exc:
+        except RuntimeError as exc:
             raise Unavailable(f"cannot run steps on {host}: {exc}") from None
     runner = StreamingRunner(inner, on_line)
     facts = derive_facts(env, diag, python=python, log_path=log_path or "vllm.log", host=host, dry_run=dry_run)
@@ -188,12 +176,10 @@ def show_argv(argv: Sequence[str]) -> str:
 
 def undo_last() -> tuple[bool, list[str]]:
     """Revert the last applied playbook. (ok, lines to show)."""
-    try:
-        from triage.transcript import undo_last as _undo
-    except ImportError:
-        return False, ["undo is not available in this build (triage.transcript is missing)"]
-    rep = _undo()
-    if getattr(rep, "transcript", None) is None:
+    from triage.transcript import undo_last as transcript_undo_last
+
+    rep = transcript_undo_last()
+    if rep.transcript is None:
         return False, ["nothing to undo: no applied playbook is recorded"]
     lines = [str(v) for v in rep.reverted]
     lines += [str(v) for v in rep.failed]

@@ -191,15 +191,13 @@ def view_lines(scan: Scan, path: str | None) -> list[tuple[int, str]]:
 
 
 def load_hosts(snapshot: str | None) -> list[Any]:
-    """Every host of a saved `triage probe --json` (the fleet view); [] without triage.probes."""
+    """Every host of a saved `triage probe --json` (the fleet view)."""
     if not snapshot:
         return []
-    try:
-        import json
+    import json
 
-        from triage.probes import HostProbe
-    except ImportError:
-        return []
+    from triage.probes import HostProbe
+
     try:
         with open(snapshot, encoding="utf-8") as fh:
             data = json.load(fh)

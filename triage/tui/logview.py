@@ -15,6 +15,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from triage.sanitize import clean
+
 
 class LogView(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"logview--evidence", "logview--cursor", "logview--match", "logview--gutter"}
@@ -109,6 +111,7 @@ class LogView(ScrollView, can_focus=True):
 
     def text_of(self, i: int) -> str:
         no, text = self.lines[i]
+        text = clean(text)  # the log's own bytes reach the terminal as segments: no control in them
         if not self.compact:
             return text
         got = self._compact.get(i)

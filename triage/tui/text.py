@@ -1,15 +1,12 @@
-"""Text for the TUI's markup: escaping every bracket (Textual's own escape lets `[Bug]` through, and
-its parser then eats it as a tag), and wrapping at word boundaries with a hanging indent (Static
-wraps at the widget's edge back to column 0)."""
+"""Wrapping for the TUI's markup at word boundaries with a hanging indent (Static wraps at the widget's
+edge back to column 0); each piece escaped by triage.tui.markup."""
 
 from __future__ import annotations
 
 import textwrap
 from typing import Callable
 
-
-def escape(text: str) -> str:
-    return str(text).replace("\\", "\\\\").replace("[", "\\[")
+from triage.tui.markup import escape
 
 
 def wrapped(text: str, width: int, indent: str = "  ", hang: str = "  ",

@@ -6,8 +6,7 @@ cheap (no httpx, no yaml): those load only when a lookup runs.
 
 from __future__ import annotations
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 
 def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None = None) -> None:

@@ -7,56 +7,21 @@ really install (`pip index versions`), and nightly wheels show up when their ind
 
 from __future__ import annotations
 
-import os
 import re
-from triage.lazyre import AUTO, lazy
-from functools import lru_cache
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
+from triage.lazyre import lazy
+
+from triage import capabilities
+from triage.capabilities import load_capabilities
+from triage.environment import Environment
+from triage.model import Upgrade
 from triage.record import Record
-from triage.upstream import versions as V
+from triage import versions as V
 from triage.upstream.facets import Facets
 
 INSTALLER_TIMEOUT = 8.0
 KEEP_PATCHES_CMD = "triage probe --save-patches DIR"
-
-
-CAPABILITIES = os.path.join(os.path.dirname(__file__), "capabilities.yaml")
-
-
-@lru_cache(maxsize=1)
-def load_capabilities() -> list[dict[str, Any]]:
-    """The table, from capabilities.yaml (the one place it is edited). Parsing YAML costs more than
-    the rest of an offline report, so the parsed table is kept as JSON in the cache folder, keyed by
-    the YAML file's size and modification time."""
-    import json
-
-    from triage.paths import cache_dir_str
-
-    st = os.stat(CAPABILITIES)
-    cached = os.path.join(cache_dir_str(), f"capabilities-{st.st_size}-{st.st_mtime_ns}.json")
-    try:
-        with open(cached, encoding="utf-8") as fh:
-            caps = json.load(fh)
-    except (OSError, ValueError):
-        caps = None
-    if not isinstance(caps, list):
-        import yaml
-
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        with open(CAPABILITIES, encoding="utf-8") as fh:
-            data = yaml.load(fh.read(), Loader=loader) or {}  # noqa: S506 (safe)
-        caps = [c for c in (data.get("capabilities") or []) if isinstance(c, dict) and c.get("id")]
-        try:
-            os.makedirs(os.path.dirname(cached), exist_ok=True)
-            tmp = os.path.splitext(cached)[0] + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(caps, default=str))
-            os.replace(tmp, cached)
-        except OSError:
-            pass  # a read-only cache only costs the YAML parse next time
-    return caps
 
 
 # --- what the installer can reach ------------------------------------------------------------
@@ -79,7 +44,8 @@ class Available(Record):
     @property
     def latest(self) -> str | None:
         rel = [v for v in self.versions if not V.is_prerelease(v)]
-        return (rel or self.versions or [None])[-1]
+        found = rel or self.versions
+        return found[-1] if found else None
 
     def to_json(self) -> dict[str, Any]:
         return {"versions": self.versions[-15:], "installed": self.installed, "source": self.source,
@@ -141,73 +107,56 @@ def _uv_versions(runner: Any, python: str, *, timeout: float) -> Available:
 
 # --- which table entries speak to this failure -------------------------------------------------
 
-def _cc_major(env: dict[str, Any], f: Facets) -> int | None:
-    cc = env.get("compute_capability")
-    gpus = env.get("gpus") or []
-    if not cc and isinstance(gpus, list) and gpus and isinstance(gpus[0], dict):
-        cc = gpus[0].get("compute_capability")
-    if cc:
-        m = re.match(r"\s*(\d+)", str(cc))
-        if m:
-            return int(m.group(1))
-    if f.gpu_family and re.match(r"^\d+", f.gpu_family[0]):
-        return int(float(f.gpu_family[0]))
-    return None
-
-
 def matches(entry: dict[str, Any], diag: Any, env: dict[str, Any], f: Facets) -> bool | None:
     """True/False; None when the entry would apply but the compute capability is unknown."""
-    a = entry.get("applies") or {}
-    facts = getattr(diag, "facts", {}) or {}
-    if a.get("category") and a["category"] != getattr(diag, "category", None):
-        return False
-    if a.get("signature_prefix"):
-        prefixes = a["signature_prefix"] if isinstance(a["signature_prefix"], list) else [a["signature_prefix"]]
-        if not any(str(getattr(diag, "signature", "")).startswith(p) for p in prefixes):
-            return False
-    for k, want in (a.get("facts") or {}).items():
-        have = facts.get(k)
-        if isinstance(want, list):  # one of these values (null: the log did not say)
-            if have not in want:
-                return False
-            continue
-        if isinstance(have, str) and isinstance(want, bool):
-            have = have.strip().lower() == "true"
-        if have is None and isinstance(want, bool) and not want:
-            have = False  # a missing use_sparse means a dense model
-        if have != want:
-            return False
-    if a.get("kv_cache_dtype_prefix") and not str(facts.get("kv_cache_dtype") or "").startswith(a["kv_cache_dtype_prefix"]):
-        return False
-    if a.get("rejected_reason"):
-        rx = lazy(a["rejected_reason"], re.I, needles=AUTO)  # compiled only if a reason can match
-        rej = facts.get("rejected") or {}
-        reasons = [r for rs in rej.values() for r in (rs if isinstance(rs, list) else [rs])] if isinstance(rej, dict) else []
-        if not any(rx.search(str(r)) for r in reasons):
-            return False
-    if a.get("architecture"):
-        arch = env.get("architecture") or facts.get("architecture") or ""
-        if not lazy(a["architecture"], needles=AUTO).search(str(arch)):
-            return False
-    if a.get("text") and not lazy(a["text"], re.S, needles=AUTO).search(f.text):
-        return False
-    if a.get("cc_major"):
-        major = _cc_major(env, f)
-        if major is None:
-            # The log can narrow it: a backend that accepted the GPU and refused only a flag
-            # (facts.cc_majors, set by the attention rule) says which family it is.
-            possible = set(facts.get("cc_majors") or [])
-            if possible and not possible & set(a["cc_major"]):
-                return False
-            if possible and possible <= set(a["cc_major"]):
-                return True
-            return None
-        if major not in a["cc_major"]:
-            return False
-    return True
+    family = f.gpu_family[0] if f.gpu_family else None
+    return capabilities.matches(entry, diag, env, text=f.text, gpu_family=family)
 
 
 # --- the verdict ------------------------------------------------------------------------------
+
+CATALOGUE_SOURCE = "vLLM's source, release by release (triage/catalogue, scripts/mine_messages.py)"
+
+
+def release_range_evidence(cat: dict[str, Any], installed: str | None) -> tuple[str | None, str] | None:
+    """What the releases a message occurs in say about upgrading: ("does-not-fix" or None, the
+    evidence line). A message still in the newest mined release will be printed after an upgrade
+    too; one gone by a release means upgrading changes the code that printed it (not proof that
+    the failure goes: the check may have moved or been reworded). Only the last patch of each minor
+    release is mined, so the range's edges are known to a minor release."""
+    pkg, first, last, newest = (cat.get(k) for k in ("package", "first_release", "last_release", "newest_release"))
+    if pkg != "vllm" or not (first and last and newest):
+        return None
+    where = f"{cat.get('kind', 'raised')} in {cat.get('module', '?')}"
+    span = first if first == last else f"{first}-{last}"
+    absent, gone = cat.get("absent_in"), cat.get("gone_by")
+    if installed and absent and not V.lt(absent, installed):
+        return None, (f"the matched message is in vLLM {span} ({where}) but not in {absent}, and the installed "
+                      f"vLLM is {installed}: it may come from another package (source: {CATALOGUE_SOURCE})")
+    if installed and gone and not V.lt(installed, gone):
+        return None, (f"the matched message is gone by vLLM {gone} ({where}, vLLM {span}), yet the installed "
+                      f"vLLM is {installed}: a modified install or another package (source: {CATALOGUE_SOURCE})")
+    if last == newest:
+        return "does-not-fix", (f"the message is still in vLLM {newest}, the newest release ({where}, vLLM {span}): "
+                                f"upgrading alone does not remove this check (source: {CATALOGUE_SOURCE})")
+    return None, (f"the message is gone since vLLM {gone or 'the release after ' + last} ({where}, vLLM {span}; "
+                  f"not in {newest}): upgrading changes the code that printed it (source: {CATALOGUE_SOURCE})")
+
+
+def _release_range(diag: Any, installed: str | None, verdict: str, target: str | None, evidence: list[str],
+                   table_applies: bool) -> tuple[str, str | None]:
+    cat = (getattr(diag, "facts", None) or {}).get("catalogue")
+    if not isinstance(cat, dict):
+        return verdict, target
+    got = release_range_evidence(cat, installed)
+    if got is None:
+        return verdict, target
+    say, line = got
+    evidence.append(line)
+    if say and verdict == "unknown" and not table_applies:
+        verdict = say
+    return verdict, target
+
 
 def _installed_version(env: dict[str, Any]) -> str | None:
     """The installed vLLM as a comparable release; None for a tagless build (`0.1.dev20051+g487ecf187`,
@@ -241,17 +190,11 @@ def _prs_text(entry: dict[str, Any]) -> str:
 
 
 def patched_files(env: dict[str, Any]) -> list[str]:
-    out = []
-    for p in env.get("patched_files") or []:
-        if isinstance(p, str):
-            out.append(p)
-        elif isinstance(p, dict) and (p.get("path") or p.get("file")):
-            out.append(str(p.get("path") or p.get("file")))
-    return out
+    return list(Environment.from_facts(env).patched_files)
 
 
 def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits: list[dict[str, Any]] | None = None,
-           offline: bool = False) -> dict[str, Any]:
+           offline: bool = False) -> Upgrade:
     installed = _installed_version(env)
     evidence: list[str] = []
     applicable: list[dict[str, Any]] = []
@@ -351,16 +294,10 @@ def advise(diag: Any, env: dict[str, Any], f: Facets, avail: Available, *, hits:
             if fixed_in and installed and V.lt(installed, fixed_in):
                 verdict, target = "fixes", fixed_in if target is None else target
 
+    verdict, target = _release_range(diag, installed, verdict, target, evidence, bool(applicable))
+
     files = patched_files(env)
-    out: dict[str, Any] = {
-        "verdict": verdict,
-        "target_version": target,
-        "evidence": evidence,
-        "overwrites": files,
-    }
-    if files:
-        out["keep_patches"] = (f"an upgrade replaces these {len(files)} hand-patched file(s); save them first with "
-                               f"`{KEEP_PATCHES_CMD}` and re-apply after (or drop the ones the new version makes unneeded)")
-    if avail.known or avail.message:
-        out["available"] = avail.to_json()
-    return out
+    keep = (f"an upgrade replaces these {len(files)} hand-patched file(s); save them first with "
+            f"`{KEEP_PATCHES_CMD}` and re-apply after (or drop the ones the new version makes unneeded)") if files else None
+    return Upgrade(verdict, target, evidence, files, keep,
+                   avail.to_json() if avail.known or avail.message else None)

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import os
 import time
-if False:  # for type checkers only (importing typing, pathlib costs start-up time)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the headless report imports no pathlib (start-up)
     from pathlib import Path
-    from typing import Any
 
 from triage.paths import cache_dir_str
 from triage.record import Record

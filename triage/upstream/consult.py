@@ -11,15 +11,15 @@ user is told which. With offline=True nothing leaves the machine: cache only.
 from __future__ import annotations
 
 import time
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
+from triage.model import UpstreamHit
 from triage.upstream import advisor
 from triage.upstream.cache import Cache, human_age
 from triage.upstream.facets import diagnosis_facets
 from triage.upstream.github import GitHub, SearchResult, api_base
 from triage.upstream.query import Query, build_queries
-from triage.upstream.rank import rank
+from triage.upstream.rank import positioned, rank
 
 DEADLINE = 5.0
 SEARCH_TTL = 6 * 3600.0
@@ -31,12 +31,9 @@ last_queries: list[str] = []
 
 
 def _python_of(report: Any, python: str | None) -> str | None:
-    if python:
-        return python
-    py = (report.environment or {}).get("python")
-    if isinstance(py, dict):
-        return py.get("executable")
-    return py if isinstance(py, str) else None
+    from triage.interpreter import runnable_python
+
+    return runnable_python(report.environment, python)
 
 
 def _versions(runner: Any, python: str | None, cache: Cache, timeout: float) -> advisor.Available:
@@ -151,7 +148,7 @@ def _messages(results: list[SearchResult]) -> list[str]:
     notes = [r for r in results if r.status in ("ok", "cached") and r.message]
     out: list[str] = []
     if stale:
-        oldest = max(r.age for r in stale)  # type: ignore[type-var]
+        oldest = max(r.age or 0.0 for r in stale)
         why = next((r.message for r in stale if r.message), "")
         out.append(f"upstream: showing cached results up to {human_age(oldest)} old"
                    + (f" ({why})" if why else "") + f" for {len(stale)} of {len(results)} searches")
@@ -204,7 +201,7 @@ def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None
 
         async def online() -> tuple[list[SearchResult], list[dict[str, Any]]]:
             res, client = await _search_all(queries, cache, base, end - 0.3)
-            items = [it for r in res for it in r.items]
+            items = positioned([r.items for r in res])
             hits = rank(items, facets, limit=MAX_HITS)
             if client is not None:
                 try:
@@ -228,7 +225,7 @@ def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None
         gh = hits_online
 
     if gh is None:
-        items = [it for r in results for it in r.items]
+        items = positioned([r.items for r in results])
         hits = rank(items, facets, limit=MAX_HITS)
     else:
         hits = gh
@@ -244,7 +241,7 @@ def lookup(report: Any, *, offline: bool, runner: Any = None, python: str | None
             h["age"] = human_age(age)
         h.pop("updated_at", None)
 
-    report.upstream = hits
+    report.upstream = [UpstreamHit.from_json(h) for h in hits]
     for m in _messages(results):
         if m not in report.warnings:
             report.warnings.append(m)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 from triage.lazyre import AUTO, lazy
+from triage.computecap import parse_cc
 from triage.record import Record
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 # --- subsystems -------------------------------------------------------------------------------
 # Keyword weights per subsystem; the text's subsystem is the best-scoring one. Strong, specific
@@ -157,12 +157,10 @@ def gpu_families_in(text: str) -> dict[str, str]:
 
 def family_of_cc(cc: str | None) -> tuple[str, str] | None:
     """Family key and label for a compute capability like "12.0"."""
-    if not cc:
+    parsed = parse_cc(cc)
+    if not parsed:
         return None
-    m = re.match(r"\s*(\d+)(?:\.(\d+))?", str(cc))
-    if not m:
-        return None
-    major, minor = int(m.group(1)), int(m.group(2) or 0)
+    major, minor = parsed.major, parsed.minor
     if major == 12:
         return "12", "SM12x"
     if major == 10 or major == 11:
@@ -226,6 +224,10 @@ _LOG_HEADER = lazy(
 )
 _EXC_PREFIX = lazy(r"^(?:[A-Za-z_][\w.]*(?:Error|Exception|Warning|Exit)|AssertionError|torch\.OutOfMemoryError):\s*",
                    needles=AUTO)
+_EXC_LINE = lazy(r"\b[A-Za-z_]\w*(?:Error|Exception):|\berror:", needles=("Error", "Exception", "error:"))
+# pydantic's "Value error, ..." and argparse's "prog: error: ..." wrap the message proper.
+_WRAPPER_PREFIX = lazy(r"^(?:(?:Value error|Assertion failed),\s*|[\w./ -]{1,40}: error:\s*)",
+                       needles=("Value error", "Assertion failed", ": error:"))
 _VOLATILE = lazy(
     r"[/\\]|0x[0-9a-f]+|\d|[=()\[\]{}<>'\"`]|^[A-Z][A-Za-z]+\.[A-Z_]+$"  # paths, hex, numbers, assignments, brackets
 )
@@ -245,6 +247,7 @@ def error_phrase(line: str, *, max_words: int = 8) -> str:
     """
     text = _LOG_HEADER.sub("", line.strip())
     text = _EXC_PREFIX.sub("", text).strip()
+    text = _WRAPPER_PREFIX.sub("", text)
     runs: list[list[str]] = [[]]
     for raw in text.split():
         w = raw.strip(",.;:!?")
@@ -270,14 +273,16 @@ class Facets(Record):
     """What a diagnosis is about, in the vocabulary hits are compared in."""
 
     __slots__ = ("subsystem", "phrase", "backends", "related_backends", "gpu_family", "gpu_name", "model_family",
-                 "model_group", "architecture", "use_sparse", "use_mla", "repos", "text")
+                 "model_group", "architecture", "use_sparse", "use_mla", "repos", "text", "line", "message",
+                 "vllm_version", "title", "releases")
     _fields = __slots__
 
     def __init__(self, subsystem: str | None = None, phrase: str = "", backends: set[str] | None = None,
                  related_backends: set[str] | None = None, gpu_family: tuple[str, str] | None = None,
                  gpu_name: str | None = None, model_family: str | None = None, model_group: str | None = None,
                  architecture: str | None = None, use_sparse: bool | None = None, use_mla: bool | None = None,
-                 repos: list[str] | None = None, text: str = "") -> None:
+                 repos: list[str] | None = None, text: str = "", line: str = "",
+                 vllm_version: str | None = None) -> None:
         self.subsystem = subsystem
         self.phrase = phrase
         self.backends = set() if backends is None else backends  # named in the failure
@@ -292,6 +297,11 @@ class Facets(Record):
         self.use_mla = use_mla
         self.repos = ["vllm-project/vllm"] if repos is None else repos
         self.text = text  # the diagnosis' own text, for reference
+        self.line = line  # the evidence line that says what failed (the exception, else the first)
+        self.message = None  # that line read by triage.upstream.terms, on first use
+        self.vllm_version = vllm_version  # of the failing install, to prefer threads of its releases
+        self.title = ""  # the diagnosis' title: the query of last resort
+        self.releases: tuple[str, str] | None = None  # the vLLM releases whose source holds the message
 
 
 def _gpu_from_env(env: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -319,15 +329,25 @@ def diagnosis_facets(diag: Any, env: dict[str, Any]) -> Facets:
     title = getattr(diag, "title", "") or ""
     text = "\n".join([title, *evidence])
     f = Facets(text=text)
+    f.title = title
     f.subsystem = CATEGORY_SUBSYSTEM.get(getattr(diag, "category", ""), None) or classify_subsystem(title, text)
 
     phrase = facts.get("search_phrase") or ""
-    if not phrase:
-        for line in evidence:
-            phrase = error_phrase(line)
-            if phrase:
-                break
+    # The raised exception says what failed; an INFO line before it only sets the scene.
+    ordered = sorted(evidence, key=lambda ln: not _EXC_LINE.search(ln))
+    for line in ordered:
+        p = error_phrase(line)
+        if p:
+            f.line = line
+            phrase = phrase or p
+            break
+    if not f.line and evidence:
+        f.line = evidence[0]
     f.phrase = phrase
+    f.vllm_version = str(env.get("vllm_version") or facts.get("vllm_version") or "") or None
+    cat = facts.get("catalogue")
+    if isinstance(cat, dict) and cat.get("package") == "vllm" and cat.get("first_release") and cat.get("last_release"):
+        f.releases = (str(cat["first_release"]), str(cat["last_release"]))
 
     rejected = facts.get("rejected")
     if isinstance(rejected, dict):

@@ -9,8 +9,7 @@ call catches that and moves to the next release. `fixed_in_basis` says which ste
 
 from __future__ import annotations
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.upstream.cache import Cache
 from triage.upstream.rank import parse_time
@@ -28,7 +27,7 @@ async def releases(gh: Any, repo: str, cache: Cache) -> list[dict[str, Any]]:
     resp = await gh.get(f"/repos/{repo}/releases", {"per_page": 100})
     if resp.kind != "ok" or not isinstance(resp.data, list):
         return hit.value if hit else []
-    rels = []
+    rels: list[dict[str, Any]] = []
     for r in resp.data:
         if not isinstance(r, dict) or r.get("draft") or r.get("prerelease"):
             continue
@@ -105,7 +104,7 @@ async def _closing_pr(gh: Any, repo: str, number: int, closed_at: float | None) 
 
 async def annotate(gh: Any, hits: list[dict[str, Any]], cache: Cache) -> None:
     """Add fixed_by / fixed_in / fixed_in_basis to the first few fixed hits, in place."""
-    todo = []
+    todo: list[dict[str, Any]] = []
     for h in hits:
         if len(todo) >= MAX_FOLLOWUPS:
             break

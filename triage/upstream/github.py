@@ -12,9 +12,10 @@ import json
 import os
 import re
 import time
-if False:  # for type checkers only (importing typing, pathlib costs start-up time)
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the headless report imports no pathlib (start-up)
     from pathlib import Path
-    from typing import Any
 
 from triage.paths import cache_dir
 from triage.record import Record
@@ -25,6 +26,11 @@ CONNECT_TIMEOUT = 1.5  # an air-gapped host fails here at once and falls back to
 READ_TIMEOUT = 4.0
 SEARCH_LIMIT_ANON = 10  # searches a minute
 SEARCH_LIMIT_TOKEN = 30
+# Bounds on what a server (GitHub, a proxy, a hostile TRIAGE_GITHUB_API) can make triage hold or show.
+MAX_BODY = 16 << 20  # one answer; a compare of two releases is a few MB
+MAX_ITEMS = 100  # GitHub's own per_page ceiling
+MAX_RETRY_SHOWN = 3600.0
+MAX_BLOCK = 900.0  # a 403 blocks searches at this API base for at most this long
 
 
 def api_base() -> str:
@@ -82,8 +88,14 @@ class RateGate:
     GitHub announced (retry-after, x-ratelimit-reset), so a second `triage` a few seconds later
     does not burn the budget or hammer a 403."""
 
-    def __init__(self, path: Path | None = None, per_minute: int = SEARCH_LIMIT_ANON):
-        self.path = path or cache_dir() / "upstream" / "search-rate.json"
+    def __init__(self, path: Path | None = None, per_minute: int = SEARCH_LIMIT_ANON, base: str | None = None):
+        if path is None:
+            # One budget per API base: a block announced by one server says nothing about another.
+            import hashlib
+
+            tag = hashlib.sha256((base or api_base()).encode()).hexdigest()[:12]
+            path = cache_dir() / "upstream" / f"search-rate-{tag}.json"
+        self.path = path
         self.per_minute = per_minute
 
     def _load(self) -> dict[str, Any]:
@@ -124,7 +136,7 @@ class RateGate:
     def block(self, seconds: float, now: float | None = None) -> None:
         now = time.time() if now is None else now
         data = self._load()
-        data["blocked_until"] = now + max(1.0, min(seconds, 3600.0))
+        data["blocked_until"] = now + max(1.0, min(seconds, MAX_BLOCK))
         self._save(data)
 
 
@@ -133,13 +145,13 @@ def _retry_after(headers: Any, now: float | None = None) -> float | None:
     ra = headers.get("retry-after")
     if ra:
         try:
-            return max(1.0, float(ra))
-        except ValueError:
+            return min(MAX_RETRY_SHOWN, max(1.0, float(ra)))
+        except (ValueError, OverflowError):
             pass
     if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset"):
         try:
-            return max(1.0, float(headers["x-ratelimit-reset"]) - now)
-        except ValueError:
+            return min(MAX_RETRY_SHOWN, max(1.0, float(headers["x-ratelimit-reset"]) - now))
+        except (ValueError, OverflowError):
             pass
     return None
 
@@ -156,35 +168,53 @@ def _error_message(data: Any) -> str:
 
 def repo_of(item: dict[str, Any]) -> str:
     url = str(item.get("repository_url") or "")
-    m = re.search(r"/repos/([^/]+/[^/]+)$", url)
+    m = re.search(r"/repos/([\w.-]+/[\w.-]+)$", url)
     if m:
         return m.group(1)
-    m = re.search(r"github\.com/([^/]+/[^/]+)/(?:issues|pull)/", str(item.get("html_url") or ""))
+    m = re.search(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull)/", str(item.get("html_url") or ""))
     return m.group(1) if m else ""
 
 
+_HTML_URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+$")
+_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z?$")
+
+
+def _text(v: Any, limit: int) -> str:
+    from triage.sanitize import clean
+
+    return clean(str(v if v is not None else "")[:limit])
+
+
+def _stamp(v: Any) -> str | None:
+    return v if isinstance(v, str) and _STAMP.match(v) else None
+
+
 def slim_item(item: dict[str, Any]) -> dict[str, Any] | None:
-    """Keep what ranking and display need; drop the rest before caching."""
-    if not isinstance(item, dict) or not isinstance(item.get("number"), int):
+    """Keep what ranking and display need, cleaned and bounded; drop the rest before caching."""
+    if not isinstance(item, dict) or not isinstance(item.get("number"), int) or isinstance(item.get("number"), bool):
         return None
     pr = item.get("pull_request")
-    labels = [str(lb.get("name")) for lb in item.get("labels") or [] if isinstance(lb, dict) and lb.get("name")]
+    labels = [_text(lb.get("name"), 60) for lb in (item.get("labels") or [])[:30]
+              if isinstance(lb, dict) and lb.get("name")] if isinstance(item.get("labels"), list) else []
+    url = str(item.get("html_url") or "")
+    state = str(item.get("state") or "")
+    reason = item.get("state_reason")
     return {
         "number": item["number"],
-        "title": str(item.get("title") or ""),
-        "html_url": str(item.get("html_url") or ""),
+        "title": _text(item.get("title"), 300),
+        "html_url": url if _HTML_URL.match(url) else "",
         "repo": repo_of(item),
-        "state": str(item.get("state") or ""),
-        "state_reason": item.get("state_reason"),
+        "state": state if state in ("open", "closed") else "",
+        "state_reason": reason if isinstance(reason, str) and re.fullmatch(r"[a-z_]{1,30}", reason) else None,
         "is_pr": isinstance(pr, dict),
-        "merged_at": pr.get("merged_at") if isinstance(pr, dict) else None,
+        "merged_at": _stamp(pr.get("merged_at")) if isinstance(pr, dict) else None,
         "draft": bool(item.get("draft")),
         "labels": labels,
-        "created_at": item.get("created_at"),
-        "updated_at": item.get("updated_at"),
-        "closed_at": item.get("closed_at"),
+        "created_at": _stamp(item.get("created_at")),
+        "updated_at": _stamp(item.get("updated_at")),
+        "closed_at": _stamp(item.get("closed_at")),
         "comments": item.get("comments") if isinstance(item.get("comments"), int) else 0,
-        "body": str(item.get("body") or "")[:4000],
+        "body": _text(item.get("body"), 4000),
     }
 
 
@@ -197,7 +227,8 @@ class GitHub:
         self._token = tok if tok is not None else token()
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
-        self.gate = gate or RateGate(per_minute=SEARCH_LIMIT_TOKEN if self._token else SEARCH_LIMIT_ANON)
+        self.gate = gate or RateGate(per_minute=SEARCH_LIMIT_TOKEN if self._token else SEARCH_LIMIT_ANON,
+                                     base=self.base)
         self.unreachable = False  # after one connect failure, nothing else is tried
         self._client: Any = None
 
@@ -237,7 +268,13 @@ class GitHub:
         if self.unreachable:
             return Response(0, message=f"GitHub API unreachable at {self.base}", kind="unreachable")
         try:
-            r = await self._client.get(path, params=params)
+            async with self._client.stream("GET", path, params=params) as r:
+                body = bytearray()
+                async for chunk in r.aiter_bytes():
+                    body += chunk
+                    if len(body) > MAX_BODY:
+                        return Response(r.status_code, None, f"GitHub sent more than {MAX_BODY >> 20} MB; ignored",
+                                        kind="malformed")
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.ProxyError) as exc:
             self.unreachable = True
             why = "timed out connecting" if isinstance(exc, httpx.ConnectTimeout) else "cannot connect"
@@ -249,8 +286,8 @@ class GitHub:
             return Response(0, message=f"GitHub request failed: {_scrub(type(exc).__name__, self._token)}",
                             kind="error")
         try:
-            data = r.json()
-        except ValueError:
+            data = json.loads(bytes(body)) if body else None
+        except (ValueError, RecursionError):
             data = None
         if r.status_code in (403, 429):
             ra = _retry_after(r.headers)
@@ -291,8 +328,9 @@ class GitHub:
         data = resp.data
         if not isinstance(data, dict) or not isinstance(data.get("items"), list):
             return SearchResult(q, "malformed", message="GitHub sent a search answer without an item list")
-        items = [s for s in (slim_item(i) for i in data["items"]) if s is not None]
-        dropped = len(data["items"]) - len(items)
+        raw = data["items"][:max(1, min(per_page, MAX_ITEMS))]  # a server may send far more than asked
+        items = [s for s in (slim_item(i) for i in raw) if s is not None]
+        dropped = len(raw) - len(items)
         incomplete = bool(data.get("incomplete_results"))
         parts = []
         if incomplete:

@@ -9,13 +9,13 @@ rather than sent.
 from __future__ import annotations
 
 import re
-from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Iterable
+from dataclasses import dataclass
+from typing import Iterable
 
-from triage.record import Record
-from triage.upstream.facets import FAMILY_SEARCH_TERMS, Facets
+from triage.lazyre import lazy
+from triage.upstream.facets import FAMILY_SEARCH_TERMS, Facets, error_phrase
 from triage.upstream.redact import redact
+from triage.upstream.terms import is_generic, message_of, search_term
 
 MAX_QUERY_CHARS = 256
 MAX_OPERATORS = 5
@@ -24,21 +24,10 @@ MAX_QUERIES = 3  # the unauthenticated search budget is 10 a minute: leave room 
 _OPERATOR = lazy(r"(?<![\w\"])(AND|OR|NOT)(?![\w\"])", needles=("AND", "OR", "NOT"))
 
 
-class Query(Record):
-    __slots__ = ("q", "kind")
-    _fields = __slots__
-
-    def __init__(self, q: str, kind: str) -> None:
-        object.__setattr__(self, "q", q)
-        object.__setattr__(self, "kind", kind)  # "issue" | "pr"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"cannot assign to field {name!r}")  # frozen
-
-    __delattr__ = __setattr__
-
-    def __hash__(self) -> int:
-        return hash((self.q, self.kind))
+@dataclass(frozen=True, slots=True)
+class Query:
+    q: str
+    kind: str  # "issue" | "pr"
 
     def to_json(self) -> dict[str, str]:
         return {"q": self.q, "kind": self.kind}
@@ -91,7 +80,7 @@ def _assemble(qualifiers: list[str], terms: list[str]) -> str | None:
 
 
 def _topic_terms(f: Facets) -> list[str]:
-    """Words that name the subsystem when no error phrase is known, or for PR searches."""
+    """Words that name the subsystem, for PR searches and when the message says nothing specific."""
     if f.subsystem == "attention backend":
         if f.use_sparse:
             return ['"sparse MLA"']
@@ -104,7 +93,49 @@ def _topic_terms(f: Facets) -> list[str]:
         return ["quantization"]
     if f.subsystem == "Triton compile":
         return ["triton"]
+    if f.subsystem == "CUDA graphs":
+        return ['"CUDA graph"']
+    if f.subsystem == "speculative decoding":
+        return ["speculative"]
     return []
+
+
+# Failures that depend on the GPU: the family narrows the search to the threads that matter.
+# Elsewhere (a flag, a module, a config) the GPU is noise and would hide the thread.
+GPU_BOUND = frozenset({"attention backend", "quantization", "Triton compile", "kernel libraries", "MoE kernels",
+                       "CUDA graphs"})
+
+
+def message_terms(f: Facets, identities: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(terms that identify the message, further specific terms), each ready for the query."""
+    msg = message_of(f)
+    phrase = _clean_term(f.phrase, identities) if f.phrase else ""
+    key = [search_term(t) for t in (_clean_term(t, identities) for t in msg.key) if t]
+    others = [search_term(t) for t in (_clean_term(t, identities) for t in msg.others) if t]
+    head: list[str] = []
+    if phrase:
+        head.append(_quote(phrase))
+    if phrase and not is_generic(phrase):
+        head += key[:1]  # the phrase identifies it; a key token (backend, flag) narrows it
+        rest = key[1:]  # identifiers elsewhere in the message are detail, not what failed
+    else:
+        # A generic phrase ("undefined symbol") is only worth searching with what it is about.
+        specific = key + others
+        head += specific[:1]
+        rest = specific[1:]
+        if len(head) == 1 and msg.exc_type and head[0] != msg.exc_type:
+            head.insert(0, msg.exc_type)  # "OutOfMemoryError" "CUDA out of memory": still the best we have
+    if not head and msg.exc_type and msg.exc_type not in _BARE_TYPES:
+        head = [msg.exc_type]  # a message cut off after its type ("CompilationError: at 48:12:")
+    if not head and f.title:
+        title = _clean_term(error_phrase(f.title), identities)
+        head = [_quote(title)] if title else []
+    return head, rest
+
+
+# Exception types raised for everything: a search for one of them alone finds nothing in particular.
+_BARE_TYPES = frozenset({"ValueError", "RuntimeError", "TypeError", "AssertionError", "Exception", "KeyError",
+                         "OSError", "ImportError", "AttributeError", "NotImplementedError", "IndexError"})
 
 
 def build_queries(f: Facets, *, identities: Iterable[str] | None = None) -> list[Query]:
@@ -113,17 +144,17 @@ def build_queries(f: Facets, *, identities: Iterable[str] | None = None) -> list
         from triage.upstream.redact import local_identities
 
         identities = local_identities()
-    phrase = _clean_term(f.phrase, identities) if f.phrase else ""
+    head, rest = message_terms(f, identities)
     gpu_terms = FAMILY_SEARCH_TERMS.get(f.gpu_family[0], []) if f.gpu_family else []
-    gpu_group = _or_group(gpu_terms[:2])  # 1 operator; "Blackwell" alone would also match B200
+    gpu_group = _or_group(gpu_terms[:2]) if f.subsystem in GPU_BOUND else ""
     model_term = ""
     if f.architecture:
         model_term = _clean_term(f.architecture, identities)
     if not model_term and f.model_family:
         model_term = _quote(f.model_family)
-    named = sorted(b for b in f.backends if len(f.backends) <= 2)  # a selector dump names them all: too broad
     repo_quals = [f"repo:{r}" for r in f.repos[:3]]
     main_repo = ["repo:vllm-project/vllm"]
+    topic = _topic_terms(f)
 
     out: list[Query] = []
     seen: set[str] = set()
@@ -135,21 +166,23 @@ def build_queries(f: Facets, *, identities: Iterable[str] | None = None) -> list
             seen.add(q)
             out.append(Query(q, kind))
 
-    topic = _topic_terms(f)
-    head = _quote(phrase) if phrase else (topic[0] if topic else "")
-    # 1. the error itself on this GPU family (the decisive combination)
-    add(repo_quals + ["is:issue"], [head, *named[:1], gpu_group], "issue")
-    # 2. the error with this model (other GPUs may hit it too)
-    if model_term:
-        add(main_repo + ["is:issue"], [head, model_term], "issue")
-    elif phrase:
-        add(main_repo + ["is:issue"], [head, *topic[:1]], "issue")
-    # 3. pull requests on the subsystem for this GPU family (a fix may be in flight)
-    pr_terms = topic[:1] or ([head] if head else [])
+    if not head:
+        head = topic[:1]
+    # 1. the error itself (on this GPU family, where the GPU decides)
+    add(repo_quals + ["is:issue"], [*head, gpu_group], "issue")
+    # 2. the error with what else it names (the second token, else the model), on any GPU
+    if rest:
+        add(main_repo + ["is:issue"], [*head[:1], rest[0]], "issue")
+    elif model_term and f.subsystem not in ("engine config", "install / build", "environment"):
+        add(main_repo + ["is:issue"], [*head, model_term], "issue")
+    elif gpu_group:
+        add(main_repo + ["is:issue"], head, "issue")
+    # 3. pull requests: a fix may be in flight
     related = sorted(f.related_backends)[:2]
-    if related:
-        pr_group = _or_group([*gpu_terms[:1], *related])
+    if topic and related:
+        add(main_repo + ["is:pull-request"], [topic[0], _or_group([*gpu_terms[:1], *related])], "pr")
+    elif topic and gpu_group:
+        add(main_repo + ["is:pull-request"], [topic[0], *head[1:2], gpu_group], "pr")
     else:
-        pr_group = gpu_group
-    add(main_repo + ["is:pull-request"], [*pr_terms, pr_group], "pr")
+        add(main_repo + ["is:pull-request"], head, "pr")
     return out[:MAX_QUERIES]

@@ -11,8 +11,7 @@ from __future__ import annotations
 import os
 import re
 from triage.lazyre import lazy
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Iterable
+from typing import Iterable
 
 # Secrets with a recognisable shape: GitHub, Hugging Face, OpenAI-style, Slack, AWS keys, JWTs,
 # and any "token=..." / "Authorization: Bearer ..." pair. The needles (literals every match
@@ -55,9 +54,15 @@ _SAFE_PREFIXES = (
     "/usr/", "/opt/conda/", "/opt/venv/", "/opt/nvidia/", "/lib/", "/lib64/", "/etc/", "/proc/", "/sys/",
     "/dev/", "/bin/", "/sbin/", "/tmp/", "/var/lib/", "/run/", "/.venv/", "/venv/",
 )
-# A fully qualified host name (at least two dots, alphabetic TLD) that is not a public service.
-_FQDN = lazy(r"\b(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+){2,}\.(?:[A-Za-z]{2,})\b",
-             needles=(".",))
+# A fully qualified host name that is not a public service: four labels or more with an alphabetic
+# TLD, or three ending in a TLD that names hosts (gpu-node-17.corp.internal, a.b.io), where a dotted
+# code name (os.path.join) does not.
+_HOST_TLDS = ("internal|local|localdomain|lan|corp|home|intranet|intra|cluster|private|priv|infra|svc|"
+              "com|net|org|io|ai|dev|cloud|edu|gov|mil|biz|info|[a-z]{2}")
+_FQDN = lazy(r"(?i)\b(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9-]+(?:(?:\.[A-Za-z0-9-]+){2,}\.[A-Za-z]{2,}"
+             r"|\.[A-Za-z0-9-]+\.(?:" + _HOST_TLDS + r"))\b(?!\.\w)", needles=(".",))
+# Environment variables whose values are secrets, whatever their shape (a short GITHUB_TOKEN too).
+_SECRET_VAR = re.compile(r"(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|CREDENTIAL)")
 _PUBLIC_HOSTS = (
     "github.com", "githubusercontent.com", "huggingface.co", "pypi.org", "pythonhosted.org",
     "vllm.ai", "nvidia.com", "pytorch.org", "flashinfer.ai", "docker.io", "docker.com", "ngc.nvidia.com",
@@ -111,7 +116,7 @@ def _host_names() -> list[str]:
     if host.isascii() and all(0 < len(label) < 64 for label in host.split(".")):
         arg = host.encode("ascii")
     try:
-        hostname, aliases, _ = _socket.gethostbyaddr(arg)
+        hostname, aliases, _ = _socket.gethostbyaddr(arg)  # type: ignore[arg-type]  # bytes skip the idna codec
     except OSError:
         out.append(host)
     else:
@@ -137,7 +142,8 @@ def _fqdn_repl(m: re.Match[str]) -> str:
     if low.startswith(_MODULE_ROOTS) or any(low == p or low.endswith("." + p) for p in _PUBLIC_HOSTS):
         return host
     # A dotted Python identifier or file name (config.json, model.safetensors.index.json)
-    if low.endswith((".py", ".json", ".yaml", ".yml", ".txt", ".log", ".so", ".safetensors", ".gguf", ".bin")):
+    if low.endswith((".py", ".json", ".yaml", ".yml", ".txt", ".log", ".so", ".safetensors", ".gguf", ".bin",
+                     ".gz", ".xz", ".zst", ".whl", ".md", ".cu", ".cc", ".cpp", ".sh", ".pt", ".pth", ".in", ".cfg")):
         return host
     return "<host>"
 
@@ -150,6 +156,11 @@ def _url_repl(m: re.Match[str]) -> str:
     return "<url>"
 
 
+def active_secrets() -> list[str]:
+    """The values of this process's secret-named environment variables (6 characters or more)."""
+    return [v.strip() for k, v in os.environ.items() if _SECRET_VAR.search(k) and len(v.strip()) >= 6]
+
+
 def redact(text: str, *, extra: Iterable[str] = (), identities: Iterable[str] | None = None) -> str:
     """Return `text` with secrets, e-mails, private URLs, IPs, local paths, host and user names replaced.
 
@@ -159,6 +170,8 @@ def redact(text: str, *, extra: Iterable[str] = (), identities: Iterable[str] | 
     if not text:
         return text
     out = text
+    for secret in sorted(active_secrets(), key=len, reverse=True):
+        out = out.replace(secret, "<token>")
     for pat in _SECRET_PATTERNS:
         out = pat.sub("<token>", out)
     out = _SECRET_ASSIGN.sub(lambda m: m.group(1) + "<token>", out)

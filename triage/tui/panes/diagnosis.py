@@ -12,7 +12,8 @@ from textual.widgets import Static
 from triage.model import Diagnosis, Report
 from triage.playbooks.wording import human_value
 from triage.tui.logview import LogView
-from triage.tui.text import escape, wrapped
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+from triage.tui.text import wrapped
 
 
 def _fact_value(v: Any) -> str:

@@ -19,8 +19,9 @@ from textual.widgets import Input, Log, OptionList, Static
 from textual.widgets.option_list import Option
 
 from triage.tui import fixflow
-from triage.tui.text import escape, wrapped
 from triage.playbooks.wording import outcome_words, status_words
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+from triage.tui.text import wrapped
 
 class _Split:
     """Writes a first line to the head and the rest to the intro area below it."""
@@ -124,12 +125,6 @@ class FixPane(Vertical, can_focus=True):
     def _intro(self) -> None:
         head = _Split(self.query_one("#fix-head", Static), self.query_one("#fix-intro", Static))
         r = self.report
-        if not fixflow.engine_available():
-            head.update("[b]Guided fix[/] [$warning]not available: the playbook engine (triage.playbooks) is not "
-                        "installed in this build[/]"
-                        + (f"\n[$success b]Fix[/] {escape(r.diagnoses[0].fix.summary)}" if r and r.diagnoses else ""))
-            self._keys("")
-            return
         if r is None:
             head.update("[b]Guided fix[/] [$text-muted]waiting for the diagnosis…[/]")
             self._keys("")

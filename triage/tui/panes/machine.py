@@ -9,11 +9,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.markup import escape
 from textual.widgets import DataTable, Static
 
 from triage.model import Report
 from triage.report.text import machine_differs, machine_lines
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 SEVERITY = {"error": "$error", "warning": "$warning", "info": "$text-muted"}
 
@@ -66,11 +66,9 @@ def machine_markup(env: dict[str, Any], *, busy: str = "") -> str:
 
 
 def fleet_rows(hosts: list[Any]) -> tuple[list[str], list[tuple[str, list[str], bool]]]:
-    """(host names, [(label, values per host, differs)]) from triage.probes.fleet; ([], []) without it."""
-    try:
-        from triage.probes.fleet import DIFF_KEYS
-    except ImportError:
-        return [], []
+    """(host names, [(label, values per host, differs)]) from triage.probes.fleet."""
+    from triage.probes.fleet import DIFF_KEYS
+
     ok = [h for h in hosts if getattr(h, "ok", False)]
     names = [h.host for h in ok]
     rows: list[tuple[str, list[str], bool]] = []

@@ -12,8 +12,9 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from triage.model import UPGRADE_VERDICTS, Report
-from triage.tui.text import escape, wrapped
+from triage.model import Report, UpstreamHit
+from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+from triage.tui.text import wrapped
 
 VERDICT_STYLES = {"fixes": "$success", "does-not-fix": "$error", "unknown": "$warning"}
 STATE_STYLE = {"open": "green", "merged": "magenta", "closed": "red"}
@@ -34,34 +35,30 @@ def upgrade_markup(report: Report | None, *, busy: str = "", width: int = 0) -> 
         out.append("[b]Upgrade[/] [$text-muted]not assessed yet[/]" if busy else
                    "[b]Upgrade[/] [$text-muted]not assessed (no failure, or upstream lookup not available)[/]")
         return "\n".join(out)
-    verdict = str(u.get("verdict"))
-    style, words = VERDICT_STYLES.get(verdict, "$warning"), UPGRADE_VERDICTS.get(verdict, verdict)
-    target = f" (to {escape(str(u['target_version']))})" if u.get("target_version") else ""
+    style = VERDICT_STYLES.get(u.verdict, "$warning")
+    target = f" (to {escape(u.target_version)})" if u.target_version else ""
+    words = u.verdict_words
     out.append(f"[{style} b]{escape(words[:1].upper() + words[1:])}[/]{target}")
-    if u.get("overwrites"):
-        out.extend(wrapped("would overwrite: " + ", ".join(map(str, u["overwrites"])), width,
-                           style=lambda t: f"[$warning]{t}[/]"))
-    ev = u.get("evidence")
-    ev = [str(e) for e in (ev if isinstance(ev, list) else [ev] if ev else [])]
-    for e in sorted(ev, key=_evidence_order):
+    if u.overwrites:
+        out.extend(wrapped("would overwrite: " + ", ".join(u.overwrites), width, style=lambda t: f"[$warning]{t}[/]"))
+    for e in sorted(u.evidence, key=_evidence_order):
         out.extend(wrapped(e, width, style=lambda t: f"[$text-muted]{t}[/]"))
     return "\n".join(out)
 
 
-def hit_markup(h: dict[str, Any] | None) -> str:
+def hit_markup(h: UpstreamHit | None) -> str:
     if h is None:
         return ""
-    kind = "PR" if h.get("kind") == "pr" else "issue"
-    out = [f"[b]#{h.get('number')}[/] {escape(str(h.get('title', '')))}",
-           f"  {kind} · {escape(str(h.get('state', '')))} · score {h.get('score', '')}"
-           + (f" · cached {escape(str(h['age']))} ago" if h.get("age") else "")
-           + (" · recorded" if h.get("recorded") else ""),
-           f"  [b]why[/] {escape(str(h.get('why', '')))}"]
-    if h.get("fixed_by"):
-        repo = f"{h['fixed_by_repo']}" if h.get("fixed_by_repo") else ""
-        fixed_in = f", in vLLM {escape(str(h['fixed_in']))}" if h.get("fixed_in") else ", not in a release yet"
-        out.append(f"  [$success b]fixed by[/] {escape(repo)}#{h['fixed_by']}{fixed_in}")
-    out.append(f"  {escape(str(h.get('url', '')))}  [$text-muted](c copies it)[/]")
+    kind = "PR" if h.kind == "pr" else "issue"
+    out = [f"[b]#{h.number}[/] {escape(h.title)}",
+           f"  {kind} · {escape(h.state)} · score {h.score}"
+           + (f" · cached {escape(h.age)} ago" if h.age else "")
+           + (" · recorded" if h.recorded else ""),
+           f"  [b]why[/] {escape(h.why)}"]
+    if h.fixed_by:
+        fixed_in = f", in vLLM {escape(h.fixed_in)}" if h.fixed_in else ", not in a release yet"
+        out.append(f"  [$success b]fixed by[/] {escape(h.fixed_by_repo or '')}#{h.fixed_by}{fixed_in}")
+    out.append(f"  {escape(h.url)}  [$text-muted](c copies it)[/]")
     return "\n".join(out)
 
 
@@ -73,7 +70,7 @@ class UpstreamPane(Vertical):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
-        self.hits: list[dict[str, Any]] = []
+        self.hits: list[UpstreamHit] = []
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="upgrade-box"):
@@ -90,7 +87,7 @@ class UpstreamPane(Vertical):
         queries = getattr(report, "upstream_queries", None) or []
         title = self.query_one("#hits-title", Static)
         if hits:
-            recorded = any(h.get("recorded") for h in hits)
+            recorded = any(h.recorded for h in hits)
             title.update(f"[b]Upstream[/] {len(hits)} hit(s), best first"
                          + (" [$warning]· recorded answers (the demo does not go online)[/]" if recorded else "")
                          + (f" [$text-muted]· {len(queries)} searches[/]" if queries else ""))
@@ -106,10 +103,8 @@ class UpstreamPane(Vertical):
         table.clear(columns=True)
         table.add_columns("#", "kind", "state", "score", "title")
         for h in hits:
-            state = str(h.get("state", ""))
-            table.add_row(str(h.get("number", "")), "PR" if h.get("kind") == "pr" else "issue",
-                          Text(state, style=STATE_STYLE.get(state, "")), f"{h.get('score', '')}",
-                          str(h.get("title", "")))
+            table.add_row(str(h.number), "PR" if h.kind == "pr" else "issue",
+                          Text(h.state, style=STATE_STYLE.get(h.state, "")), f"{h.score}", h.title)
         table.display = bool(hits)
         self._detail(0 if hits else None)
 
@@ -129,7 +124,7 @@ class UpstreamPane(Vertical):
             self._detail(event.cursor_row)
 
     @property
-    def selected(self) -> dict[str, Any] | None:
+    def selected(self) -> UpstreamHit | None:
         table = self.query_one("#hits", DataTable)
         if not self.hits:
             return None
@@ -137,11 +132,11 @@ class UpstreamPane(Vertical):
 
     def action_copy_url(self) -> None:
         h = self.selected
-        if h is None or not h.get("url"):
+        if h is None or not h.url:
             self.app.notify("no hit selected", severity="warning")
             return
-        self.app.copy_to_clipboard(str(h["url"]))
-        self.app.notify(f"copied {h['url']}", title="Clipboard (OSC 52)")
+        self.app.copy_to_clipboard(h.url)
+        self.app.notify(f"copied {h.url}", title="Clipboard (OSC 52)")
 
     def action_research(self) -> None:
         self.app.action_reprobe()  # type: ignore[attr-defined]

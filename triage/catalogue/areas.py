@@ -1,0 +1,217 @@
+"""Which failure category a place in the code stands for: module paths (of vLLM and of the libraries
+that fail its launches) to categories, with keyword overrides for modules that hold several kinds.
+
+One map serves a traceback's frames (the fallback's guess, a traceback cut before its message) and
+the catalogue of mined messages (the module a message is raised in). Reviewed by hand against the
+templates that occur most in real threads; the first matching fragment wins, so the more specific
+path comes first.
+"""
+
+from __future__ import annotations
+
+# (fragment of a file path, category). Frames give absolute paths (".../site-packages/vllm/...");
+# the catalogue gives package-relative ones ("vllm/..."); both contain these fragments.
+AREAS: list[tuple[str, str]] = [
+    ("vllm/spec_decode/", "speculative_decoding"),
+    ("vllm/v1/spec_decode/", "speculative_decoding"),
+    ("vllm/config/speculative.py", "speculative_decoding"),
+    ("vllm/model_executor/models/eagle", "speculative_decoding"),
+    ("vllm/model_executor/models/medusa", "speculative_decoding"),
+    ("vllm/model_executor/models/mlp_speculator", "speculative_decoding"),
+    ("_mtp.py", "speculative_decoding"),
+    ("vllm/transformers_utils/configs/speculators", "speculative_decoding"),
+    ("/fused_moe/oracle/", "quantization"),  # picks the quantized MoE kernel: a refusal there is a quant gap
+    ("vllm/attention/", "attention_backend"),
+    ("vllm/v1/attention/", "attention_backend"),
+    ("vllm/model_executor/layers/attention/", "attention_backend"),
+    ("vllm/model_executor/layers/quantization/", "quantization"),
+    ("vllm/config/quantization", "quantization"),
+    ("/quantization/", "quantization"),
+    ("transformers/utils/quantization_config.py", "quantization"),
+    ("transformers/quantizers/", "quantization"),
+    ("compressed_tensors/", "quantization"),
+    ("vllm/model_executor/model_loader/", "model_loading"),
+    ("vllm/transformers_utils/tokenizer", "tokenizer_chat_template"),
+    ("vllm/transformers_utils/chat_templates", "tokenizer_chat_template"),
+    ("vllm/tokenizers/", "tokenizer_chat_template"),
+    ("vllm/entrypoints/chat_utils.py", "tokenizer_chat_template"),
+    ("vllm/renderers/", "tokenizer_chat_template"),
+    ("transformers/tokenization_", "tokenizer_chat_template"),
+    ("transformers/models/auto/tokenization_auto.py", "tokenizer_chat_template"),
+    ("tokenizers/", "tokenizer_chat_template"),
+    ("mistral_common", "tokenizer_chat_template"),
+    ("jinja2", "tokenizer_chat_template"),
+    ("vllm/transformers_utils/config.py", "model_loading"),  # config files: missing, unreadable, wrong format
+    ("vllm/transformers_utils/configs/", "model_support"),
+    ("vllm/transformers_utils/", "model_loading"),
+    ("gguf", "model_loading"),
+    ("safetensors", "model_loading"),
+    ("huggingface_hub", "model_loading"),
+    ("transformers/utils/hub.py", "model_loading"),
+    ("transformers/modeling_utils.py", "model_loading"),
+    ("torch/serialization.py", "model_loading"),
+    ("transformers/configuration_utils.py", "model_support"),
+    ("transformers/models/auto/", "model_support"),
+    ("transformers/dynamic_module_utils.py", "model_support"),
+    ("transformers/utils/import_utils.py", "install_mismatch"),
+    ("vllm/distributed/", "distributed"),
+    ("vllm/executor/ray", "distributed"),
+    ("vllm/v1/executor/ray", "distributed"),
+    ("vllm/executor/multiproc", "distributed"),
+    ("vllm/v1/executor/multiproc", "distributed"),
+    ("multiproc_worker_utils", "distributed"),
+    ("torch/distributed", "distributed"),
+    ("torch/multiprocessing", "distributed"),
+    ("ray/", "distributed"),
+    ("multiprocessing/", "distributed"),
+    ("vllm/compilation/cuda_graph", "cudagraph_capture"),
+    ("cuda_graph", "cudagraph_capture"),
+    ("cudagraph", "cudagraph_capture"),
+    ("torch/cuda/graphs.py", "cudagraph_capture"),
+    ("flashinfer", "kernel_library"),
+    ("flash_attn", "kernel_library"),
+    ("deep_gemm", "kernel_library"),
+    ("flashmla", "kernel_library"),
+    ("vllm/_custom_ops.py", "install_mismatch"),  # vllm._C ops: missing when the build does not match
+    ("vllm/model_executor/layers/fused_moe/", "kernel_library"),
+    ("torch/utils/cpp_extension.py", "kernel_library"),  # a JIT build of a kernel extension
+    ("triton/", "triton_compile"),
+    ("torch/_inductor", "triton_compile"),
+    ("torch/_dynamo", "triton_compile"),
+    ("vllm/compilation/", "triton_compile"),
+    ("vllm/v1/core/kv_cache", "kv_cache_memory"),
+    ("kv_cache_utils", "kv_cache_memory"),
+    ("vllm/core/block", "kv_cache_memory"),
+    ("vllm/multimodal/", "model_support"),
+    ("vllm/model_executor/models/", "model_support"),
+    ("vllm/model_executor/layers/rotary_embedding", "model_support"),
+    ("transformers/", "model_support"),
+    ("vllm/lora/", "engine_config"),
+    ("vllm/v1/structured_output/", "engine_config"),
+    ("vllm/model_executor/guided_decoding/", "engine_config"),
+    ("tool_parsers/", "engine_config"),
+    ("vllm/reasoning/", "engine_config"),
+    ("vllm/platforms/", "unsupported_gpu"),
+    ("torch/cuda/", "cuda_driver"),
+    ("torch/_ops.py", "install_mismatch"),
+    ("torch/library.py", "install_mismatch"),
+    ("numpy/", "install_mismatch"),
+    ("vllm/config", "engine_config"),
+    ("/config.py", "engine_config"),
+    ("arg_utils", "engine_config"),
+    ("vllm/envs.py", "engine_config"),
+    ("vllm/entrypoints/", "engine_config"),
+    ("vllm/engine/", "engine_config"),
+    ("vllm/v1/engine/", "engine_config"),
+]
+
+# Exception types that name their subsystem whatever module raised them.
+TYPE_AREAS: dict[str, str] = {
+    "OutOfMemoryError": "gpu_oom",
+    "DistBackendError": "distributed",
+    "DistNetworkError": "distributed",
+    "DistStoreError": "distributed",
+    "RayActorError": "distributed",
+    "ActorDiedError": "distributed",
+    "RaySystemError": "distributed",
+    "OutOfResources": "triton_compile",
+    "CompilationError": "triton_compile",
+    "PTXASError": "triton_compile",
+    "InductorError": "triton_compile",
+    "BackendCompilerFailed": "triton_compile",
+    "TemplateError": "tokenizer_chat_template",
+    "TemplateSyntaxError": "tokenizer_chat_template",
+    "UndefinedError": "tokenizer_chat_template",
+    "SafetensorError": "model_loading",
+    "GatedRepoError": "model_loading",
+    "RepositoryNotFoundError": "model_loading",
+    "RevisionNotFoundError": "model_loading",
+    "EntryNotFoundError": "model_loading",
+    "LocalEntryNotFoundError": "model_loading",
+    "HFValidationError": "model_loading",
+    "NVMLError_LibraryNotFound": "environment",
+    "NVMLError_DriverNotLoaded": "environment",
+    "ModuleNotFoundError": "install_mismatch",
+    "ImportError": "install_mismatch",
+}
+
+# Words in the message that decide the category in any module (a config module checks quantization,
+# speculative decoding and KV-cache sizes alike). STRONG ones win over the module; WEAK ones only
+# over a module that says little (engine_config, environment, model_support, install_mismatch).
+STRONG: list[tuple[tuple[str, ...], str]] = [
+    (("out of memory", "OutOfMemory"), "gpu_oom"),
+    (("NCCL", "Gloo", "gloo", "/dev/shm", "placement group", "Ray cluster"), "distributed"),
+    (("No available memory for the cache blocks", "KV cache is needed", "num_gpu_blocks", "KV cache space",
+      "larger than the maximum number of tokens that can be stored in KV cache", "cache blocks",
+      "Free memory on device", "desired GPU memory utilization"), "kv_cache_memory"),
+    (("forked subprocess", "start method", "bootstrapping phase"), "distributed"),
+    (("Selected backend",), "attention_backend"),
+    (("CUDAGraphMode",), "cudagraph_capture"),
+    (("Failed to infer device type", "No CUDA GPUs are available", "Address already in use",
+      "address already in use"), "environment"),
+    (("no kernel image is available", "minimum capability", "minimum compute capability"), "unsupported_gpu"),
+    (("Bfloat16 is only supported", "bfloat16 is only supported"), "dtype_unsupported"),
+    (("driver version is insufficient", "NVIDIA driver on your system is too old", "forward compatibility",
+      "provided PTX was compiled with an unsupported toolchain"), "cuda_driver"),
+    (("operation not permitted when stream is capturing", "stream is capturing"), "cudagraph_capture"),
+    (("attention backend", "Attention backend"), "attention_backend"),
+    (("chat template", "chat_template"), "tokenizer_chat_template"),
+    (("speculative", "Speculative", "draft model", "num_speculative_tokens"), "speculative_decoding"),
+    (("CUDA graph capture", "cudagraph capture", "capturing CUDA graph", "Capturing CUDA graph"), "cudagraph_capture"),
+    (("quantization", "Quantization", "quant_method", "BitsAndBytes", "bitsandbytes"), "quantization"),
+]
+WEAK: list[tuple[tuple[str, ...], str]] = [
+    (("quantized",), "quantization"),
+    (("tokenizer", "Tokenizer"), "tokenizer_chat_template"),
+    (("compute capability", "Compute capability"), "unsupported_gpu"),
+    (("bfloat16", "Bfloat16", "BF16 is not supported"), "dtype_unsupported"),
+    (("max_model_len", "max_num_batched_tokens", "gpu_memory_utilization"), "engine_config"),
+    (("architectures", "Architecture", "model type", "model_type", "trust_remote_code"), "model_support"),
+    (("safetensors", "checkpoint", "weights", "config.json"), "model_loading"),
+    (("FlashInfer", "flashinfer", "DeepGEMM", "deep_gemm", "FlashAttention", "flash_attn"), "kernel_library"),
+    (("triton", "Triton"), "triton_compile"),
+    (("CUDA driver", "cuda driver"), "cuda_driver"),
+]
+VAGUE = {"engine_config", "environment", "model_support", "install_mismatch"}
+
+
+# A fragment that names a folder from a package on ("ray/") must start a path component ("xarray/").
+_ANCHORED = [("/" + f if "/" in f and not f.startswith(("/", "_")) else f, c) for f, c in AREAS]
+
+
+def area_of(path: str) -> str | None:
+    p = "/" + path.replace("\\", "/").lstrip("/")
+    for frag, cat in _ANCHORED:
+        if frag in p:
+            return cat
+    return None
+
+
+def by_words(message: str, current: str | None) -> str | None:
+    for needles, cat in STRONG:
+        if any(n in message for n in needles):
+            return cat
+    if current is None or current in VAGUE:
+        for needles, cat in WEAK:
+            if any(n in message for n in needles):
+                return cat
+    return current
+
+
+def category_for(module: str, message: str, exc_type: str = "") -> str | None:
+    """The category of a message raised (or logged) in `module`; None when neither says."""
+    short = exc_type.rsplit(".", 1)[-1]
+    typed = TYPE_AREAS.get(short)
+    if typed is not None and typed not in VAGUE:
+        return typed
+    # "ImportError: ... install flashinfer" is a kernel library missing: words may refine a vague type
+    return by_words(message, typed or area_of(module))
+
+
+def area_of_frames(files: list[str]) -> tuple[str, str] | None:
+    """(category, file) from the deepest frame whose file the map knows."""
+    for f in reversed(files):
+        cat = area_of(f)
+        if cat is not None:
+            return cat, f
+    return None

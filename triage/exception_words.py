@@ -1,0 +1,133 @@
+"""What an exception's type and message words say about the failing subsystem, when no rule knows it.
+
+Used by the fallback diagnosis only (triage.diagnose): a module that cannot be imported names the
+package that is missing or broken, and a handful of words ("NCCL", "out of memory", "quantization")
+name a subsystem outright. When nothing here decides, the fallback says the failure is unrecognised
+rather than guess with confidence.
+"""
+
+from __future__ import annotations
+
+from triage.lazyre import lazy
+
+# "No module named 'flashinfer.jit'", "cannot import name 'X' from 'transformers.models.y' (...)",
+# "DLL load failed while importing _C", "libcudart.so.12: cannot open shared object file"
+IMPORTED_RE = lazy(r"No module named '(?P<a>[\w.]+)'|cannot import name '\w+' from '(?P<b>[\w.]+)'"
+                   r"|while importing (?P<c>[\w.]+)|(?P<lib>lib[\w.+-]*\.so[\w.]*): cannot open shared object file",
+                   needles=("No module named '", "cannot import name '", "while importing ", "cannot open shared object"))
+
+# top-level package -> category (what its absence or breakage means for a vLLM launch)
+PACKAGES: dict[str, str] = {}
+for _names, _cat in [
+    (("flashinfer", "flash_attn", "vllm_flash_attn", "deep_gemm", "deep_ep", "flash_mla", "flashmla", "xformers",
+      "triton_kernels", "sgl_kernel", "causal_conv1d", "mamba_ssm", "fla", "cutlass", "cuda", "cupy", "pplx_kernels",
+      "nvshmem", "aiter", "apex", "liger_kernel", "fused_moe", "tilelang", "cute", "cutlass_library",
+      "flashinfer_cubin", "flashinfer_jit_cache"), "kernel_library"),
+    (("bitsandbytes", "gptqmodel", "auto_gptq", "awq", "autoawq", "optimum", "compressed_tensors", "modelopt",
+      "quark", "llmcompressor", "hqq", "torchao", "gguf_kernels", "marlin", "exllamav2"), "quantization"),
+    (("transformers", "accelerate", "timm", "open_clip", "qwen_vl_utils", "einops", "librosa", "soundfile",
+      "decord", "av", "torchaudio", "PIL", "cv2"), "model_support"),
+    (("tokenizers", "sentencepiece", "tiktoken", "mistral_common", "jinja2", "blobfile"), "tokenizer_chat_template"),
+    (("huggingface_hub", "safetensors", "gguf", "hf_transfer", "hf_xet", "modelscope", "runai_model_streamer",
+      "tensorizer", "fastsafetensors"), "model_loading"),
+    (("ray", "nixl", "mooncake", "lmcache", "ucx", "torch_npu"), "distributed"),
+    (("triton",), "triton_compile"),
+    (("vllm", "torch", "torchvision", "numpy", "numba", "pydantic", "fastapi", "uvloop", "msgspec", "zmq",
+      "cv", "xgrammar", "outlines", "lm_format_enforcer", "llguidance", "openai", "setuptools",
+      "pkg_resources", "_C", "_moe_C"), "install_mismatch"),
+]:
+    for _n in _names:
+        PACKAGES[_n] = _cat
+
+# Words that name the subsystem whatever raised them; earlier entries win.
+WORDS: list[tuple[tuple[str, ...], str]] = [
+    (("invalid device ordinal",), "environment"),
+    (("out of memory", "OutOfMemory", "CUBLAS_STATUS_ALLOC_FAILED"), "gpu_oom"),
+    (("no kernel image", "is not compatible with the current PyTorch installation", "too old to be supported"),
+     "unsupported_gpu"),
+    (("CUDA driver initialization failed", "No HIP GPUs", "Too many open files", "Cannot allocate memory"),
+     "environment"),
+    (("Cannot assign requested address",), "distributed"),
+    (("NVIDIA driver", "CUDA driver version", "driver version is insufficient", "cudaErrorInsufficientDriver",
+      "forward compatibility", "NVML"), "cuda_driver"),
+    (("NCCL", "nccl", "Gloo", "gloo", "ProcessGroup", "TCPStore", "c10d", "all_reduce", "Ray cluster", "placement group",
+      "MASTER_ADDR", "/dev/shm"), "distributed"),
+    (("speculative", "Speculative", "draft model", "draft_model", "EAGLE", "Eagle", "eagle", "num_speculative_tokens",
+      "MTP", "Medusa", "ngram"), "speculative_decoding"),
+    (("quantiz", "Quantiz", "GPTQ", "gptq", "AWQ", "awq", "FP8", "fp8", "NVFP4", "nvfp4", "MXFP4", "mxfp4",
+      "bitsandbytes", "compressed-tensors", "compressed_tensors", "Marlin", "marlin", "weight_scale", "modelopt"),
+     "quantization"),
+    (("chat template", "chat_template", "tokenizer", "Tokenizer", "jinja"), "tokenizer_chat_template"),
+    (("KV cache", "kv cache", "kv_cache", "num_gpu_blocks", "cache blocks", "gpu_memory_utilization"), "kv_cache_memory"),
+    (("attention backend", "Attention backend", "head_size", "head size", "AttentionBackend", "FLASH_ATTN", "FLASHINFER",
+      "TRITON_ATTN", "FLASHMLA", "sliding window"), "attention_backend"),
+    (("FlashInfer", "flashinfer", "FlashAttention", "flash_attn", "DeepGEMM", "deep_gemm", "CUTLASS", "cutlass",
+      "cuBLAS", "CUBLAS", "cuDNN", "CUDNN", "illegal memory access", "device-side assert", "CUDA error"),
+     "kernel_library"),
+    (("Triton", "triton", "ptxas", "Inductor", "inductor", "torch.compile", "dynamo"), "triton_compile"),
+    (("CUDA graph", "cudagraph", "CUDAGraph", "cuda_graph", "stream is capturing"), "cudagraph_capture"),
+    (("compute capability", "Compute capability", "sm_"), "unsupported_gpu"),
+    (("safetensors", "huggingface.co", "Repository Not Found", "401 Client Error", "404 Client Error",
+      "config.json", "gguf", "GGUF", "snapshot_download", "HF_HUB_OFFLINE", "local_files_only"), "model_loading"),
+    (("trust_remote_code", "not supported for now"), "model_support"),
+    (("Address already in use", "address already in use", "No CUDA GPUs", "CUDA_VISIBLE_DEVICES", "Permission denied",
+      "Read-only file system"), "environment"),
+]
+# Words that hint more than they decide: where in vLLM the exception was raised counts for more.
+WEAK_WORDS: list[tuple[tuple[str, ...], str]] = [
+    (("bfloat16", "float16", "dtype"), "dtype_unsupported"),
+    (("architecture", "Architecture", "model_type", "model type"), "model_support"),
+    (("checkpoint", "weights"), "model_loading"),
+    (("tensor_parallel_size", "tensor parallel", "pipeline_parallel", "max_model_len", "max_num_seqs",
+      "max_num_batched_tokens", "--", "argument", "LoRA", "lora"), "engine_config"),
+    (("transformers",), "model_support"),
+]
+
+
+def imported_package(message: str) -> str | None:
+    """The top-level package (or the shared library) an import error names."""
+    m = IMPORTED_RE.search(message)
+    if m is None:
+        return None
+    if m.group("lib"):
+        return m.group("lib")
+    name = m.group("a") or m.group("b") or m.group("c") or ""
+    return name.split(".")[0] or None
+
+
+def category_from_words(exc_type: str, message: str, weak: bool = False) -> tuple[str, str] | None:
+    """(category, why) when the exception's type or message words decide it, else None. `weak`: the
+    words that only hint (WEAK_WORDS), for when nothing else decided."""
+    if weak:
+        return _search(WEAK_WORDS, message)
+    short = exc_type.rsplit(".", 1)[-1]
+    if short in ("ModuleNotFoundError", "ImportError") or "No module named" in message \
+            or "cannot open shared object file" in message:
+        pkg = imported_package(message)
+        if pkg:
+            if pkg.startswith("lib"):
+                if pkg.startswith(("libcuda.so", "libnvidia")):
+                    return "environment", f"the NVIDIA driver library {pkg} is not visible (a container without the GPU runtime?)"
+                return "install_mismatch", f"the shared library {pkg} is missing"
+            if pkg == "vllm" and ("_C" in message or "_moe_C" in message or "_flashmla" in message):
+                return "install_mismatch", "vLLM's compiled extension does not import"
+            cat = PACKAGES.get(pkg)
+            if cat:
+                return cat, f"the package {pkg} does not import"
+            return "install_mismatch", f"the package {pkg} does not import"
+    # an exception class of a library names that library ("ray.exceptions.GetTimeoutError")
+    if "." in exc_type:
+        if exc_type.startswith("torch.distributed."):
+            return "distributed", f"the exception type {exc_type}"
+        cat = PACKAGES.get(exc_type.split(".", 1)[0])
+        if cat and cat != "install_mismatch":
+            return cat, f"the exception type {exc_type}"
+    return _search(WORDS, message)
+
+
+def _search(table: list[tuple[tuple[str, ...], str]], message: str) -> tuple[str, str] | None:
+    for words, cat in table:
+        for w in words:
+            if w in message:
+                return cat, f"its message mentions {w!r}"
+    return None

@@ -1,0 +1,375 @@
+"""The attention-backend rules: the selector's refusal (a custom check), the CUSTOM slot, and plain patterns."""
+
+from __future__ import annotations
+
+from triage.lazyre import lazy
+from typing import Any
+
+from triage.logread.normalize import Line
+from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
+from triage.rules.attention.explain import (BACKENDS, DSA_ARCHES, blocker_of, cc_major, explain, flag_fix,
+                                            infer_sparse, rejects_gpu, sparse_here)
+from triage.rules.attention.parse import (NO_VALID_RE, OLD_INVALID_RE, SELECTED_RE, fields_nearby, join_wrapped,
+                                          parse_config, parse_reasons, split_top)
+from triage import versions
+from triage.rules.base import Rule
+
+
+def _diagnose(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    for idx, ln in enumerate(scan.lines):
+        t = ln.text
+        if "attention backend" not in t and "Selected backend" not in t:
+            continue
+        if "No valid attention backend found" in t:
+            text, used = join_wrapped(scan, idx)
+            m = NO_VALID_RE.search(text)
+            if m:
+                fields, reasons_text = parse_config(m.group("rest"))
+                rejected = parse_reasons(reasons_text)
+                return _build(scan, env, "attention.no_valid_backend", fields, rejected, used, m.group("device"))
+        m = SELECTED_RE.search(t)
+        used = [ln]
+        if m is None and "Selected backend" in t and "is not valid" in t:
+            text, used = join_wrapped(scan, idx)
+            m = SELECTED_RE.search(text)
+        if m:
+            reasons = [r.strip().strip("'\"") for r in split_top(m.group("reasons").strip()[1:-1])]
+            fields = fields_nearby(scan, idx)
+            return _build(scan, env, "attention.selected_backend_invalid", fields,
+                          {m.group("backend"): reasons}, used, "cuda", selected=m.group("backend"))
+        m = OLD_INVALID_RE.search(t)
+        if m:
+            return Diagnosis(
+                category="attention_backend", signature="attention.invalid_backend_legacy",
+                title="vLLM found no attention backend for this model on this device",
+                confidence=0.8, evidence=[Evidence(ln.no, ln.shown)], facts={"device": m.group("device")},
+                fix=Fix("This old vLLM hard-codes its backends and prints no reasons: check VLLM_ATTENTION_BACKEND, "
+                        "the dtype and head size against the GPU, or upgrade vLLM for a detailed reason list.",
+                        "attention-backend"),
+                first_line=ln.no)
+    return None
+
+
+def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, Any],
+           rejected: dict[str, list[str]], used: list[Line], device: str, selected: str | None = None) -> Diagnosis:
+    merged_env = dict(scan.facts)
+    merged_env.update(env)
+    arch = merged_env.get("architecture")
+    fields = dict(fields)
+    infer_sparse(fields, rejected, arch)
+    facts: dict[str, Any] = dict(fields)
+    facts["device"] = device
+    facts["rejected"] = rejected
+    if selected:
+        facts["selected_backend"] = selected
+    cc = merged_env.get("compute_capability")
+    if cc:
+        facts["compute_capability"] = cc
+    sparse = fields.get("use_sparse") is True
+    mla = fields.get("use_mla") is True
+    if arch in DSA_ARCHES or (sparse and mla):
+        facts["model_uses_dsa"] = True
+    explanation, would = explain(fields, rejected, merged_env)
+    facts["would_work"] = would
+    major = cc_major(merged_env)
+    gpu = f" (compute capability {cc})" if cc else ""
+    fix_sparse_tail = ("Upgrade to a vLLM with a sparse MLA backend for this GPU if one exists, or install triage's "
+                       "bundled Triton backend (`triage apply sparse-mla`) and launch with --attention-backend CUSTOM.")
+    if sparse:
+        playbook = "attention-sparse-mla"
+        here = sparse_here(rejected) if not selected else {}
+        if here:
+            # A sparse backend for this GPU exists in this vLLM and said no to a flag, a library or the
+            # model's shape: neither an upgrade nor a plugin is the first answer.
+            name, reasons = next(iter(here.items()))
+            facts["case"] = "sparse_backend_rejects_config"
+            facts["sparse_backend_here"] = name
+            if BACKENDS.get(name, {}).get("cc"):
+                facts["cc_majors"] = list(BACKENDS[name]["cc"])  # the GPU passed this backend's check
+            blockers = "; ".join(reasons)
+            fix_flag = flag_fix(name, reasons, fields)
+            facts["blocker"] = blocker_of(reasons)
+            if fix_flag:
+                facts["fix_flag"], facts["fix_value"] = fix_flag
+            title = f"{name} can run this DSA model on this GPU{gpu} but rejects its configuration ({blockers})"
+            if fix_flag:
+                fix = (f"{name} is this GPU's sparse MLA backend and turns away only the flag: relaunch with "
+                       f"`{fix_flag[0]} {fix_flag[1]}`. No upgrade or plugin is needed.")
+            elif any("sparse MLA decode API" in r for r in reasons):
+                fix = (f"{name} needs FlashInfer's SM120 sparse MLA decode: install the FlashInfer version this vLLM "
+                       "pins, with flashinfer-cubin (or nvcc and ninja on PATH for its JIT), in vLLM's environment.")
+            elif any(r.startswith("head_size not supported") for r in reasons) and fields.get("head_size") == 512:
+                fix = (f"This vLLM's {name} takes the 576-wide DeepSeek layout only; this NoPE model (head size 512, "
+                       "GLM-5.3-Flash) needs a vLLM whose sparse backend takes 512, or triage's bundled Triton backend "
+                       "(`triage apply sparse-mla`, which takes 512) with --attention-backend CUSTOM.")
+            else:
+                fix = f"{name} runs on this GPU but not with this model or build: see the reasons below."
+        else:
+            if major is not None and major not in (9, 10):
+                facts["case"] = "sparse_mla_unsupported_gpu"
+            elif major is None and rejected and all(rejects_gpu(rs) or any(r.startswith("sparse not supported") for r in rs)
+                                                    for rs in rejected.values()):
+                facts["case"] = "sparse_mla_unsupported_gpu"
+            title = f"No sparse MLA attention backend for this DSA model on this GPU{gpu}"
+            fix = ("This model (DeepSeek-V3.2 / GLM-5 family) needs a sparse MLA backend; the ones this vLLM tried do not "
+                   "run on this GPU. " + fix_sparse_tail)
+    elif mla:
+        title = f"No MLA attention backend accepts this configuration{gpu}"
+        fix = ("Every MLA backend rejected the configuration; the reasons below say which flag (dtype, "
+               "--kv-cache-dtype, --block-size) or which GPU/vLLM version would change that.")
+        playbook = "attention-backend"
+    else:
+        title = f"No attention backend accepts head size {fields.get('head_size')} / dtype {fields.get('dtype')}{gpu}"
+        fix = ("Every attention backend rejected the configuration; the reasons below say which flag "
+               "(dtype, --kv-cache-dtype, --block-size, --attention-backend) or GPU would change that.")
+        playbook = "attention-backend"
+    if selected:
+        who, how = chosen_by(scan, selected)
+        facts["chosen_by"] = who
+        version = merged_env.get("vllm_version")
+        explanation = [("Only the selected backend was tried: vLLM did not look for another one."
+                        if ln.startswith("None of the listed backends is a sparse MLA backend") else ln)
+                       for ln in explanation]
+        reasons_said = ", ".join(rejected.get(selected) or [])
+        # vLLM forces CUTLASS_MLA / FLASHINFER_MLA only on compute capability 10.x: its choice says which GPU
+        gpu_major = major if major is not None else (10 if who == "vllm" and selected in ("CUTLASS_MLA", "FLASHINFER_MLA")
+                                                     else None)
+        better = _better_sparse(version, gpu_major) if sparse else None
+        if better:
+            facts["backend_for_this_gpu"] = better
+        if who == "vllm":
+            title = f"vLLM itself selected {selected}, which cannot run this configuration{gpu}"
+            fix = (f"The launch names no attention backend ({how}): vLLM{' ' + str(version) if version else ''}'s own "
+                   f"platform code chose {selected} and then rejected it ({reasons_said}). This is vLLM's choice, not a "
+                   "flag of yours: name a backend that fits with --attention-backend"
+                   + (f" {better}" if better else " (see the reasons below)")
+                   + ", or use a vLLM release that does not force it (report it upstream).")
+        else:
+            by = how or "--attention-backend, -ac.backend or VLLM_ATTENTION_BACKEND"
+            title = f"The selected attention backend {selected} cannot run this configuration{gpu}"
+            fix = (f"{selected} was chosen explicitly ({by}) and rejects this model/GPU ({reasons_said}): drop the override "
+                   "to let vLLM choose" + (f" (this vLLM has {better} for it)" if better else "")
+                   + ", or pick a backend that fits.")
+            if sparse and not better:
+                fix += (" If vLLM's own choice then finds no sparse MLA backend for this GPU: "
+                        + fix_sparse_tail[0].lower() + fix_sparse_tail[1:])
+    return Diagnosis(
+        category="attention_backend", signature=signature, title=title, confidence=0.95,
+        evidence=[Evidence(ln.no, ln.shown) for ln in used[:6]], facts=facts,
+        fix=Fix(fix.strip(), playbook), first_line=used[0].no, explanation=explanation,
+    )
+
+
+FORCED_RE = lazy(r"(?i)forc(?:e|ing)\w* (?:the )?(?P<b>[A-Z][A-Z0-9_]+)(?: attention)? backend|"
+                 r"(?P<b2>[A-Z][A-Z0-9_]+) backend (?:is )?forced")
+ENV_BACKEND_RE = lazy(r"VLLM_ATTENTION_BACKEND[=: '\"]+(?P<b>[A-Z][A-Z0-9_]+)")
+FLAG_BACKEND_RE = lazy(r"(?:--attention-backend|-ac\.backend|--attention-config\.backend)[= ]['\"]?(?P<b>[A-Z][A-Z0-9_]+)")
+
+
+def chosen_by(scan: Scan, backend: str) -> tuple[str | None, str]:
+    """Who picked `backend`: 'user' (a flag or VLLM_ATTENTION_BACKEND in the log), 'vllm' (its platform code
+    forced it, or the launch's non-default args name no backend), or None when the log does not say."""
+    args = scan.facts.get("launch_args")
+    if isinstance(args, dict):
+        ab = args.get("attention_backend")
+        ac = args.get("attention_config")
+        if ab is None and isinstance(ac, dict):
+            ab = ac.get("backend")
+        elif ab is None and isinstance(ac, str) and "backend" in ac:
+            ab = ac
+        if ab is not None and backend in str(ab).upper():
+            return "user", f"--attention-backend {backend} in the launch's non-default args"
+    for ln in scan.lines:
+        t = ln.text
+        if "VLLM_ATTENTION_BACKEND" in t:
+            m = ENV_BACKEND_RE.search(t)
+            if m and m.group("b") == backend:
+                return "user", f"VLLM_ATTENTION_BACKEND={backend}"
+        if "backend" in t:
+            m = FLAG_BACKEND_RE.search(t)
+            if m and m.group("b") == backend:
+                return "user", f"--attention-backend {backend} on the launch line"
+            m = FORCED_RE.search(t)
+            if m and (m.group("b") or m.group("b2")) == backend:
+                return "vllm", f"vLLM logged that it forces {backend}"
+    if isinstance(args, dict) and args:
+        return "vllm", "the non-default args it logged list none"
+    return None, ""
+
+
+def _better_sparse(version: Any, major: int | None) -> str | None:
+    """The sparse MLA backend this vLLM picks by itself on this GPU, when the table says it has one."""
+    if major in (9, 10):
+        return "FLASHMLA_SPARSE"
+    since = BACKENDS["FLASHINFER_MLA_SPARSE_SM120"].get("since")
+    v = str(version or "")
+    if major == 12 and since and v and not v.startswith("0.1.dev"):
+        try:
+            if versions.ge(v, since):
+                return "FLASHINFER_MLA_SPARSE_SM120"
+        except (ValueError, TypeError):
+            return None
+    return None
+
+
+# --- `--attention-backend CUSTOM` with nothing registered in that slot ---------------------------------
+# vllm/v1/attention/backends/registry.py AttentionBackendEnum.get_path(); plugins are loaded by
+# vllm/plugins/__init__.py load_plugins_by_group(), which logs (at DEBUG for vllm.general_plugins)
+# "Available plugins for group ...", "- NAME -> VALUE", and "Loading plugin NAME" only when VLLM_PLUGINS
+# is set; a plugin that raises on import is logged as "Failed to load plugin NAME".
+CUSTOM_UNREGISTERED_RE = lazy(r"Backend (?P<backend>CUSTOM) must be registered before use")
+PLUGIN_AVAILABLE_RE = lazy(r"^- (?P<name>[\w.-]+) -> (?P<value>\S+)")
+PLUGIN_LOADING_RE = lazy(r"Loading plugin (?P<name>[\w.-]+)")
+PLUGIN_FAILED_RE = lazy(r"Failed to load plugin (?P<name>[\w.-]+)")
+PLUGIN_NAME = "triage_sparse_mla"
+
+
+def _custom_unregistered(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    hit = None
+    for ln in scan.lines:
+        if "must be registered" in ln.text and CUSTOM_UNREGISTERED_RE.search(ln.text):
+            hit = ln
+            break
+    if hit is None:
+        return None
+    available: dict[str, str] = {}
+    loading: set[str] = set()
+    failed: set[str] = set()
+    for ln in scan.lines:
+        t = ln.text
+        if "plugin" not in t and " -> " not in t:
+            continue
+        m = PLUGIN_AVAILABLE_RE.search(t.strip())
+        if m and ":" in m.group("value"):
+            available[m.group("name")] = m.group("value")
+        m = PLUGIN_LOADING_RE.search(t)
+        if m:
+            loading.add(m.group("name"))
+        m = PLUGIN_FAILED_RE.search(t)
+        if m:
+            failed.add(m.group("name"))
+    merged = dict(scan.facts)
+    merged.update(env)
+    facts: dict[str, Any] = {"backend": "CUSTOM", "plugins_available": sorted(available)}
+    arch = merged.get("architecture")
+    if arch in DSA_ARCHES:
+        facts.update({"use_sparse": True, "use_mla": True, "model_uses_dsa": True})
+    explanation: list[str] = []
+    ours = [n for n in available if n == PLUGIN_NAME or available[n].startswith(PLUGIN_NAME + ".")]
+    if failed & (set(ours) | {PLUGIN_NAME}):
+        facts["plugin_state"] = "failed_to_load"
+        title = "The CUSTOM attention backend's plugin failed to load"
+        fix = (f"vLLM found the {PLUGIN_NAME} plugin but importing it failed (see 'Failed to load plugin' above): "
+               "fix that error (often a torch/triton missing from vLLM's environment), or reinstall it with "
+               "`triage apply sparse-mla`.")
+    elif ours and loading and not (set(ours) & loading):
+        # "Loading plugin X" is only printed when VLLM_PLUGINS is set: ours was discovered and skipped.
+        facts["plugin_state"] = "filtered_by_vllm_plugins"
+        facts["plugins_loaded"] = sorted(loading)
+        title = "VLLM_PLUGINS leaves out the plugin that registers the CUSTOM attention backend"
+        fix = (f"VLLM_PLUGINS is set and lists only {', '.join(sorted(loading))}: vLLM skips {ours[0]}, so nothing "
+               f"registers CUSTOM. Add {ours[0]} to VLLM_PLUGINS (comma-separated) or unset it.")
+    else:
+        facts["plugin_state"] = "not_registered"
+        title = "--attention-backend CUSTOM, but no plugin registered a CUSTOM backend"
+        fix = ("CUSTOM is an empty slot that a vLLM plugin fills: the plugin (for the bundled sparse MLA backend, "
+               f"the {PLUGIN_NAME} package) is not installed in vLLM's own environment, or VLLM_PLUGINS excludes it. "
+               "Install it with `triage apply sparse-mla` (it checks VLLM_PLUGINS), or drop --attention-backend CUSTOM.")
+        if not available:
+            explanation.append("The log does not list vLLM's plugins (they are logged at DEBUG): rerun with "
+                               "VLLM_LOGGING_LEVEL=DEBUG to see which plugins vLLM found and loaded.")
+    if merged.get("vllm_version"):
+        from triage_sparse_mla.support import vllm_supported
+
+        ok, why = vllm_supported(str(merged["vllm_version"]))
+        if not ok:
+            explanation.append(why)
+    return Diagnosis(
+        category="attention_backend", signature="attention.custom_backend_unregistered", title=title,
+        confidence=0.95, evidence=[Evidence(hit.no, hit.shown)], facts=facts,
+        fix=Fix(fix, "attention-sparse-mla" if facts.get("use_sparse") else "attention-backend"),
+        first_line=hit.no, explanation=explanation,
+    )
+
+
+RULES = [
+    Rule(signature="attention.no_valid_backend", category="attention_backend",
+         title="No valid attention backend", fix="", check=_diagnose, confidence=0.95,
+         playbook="attention-backend",
+         emits=("attention.selected_backend_invalid", "attention.invalid_backend_legacy")),
+    Rule(signature="attention.custom_backend_unregistered", category="attention_backend",
+         title="The CUSTOM attention backend is not registered", fix="", check=_custom_unregistered, confidence=0.95,
+         playbook="attention-sparse-mla"),
+    Rule(signature="attention.env_backend_deprecated", category="attention_backend",
+         title="VLLM_ATTENTION_BACKEND is deprecated (ignored by newer vLLM)",
+         fix="Pass the backend with --attention-backend NAME (or -ac.backend NAME); the environment variable "
+             "is ignored by vLLM 0.26 and newer, so the override you think is active may not be.",
+         patterns=[r"Using VLLM_ATTENTION_BACKEND environment variable is deprecated"],
+         playbook="attention-backend", confidence=0.3, secondary=True),
+    Rule(signature="attention.unknown_backend_name", category="attention_backend",
+         title="Unknown attention backend name {backend}",
+         fix="The name passed to --attention-backend / VLLM_ATTENTION_BACKEND is not a backend of this vLLM "
+             "version: use one of the names the error lists (a plugin backend registers as CUSTOM).",
+         patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?"],
+         playbook="attention-backend", confidence=0.9),
+    Rule(signature="attention.fa_version_unsupported", category="attention_backend",
+         title="FlashAttention cannot run on this GPU (Unsupported FA version: {version})",
+         fix="This GPU (e.g. V100/T4, compute capability below 8.0) has no FlashAttention build, and this vLLM version "
+             "still picked it: choose another backend (--attention-backend TRITON_ATTN, older: "
+             "VLLM_ATTENTION_BACKEND=XFORMERS) or upgrade vLLM, whose selector skips FlashAttention there.",
+         patterns=[r"Unsupported FA version: (?P<version>\w+)"],
+         playbook="attention-backend", confidence=0.85),
+    Rule(signature="attention.head_size_unsupported", category="attention_backend",
+         title="Head size {head_size} is not supported by the attention backend",
+         fix="This backend's kernels do not take this head size: let vLLM pick another backend (remove "
+             "--attention-backend / VLLM_ATTENTION_BACKEND) or use a backend that supports it (TRITON_ATTN, FLEX_ATTENTION).",
+         patterns=[r"Head size (?P<head_size>\d+) is not supported by (?:\w+)", r"[Hh]ead size (?P<head_size>\d+) (?:is )?not supported"],
+         playbook="attention-backend", confidence=0.85),
+    Rule(signature="attention.backend_feature_unsupported", category="attention_backend",
+         title="The {backend} attention backend cannot run this model's {feature}",
+         fix="The model needs a feature ({feature}) this backend lacks: drop the --attention-backend / "
+             "VLLM_ATTENTION_BACKEND override (or pick a backend that has it, e.g. TRITON_ATTN; FlashInfer sinks need "
+             "its TRTLLM kernels on Blackwell), or use a vLLM version where the default selection handles it.",
+         # raised from the backend's metadata builder, after selection let it through
+         patterns=[r"(?P<backend>FlashInfer|FlashAttention|FLASHINFER|FLASH_ATTN|Triton|TRITON_ATTN|FlexAttention|FLEX_ATTENTION)"
+                   r" backend (?:currently )?does not support (?P<feature>attention sinks|sinks|sliding window|alibi|"
+                   r"logits soft ?cap|block-?sparse|encoder|cross[- ]attention|[\w -]{3,30}?)(?:[,.;]|$)"],
+         playbook="attention-backend", confidence=0.85),
+    # Sparse MLA backends that only take a packed KV layout (vllm/v1/attention/backends/mla/
+    # flashinfer_mla_sparse_sm120.py; the B12X path): a bf16 KV cache reaches them when the model's
+    # KV dtype was forced (--kv-cache-dtype bfloat16) or not canonicalised by this vLLM.
+    Rule(signature="attention.sparse_kv_layout_required", category="attention_backend",
+         title="{backend} needs the packed fp8_ds_mla KV cache; this launch gave it kv_cache_dtype {kv_cache_dtype}",
+         fix="Launch with --kv-cache-dtype fp8 (vLLM stores it as fp8_ds_mla for this backend) or drop the "
+             "--kv-cache-dtype override. If the model needs a bf16 KV cache (NoPE models such as GLM-5.3-Flash, "
+             "whose rows have no 64-wide RoPE part), this backend cannot serve it: triage's bundled backend "
+             "takes bf16 KV (`triage apply sparse-mla`, then --attention-backend CUSTOM).",
+         patterns=[r"(?P<backend>FLASHINFER_MLA_SPARSE_SM120|B12X sparse MLA) requires the packed fp8_ds_mla "
+                   r"(?:or nvfp4 )?KV cache(?: layout)?; got kv_cache_dtype='?(?P<kv_cache_dtype>[\w]+)'?"],
+         playbook="attention-sparse-mla", confidence=0.95),
+    # csrc/cache_kernels.cu, concat_and_cache_mla: the fp8_ds_mla row is 512 fp8 latents, 4 scales
+    # and a 64-wide RoPE part; a NoPE model (qk_rope_head_dim=0, head size 512) has no RoPE part.
+    Rule(signature="attention.fp8_ds_mla_shape", category="attention_backend",
+         title="The fp8_ds_mla KV cache cannot hold this model's MLA rows ({what})",
+         fix="fp8_ds_mla is DeepSeek-V3.2's 656-byte row (512 latents + 64 RoPE values); NoPE models such as "
+             "GLM-5.3-Flash do not have that shape. Drop --kv-cache-dtype fp8 so the KV cache stays bf16 (on "
+             "H100/H200 FLASHMLA_SPARSE takes it). On SM12x the only upstream sparse backend "
+             "(FLASHINFER_MLA_SPARSE_SM120) insists on fp8_ds_mla: use triage's bundled backend, which takes "
+             "head size 512 with a bf16 KV cache (`triage apply sparse-mla`, then --attention-backend CUSTOM).",
+         patterns=[r"(?P<what>pe_dim must be 64 for fp8_ds_mla)", r"(?P<what>kv_lora_rank must be 512 for fp8_ds_mla)",
+                   r"(?P<what>kv_cache\.size\(2\) must be 656 bytes for fp8_ds_mla)"],
+         playbook="attention-sparse-mla", confidence=0.95),
+
+]
+
+# xFormers (the default attention of older vLLM on pre-Ampere GPUs) has no kernel for these inputs.
+RULES += [
+    Rule(signature="attention.xformers_no_operator", category="attention_backend",
+         title="xFormers has no attention kernel for these inputs on this GPU",
+         fix="xFormers' memory_efficient_attention has no kernel for this GPU / dtype / head size: use --dtype "
+             "half on pre-Ampere GPUs, pick another attention backend (VLLM_ATTENTION_BACKEND / "
+             "--attention-backend), or install the xformers build that matches torch.",
+         patterns=[r"No operator found for `memory_efficient_attention_(?:forward|backward)` with inputs"],
+         playbook="attention-backend", confidence=0.85),
+]
