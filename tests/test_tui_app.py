@@ -411,7 +411,7 @@ async def test_live_pipe_waits_for_the_cause_then_holds_every_line():
     r, w = os.pipe()
     app = TriageApp(Options("-", offline=True, probe=False), pipe_fd=r, hosts=[])
     async with app.run_test(size=(120, 36)) as pilot:
-        os.write(w, b"".join(lines[:20]) + cascade)
+        os.write(w, b"".join(lines[:8]) + cascade)  # the banner, then the wrapper lines
         for _ in range(100):
             await pilot.pause(0.05)
             if app.report is not None and app.report.diagnoses:
@@ -419,11 +419,11 @@ async def test_live_pipe_waits_for_the_cause_then_holds_every_line():
         text = _text(app, "#diag-text")
         assert "waiting for its cause" in text and "VLLM_LOGGING_LEVEL" not in text
         assert "error-like lines only" in _text(app, "#log-title")
-        os.write(w, b"".join(lines[20:]))
+        os.write(w, data)
         os.close(w)
         await settle(pilot, app)
         lv = app.query_one("#log")
-        assert len(lv.lines) == app.report.lines == len(lines) + 2
+        assert len(lv.lines) == app.report.lines == 8 + 2 + len(lines)
         assert "error-like lines only" not in _text(app, "#log-title")
         assert lv.search("model   /models/GLM-5-FP8", 1) is not None  # a banner line no rule selects
 

@@ -68,7 +68,7 @@ def _fix_app(log: str):
     return TriageApp(Options(log, offline=True, probe=False), hosts=[])
 
 
-async def _walk_dry_run(pilot, steps: int = 12):
+async def _walk_dry_run(pilot, steps: int = 30):
     app = pilot.app
     await settle(pilot, app)
     await pilot.press("4")

@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
                 return _fail(f"{args.log} is a directory, not a log")
             if args.log != "-" and not os.path.exists(args.log):
                 return _fail(f"no such file: {args.log}")
-            from triage.cli import input_problem
+            from triage.logread.check import input_problem
 
             problem = input_problem(args.log) if args.log != "-" else None
             if problem:

@@ -45,10 +45,10 @@ def main(argv: list[str]) -> int:
 
     if args.list:
         good, bad = scan_transcripts()
-        for t in good:
-            result = outcome_words(t.meta.get("outcome")) if t.meta.get("outcome") else "not finished"
-            print(clean(f"{t.root.name}  {t.meta.get('title')}  on {t.meta.get('where')}  "
-                        f"result: {result}  [{t.state()}]"))
+        for each in good:
+            result = outcome_words(each.meta.get("outcome")) if each.meta.get("outcome") else "not finished"
+            print(clean(f"{each.root.name}  {each.meta.get('title')}  on {each.meta.get('where')}  "
+                        f"result: {result}  [{each.state()}]"))
         for root, why in bad:
             print(clean(f"{root.name}  [unreadable: {why}; skipped]"))
         return 0

@@ -1086,8 +1086,8 @@ class ConsoleFrontEnd:
                 mark = " (default)" if key == v.default else ""
                 self.para(f"{i}) {label}{mark}", hang="   ")
             if self.yes or not self.interactive:
-                label = next((lab for k, lab in v.choices if k == v.default), v.default)
-                self.para(f"-> {label}", hang="   ")
+                chosen = next((lab for k, lab in v.choices if k == v.default), str(v.default))
+                self.para(f"-> {chosen}", hang="   ")
                 return v.default
             got = self._ask("    Choose: ")
             if got is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from triage.rules.base import Rule
 
 
-def _driver_cuda(m: "re.Match[str]") -> dict:
+def _driver_cuda(m) -> dict:
     """torch's `found version 12020` is the newest CUDA the driver supports, as CUDA writes it (12.2)."""
     found = (m.groupdict() or {}).get("found")
     if found and found.isdigit() and int(found) >= 1000:

@@ -158,7 +158,7 @@ class OpenLogScreen(ModalScreen[str | None]):
             # A typo keeps the dialog open with what is wrong; only a readable log closes it.
             import os
 
-            from triage.cli import input_problem
+            from triage.logread.check import input_problem
 
             full = os.path.expanduser(path)
             if os.path.isdir(full):

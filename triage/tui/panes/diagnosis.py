@@ -141,7 +141,8 @@ class DiagnosisPane(Vertical):
         self._title()
 
     def _render_text(self) -> None:
-        width = self.query_one("#diag-body").scrollable_content_region.width
+        body = self.query_one("#diag-body")
+        width = body.content_region.width - body.styles.scrollbar_size_vertical  # as if its scrollbar showed
         self.query_one("#diag-text", Static).update(diagnosis_markup(self.report, self.index, live=self.live,
                                                                      width=width))
 

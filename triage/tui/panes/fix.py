@@ -149,7 +149,9 @@ class FixPane(Vertical, can_focus=True):
     def _add_step(self, v: Any) -> None:
         self.n += 1
         box = self.query_one("#fix-steps", VerticalScroll)
-        width = box.scrollable_content_region.width - 1
+        # As if the scrollbar showed already: it appears as steps accumulate, and a step wrapped
+        # before that would then overflow.
+        width = box.content_region.width - box.styles.scrollbar_size_vertical - 1
         box.mount(Static(view_markup(v, self.n, width), classes="fix-step"))
         box.scroll_end(animate=False)
 

@@ -81,7 +81,7 @@ class UpstreamPane(Vertical):
 
     def show(self, report: Report | None, *, busy: str = "", offline: bool = False) -> None:
         self._shown = (report, busy, offline)
-        width = self.query_one("#upgrade-box").scrollable_content_region.width - 2
+        width = self._wrap_width()
         self.query_one("#upgrade-text", Static).update(upgrade_markup(report, busy=busy, width=width))
         hits = list((report.upstream or []) if report is not None else [])
         queries = getattr(report, "upstream_queries", None) or []
@@ -108,11 +108,15 @@ class UpstreamPane(Vertical):
         table.display = bool(hits)
         self._detail(0 if hits else None)
 
+    def _wrap_width(self) -> int:
+        box = self.query_one("#upgrade-box")
+        return box.content_region.width - box.styles.scrollbar_size_vertical - 1  # as if its scrollbar showed
+
     def on_resize(self) -> None:
         shown = getattr(self, "_shown", None)
         if shown is not None:
             report, busy, _offline = shown
-            width = self.query_one("#upgrade-box").scrollable_content_region.width - 2
+            width = self._wrap_width()
             self.query_one("#upgrade-text", Static).update(upgrade_markup(report, busy=busy, width=width))
 
     def _detail(self, row: int | None) -> None:
