@@ -306,7 +306,7 @@ def _cat_diag(first, last, absent=None, gone=None, newest="0.33.0"):
 
 def _advise(diag, installed=None):
     env = {"vllm_version": installed} if installed else {}
-    return advisor.advise(diag, env, Facets(), advisor.Available(), offline=True)
+    return advisor.advise(diag, env, Facets(), advisor.Available(), offline=True).to_json()
 
 
 def test_a_message_gone_from_newer_releases_is_upgrade_evidence():

@@ -18,6 +18,7 @@ from triage.model import EXIT_INTERNAL, EXIT_USAGE
 
 SUBCOMMANDS = {
     "probe": "triage.commands.probe",
+    "preflight": "triage.commands.preflight",
     "playbooks": "triage.commands.playbooks",
     "fix": "triage.commands.fix",
     "undo": "triage.commands.undo",

@@ -193,6 +193,7 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         # was raised, words that only hint; else it is unrecognised (a prior by type, said quietly).
         words = exc.message + _raise_site(scan, exc)
         framed = exc.short_type not in TYPE_AREAS and area_of_frames([fr.file for fr in exc.frames]) is not None
+        worded: tuple[str, str] | None
         if exc.short_type in TYPE_AREAS and exc.short_type not in ("ImportError", "ModuleNotFoundError"):
             worded = TYPE_AREAS[exc.short_type], f"the exception type {exc.short_type}"
         else:

@@ -145,7 +145,10 @@ def _attention(d: Diagnosis, env: Environment) -> None:
             since = str(cap.get("since")) if cap and cap.get("since") else None
             release = _release_of(version)
             has_it = SM12X_BACKEND in rejected or bool(since and release and _ge(release, since))
-            if has_it and selected and selected != SM12X_BACKEND:
+            if has_it and selected and selected != SM12X_BACKEND and d.facts.get("chosen_by") == "vllm":
+                _add_line(d, f"{vw} has {SM12X_BACKEND} for compute capability {cc_s}, but its own platform code "
+                             f"selected {selected}: name {SM12X_BACKEND} with --attention-backend")
+            elif has_it and selected and selected != SM12X_BACKEND:
                 _add_line(d, f"{vw} has {SM12X_BACKEND} for compute capability {cc_s}, but --attention-backend "
                              f"{selected} overrides it: drop the override (or name {SM12X_BACKEND})")
             elif SM12X_BACKEND in rejected:
@@ -222,7 +225,8 @@ def _regression(d: Diagnosis, env: Environment) -> None:
         return
     text = "\n".join([d.title, *(e.text for e in d.evidence)])
     for c in caps:
-        if matches(c, d, dict(env.facts), text=text) is False:
+        # a regression is claimed on evidence only: an unknown compute capability (None) is not a match
+        if matches(c, d, dict(env.facts), text=text) is not True:
             continue
         if not _ge(version, str(c["broken_in"])) or (c.get("since") and _ge(version, str(c["since"]))):
             continue

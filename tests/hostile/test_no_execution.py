@@ -162,3 +162,33 @@ def test_metadata_linked_to_dev_zero_reads_as_nothing(tmp_path):
 def test_snapshot_from_dev_zero_is_one_line():
     p = run_triage("--log", str(LOG), "--snapshot", "/dev/zero", "--report", "--offline", timeout=60)
     assert p.returncode == 2 and p.stderr.count(b"\n") == 1 and b"larger than 64 MB" in p.stderr
+
+
+def test_the_logs_vllm_is_not_launched_on_yes(bundle):
+    """A relaunch step runs PREFIX/bin/vllm from the log's prefix: --yes does not vouch for it either."""
+    import io
+
+    from triage.playbooks.engine import ConsoleFrontEnd, Session, derive_facts
+    from triage.playbooks.load import load_text
+
+    prefix, marker, _log = bundle
+    pb = load_text("""
+id: relaunch
+title: relaunch
+categories: [environment]
+steps:
+  - id: verify
+    kind: verify
+    title: Launch it again
+    argv: ["{*launch_argv}"]
+    on_pass: "fixed:done"
+    on_fail: "manual:escalate"
+""")
+    facts = derive_facts({"python_prefix": str(prefix), "model": "Qwen/Qwen3-8B"}, None)
+    assert facts["launch_argv"][0] == f"{prefix}/bin/vllm" and facts["launch_program_unvouched"]
+    out = io.StringIO()
+    ConsoleFrontEnd(out, io.StringIO(""), yes=True).run(Session(pb, facts))
+    assert not marker.exists() and f"not confirmed: it runs {prefix}/bin/vllm" in out.getvalue()
+    # The interpreter the user named beside it vouches for its environment's vllm.
+    facts = derive_facts({"python_prefix": str(prefix), "model": "m"}, None, python=f"{prefix}/bin/python3")
+    assert not facts["launch_program_unvouched"]

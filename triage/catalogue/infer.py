@@ -10,8 +10,7 @@ Both rank between the hand rules (which win) and the plain fallback.
 
 from __future__ import annotations
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    from typing import Any
+from typing import Any
 
 from triage.catalogue.areas import area_of, area_of_frames, category_for
 from triage.logread.normalize import Line
@@ -100,7 +99,7 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
     # The same message in several modules (or releases): vote among those as good as the best.
     tied = [m for m in matches if m.matched == best.matched]
     exc_type = exc.type if exc is not None else ""
-    if exc_type:
+    if exc is not None and exc_type:
         typed = [m for m in tied if m.template.kind == exc.short_type]
         tied = typed or tied
     if line.src:  # "[config.py:123]": the module that logged it

@@ -13,9 +13,6 @@ import re
 
 from triage.record import Record
 
-if False:  # for type checkers only (importing typing costs start-up time)
-    pass
-
 DATA = os.path.join(os.path.dirname(__file__), "messages.json.gz")
 WORD_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 SPACE_RE = re.compile(r"\s+")

@@ -38,7 +38,6 @@ _RUNS = re.compile(rb"#+")  # on a first key's miss only: "pid=4188" and "pid=34
 # prints the same first line again.
 _TB_HEAD = b"Traceback (most recent"
 # Lines that state the machine (one row per GPU, "GPU 0: ...", "GPU 1: ..."): each is a fact, never a repeat.
-_MACHINE_WORDS = (b"NVIDIA", b"apability")
 _GPU_ROW = re.compile(rb"GPU \d+:")
 COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
 COLLECT_ENV_SPAN = 400
@@ -108,22 +107,28 @@ class Scanner:
 
     def feed(self, no: int, raw: bytes | str) -> Line:
         shapes = self._shapes
-        key = key2 = None
-        if (isinstance(raw, bytes) and len(raw) >= SHAPE_MIN and _TB_HEAD not in raw
-                and not any(w in raw for w in _MACHINE_WORDS) and not (b"GPU " in raw and _GPU_ROW.search(raw))):
+        key: bytes | None = None
+        key2: bytes | None = None
+        if isinstance(raw, bytes) and len(raw) >= SHAPE_MIN:
             key = raw.translate(_DIGITS)
-            seen = shapes.get(key)
-            if seen is None:
-                key2 = _RUNS.sub(b"#", raw.translate(_HEXITS))
-                seen = shapes.get(key2)
-                if seen is not None and len(shapes) < MAX_SHAPES:
-                    shapes[key] = seen
+            seen = shapes.get(key)  # only shapes that may repeat are ever stored: a hit is a repeat
             if seen is not None:
                 seen[0] += 1
                 seen[2] = no
                 return seen[3]
+            if _TB_HEAD in raw or b"NVIDIA" in raw or b"apability" in raw or (b"GPU " in raw and _GPU_ROW.search(raw)):
+                key = None
+            else:
+                key2 = _RUNS.sub(b"#", raw.translate(_HEXITS))
+                seen = shapes.get(key2)
+                if seen is not None:
+                    if len(shapes) < MAX_SHAPES:
+                        shapes[key] = seen
+                    seen[0] += 1
+                    seen[2] = no
+                    return seen[3]
         ln = self._read(no, raw)
-        if key is not None and len(shapes) < MAX_SHAPES:
+        if key is not None and key2 is not None and len(shapes) < MAX_SHAPES:
             shapes[key] = shapes[key2] = [1, no, no, ln]
         return ln
 

@@ -141,6 +141,9 @@ def refresh_derived(facts: dict[str, Any]) -> None:
         prefix = facts.get("python_prefix")
         vllm = os.path.join(str(prefix), "bin", "vllm") if prefix else "vllm"
         facts["launch_argv"] = serve_argv(dict(facts.get("launch_args") or {}), vllm=vllm, model=str(facts["model"]))
+        # The log's prefix/bin/vllm, unless the interpreter the user named lives beside it.
+        facts["launch_program_unvouched"] = bool(prefix) and not (
+            trusted and os.path.dirname(os.path.abspath(trusted)) == os.path.join(os.path.abspath(str(prefix)), "bin"))
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
@@ -420,14 +423,14 @@ class Session:
                 if not answer:
                     res = StepResult("unknown", f"not run: running {self.facts.get('target_python')} was declined")
                     return self._replace(step, res, step.get("on_unknown") or step.get("on_fail"), argv=self._argv)
-                if isinstance(self.runner, GuardedRunner):
-                    self.runner.allow(str(self.facts.get("target_python")))
+                if isinstance(self.runner, GuardedRunner) and view.unvouched:
+                    self.runner.allow(view.unvouched)
                 return self._show(self._run_check(step, self._argv or []))
             if not answer:
                 self._note(f"declined: {step.id}")
                 return self._go(step.get("on_decline") or DECLINED)
-            if isinstance(self.runner, GuardedRunner):
-                self.runner.allow(str(self.facts.get("target_python")))
+            if isinstance(self.runner, GuardedRunner) and view.unvouched:
+                self.runner.allow(view.unvouched)  # the operator saw it in this step and said yes
             return self._execute(step)
         if view.needs == "choice":
             keys = {k for k, _l in view.choices}
@@ -514,9 +517,11 @@ class Session:
             text = (text + "\n" if text else "") + missing_line(missing)
         if kw.get("needs") == "confirm" and isinstance(self.runner, GuardedRunner):
             py = str(self.facts.get("target_python"))
-            shown = [*(kw.get("argv") or []), *(a for c in kw.get("commands") or [] for a in c)]
-            if self.runner.needs_consent(py) and (step.kind in ("apply", "check") or py in shown):
+            shown = [*(kw.get("argv") or [])[:1], *(c[0] for c in kw.get("commands") or [] if c)]
+            if self.runner.needs_consent(py) and step.kind in ("apply", "check"):
                 kw["unvouched"] = py
+            else:
+                kw["unvouched"] = next((p for p in shown if self.runner.needs_consent(p)), None)
         return StepView(
             step_id=step.id,
             kind=step.kind,
@@ -947,14 +952,25 @@ class GuardedRunner:
         self.allowed.add(program)
 
     def needs_consent(self, program: str) -> bool:
-        return (program == self.facts.get("target_python") and not self.facts.get("target_python_trusted", True)
-                and program not in self.allowed)
+        named = set()
+        if not self.facts.get("target_python_trusted", True):
+            named.add(str(self.facts.get("target_python")))
+        launch = self.facts.get("launch_argv")
+        if self.facts.get("launch_program_unvouched") and isinstance(launch, list) and launch:
+            named.add(str(launch[0]))
+        return program in named and program not in self.allowed
 
     def run(self, argv: Any, *, timeout: float = 60.0, input: str | None = None,
             env: dict[str, str] | None = None) -> Result:
         argv = [str(a) for a in argv]
         if argv and self.needs_consent(argv[0]):
             return Result(argv, -1, "", f"not run: {argv[0]} was named by the log or a snapshot and not confirmed")
+        if argv and argv[0] in self.allowed and self.inner.where == LocalRunner.where:
+            from triage.interpreter import refuse_reason
+
+            why = refuse_reason(argv[0])
+            if why:
+                return Result(argv, -1, "", why)
         if argv and argv[0] == self.facts.get("target_python") and self.inner.where == LocalRunner.where:
             from triage.interpreter import refuse_reason
 

@@ -9,12 +9,12 @@ happens in triage.diagnose.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import CATEGORIES, Diagnosis, Evidence, Fix
-from triage.record import Record
 from triage.regexlit import derived, required_literal  # noqa: F401 (required_literal: re-exported)
 
 FactsFn = Callable[["re.Match[str]", Line, Scan], dict[str, Any]]
@@ -42,52 +42,37 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-class Rule(Record):
-    """A plain class, not a dataclass: see triage.record (start-up)."""
+@dataclass(slots=True)
+class Rule:
+    signature: str  # stable dotted id: "<area>.<what>"
+    category: str  # one of triage.model.CATEGORIES
+    title: str  # one line a person understands; may use {fact}
+    fix: str  # one or two sentences; may use {fact}
+    patterns: list[str] = field(default_factory=list)  # regexes over Line.text; named groups become facts
+    playbook: str | None = None
+    confidence: float = 0.85
+    facts: FactsFn | None = None  # extra facts from the first match
+    check: CheckFn | None = None  # a whole custom matcher instead of patterns
+    harmless: bool = False  # recognised, but not a failure (reported as a note)
+    secondary: bool = False  # usually the consequence of another failure (demoted in ranking)
+    wrapper: bool = False  # a cascade wrapper: never a diagnosis on its own
+    emits: tuple[str, ...] = ()  # other signatures a custom check may return (besides `signature`)
+    # Per pattern: a literal the text must contain for the regex to have a chance, the clauses it
+    # must satisfy (one literal of each; see triage.regexlit), both derived from the pattern, and the
+    # regex itself, compiled on first need: most patterns never meet a line that could match.
+    _guards: list[str | None] = field(init=False, repr=False, compare=False)
+    _clauses: list[tuple[tuple[str, ...], ...]] = field(init=False, repr=False, compare=False)
+    _compiled: list[re.Pattern[str] | None] = field(init=False, repr=False, compare=False)
 
-    __slots__ = ("signature", "category", "title", "fix", "patterns", "playbook", "confidence", "facts", "check",
-                 "harmless", "secondary", "wrapper", "emits", "_guards", "_clauses", "_compiled")
-    _fields = __slots__[:-3]
-
-    def __init__(
-        self,
-        signature: str,  # stable dotted id: "<area>.<what>"
-        category: str,  # one of triage.model.CATEGORIES
-        title: str,  # one line a person understands; may use {fact}
-        fix: str,  # one or two sentences; may use {fact}
-        patterns: list[str] | None = None,  # regexes over Line.text; named groups become facts
-        playbook: str | None = None,
-        confidence: float = 0.85,
-        facts: FactsFn | None = None,  # extra facts from the first match
-        check: CheckFn | None = None,  # a whole custom matcher instead of patterns
-        harmless: bool = False,  # recognised, but not a failure (reported as a note)
-        secondary: bool = False,  # usually the consequence of another failure (demoted in ranking)
-        wrapper: bool = False,  # a cascade wrapper: never a diagnosis on its own
-        emits: tuple[str, ...] = (),  # other signatures a custom check may return (besides `signature`)
-    ) -> None:
-        self.signature = signature
-        self.category = category
-        self.title = title
-        self.fix = fix
-        self.patterns = [] if patterns is None else patterns
-        self.playbook = playbook
-        self.confidence = confidence
-        self.facts = facts
-        self.check = check
-        self.harmless = harmless
-        self.secondary = secondary
-        self.wrapper = wrapper
-        self.emits = emits
+    def __post_init__(self) -> None:
+        if self.patterns is None:
+            self.patterns = []
         if self.category not in CATEGORIES and not (self.harmless or self.wrapper):
             raise ValueError(f"{self.signature}: unknown category {self.category!r}")
-        # Per pattern: a literal the text must contain for the regex to have a chance, the clauses it
-        # must satisfy (one literal of each; see triage.regexlit), both derived from the pattern,
-        # and the regex itself, compiled on first need. Compiling every
-        # rule's regexes up front would dominate start-up; most never meet a line that could match.
         known = [derived(p) for p in self.patterns]
-        self._guards: list[str | None] = [g for g, _ in known]
-        self._clauses: list[tuple[tuple[str, ...], ...]] = [c for _, c in known]
-        self._compiled: list[re.Pattern[str] | None] = [None] * len(self.patterns)
+        self._guards = [g for g, _ in known]
+        self._clauses = [c for _, c in known]
+        self._compiled = [None] * len(self.patterns)
 
     def _search(self, i: int, text: str) -> "re.Match[str] | None":
         guard = self._guards[i]

@@ -42,11 +42,11 @@ PHASE_WORDS = [("warming up sampler", "sampler warm-up"), ("capturing cudagraph"
 
 
 def phase_of(frames_funcs: list[str], message: str = "") -> str | None:
-    """The start-up phase from the traceback's function names (innermost first), else from the message."""
-    for func in reversed(frames_funcs):
-        for fn, phase in PHASES:
-            if func == fn:
-                return phase
+    """The start-up phase from the traceback's function names, else from the message."""
+    funcs = set(frames_funcs)
+    for fn, phase in PHASES:
+        if fn in funcs:
+            return phase
     low = message.lower()
     for words, phase in PHASE_WORDS:
         if words.lower() in low:

@@ -145,7 +145,7 @@ RULES = [
 ]
 
 
-RAY_MISSING = Rule(
+RAY_MISSING: Rule = Rule(
     signature="distributed.ray_missing", category="distributed",
     title="Ray is needed for this launch but is not installed",
     fix="Install Ray into vLLM's environment (`pip install 'ray[default]'`, or `ray[cgraph]` for compiled "

@@ -10,6 +10,7 @@ from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
 from triage.rules.base import Rule, not_in_passing
+from triage.rules.vendor import vendor
 
 
 def _capabilities(m, line, scan) -> dict:
@@ -67,6 +68,25 @@ def _gpu_cc(scan: Scan) -> tuple[int, int] | None:
             if key in name:
                 return cc
     return None
+
+
+def _no_kernel_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    """A build without this GPU's kernels: a build gap (the GPU itself is fine), said per vendor."""
+    if vendor(scan) == "amd" or "hip" in line.text.lower() or "gfx" in line.text:
+        gfx = re.search(r"gfx\w+", " ".join(ln.text for ln in scan.lines if "gfx" in ln.text)[:20000])
+        return {"sm_suffix": f" ({gfx.group(0)})" if gfx else "",
+                "advice": ("This ROCm build of torch/vLLM has no code for this GPU's gfx target: install the ROCm wheel or "
+                           "image built for it, or build vLLM with PYTORCH_ROCM_ARCH including "
+                           + (gfx.group(0) if gfx else "this gfx target") + " (`rocminfo` names it).")}
+    have = _gpu_cc(scan)
+    sm = f"sm_{have[0]}{have[1]}" if have else None
+    gap = (f" This is a build gap, not a GPU limitation: {sm} GPUs are supported by builds that include it"
+           + (" (CUDA 12.8+ wheels for Blackwell)." if have and have[0] >= 10 else ".") if sm else "")
+    return {"sm_suffix": f" ({sm})" if sm else " (no kernel image is available)",
+            "advice": (f"torch or vLLM was compiled without this GPU's architecture ({sm or 'sm_XX'}): install a build "
+                       "that lists it (check `python -c 'import torch; print(torch.cuda.get_arch_list())'`), e.g. a "
+                       "CUDA 12.8+ wheel for Blackwell, or build vLLM with TORCH_CUDA_ARCH_LIST including this GPU."
+                       + gap)}
 
 
 def _needs(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
@@ -127,12 +147,13 @@ def _needs(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
 
 RULES = [
     Rule(signature="gpu.no_kernel_image", category="unsupported_gpu",
-         title="The installed build has no kernels for this GPU (no kernel image is available)",
-         fix="torch or vLLM was compiled without this GPU's architecture (sm_XX): install a build that lists it "
-             "(check `python -c 'import torch; print(torch.cuda.get_arch_list())'`), e.g. a CUDA 12.8+ wheel for "
-             "Blackwell, or build vLLM with TORCH_CUDA_ARCH_LIST including this GPU.",
+         title="The installed build has no kernels for this GPU{sm_suffix}",
+         fix="{advice}", facts=_no_kernel_facts,
          patterns=[r"no kernel image is available for execution on the device",
-                   r"cudaErrorNoKernelImageForDevice", r"CUDA_ERROR_NO_BINARY_FOR_GPU"],
+                   r"cudaErrorNoKernelImageForDevice", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
+                   # ROCm: the build has no code object for this gfx target
+                   r"hipErrorNoBinaryForGpu", r"HIP error: invalid device function",
+                   r"No compatible code objects found for: gfx\w+"],
          playbook="unsupported-gpu", confidence=0.9),
     Rule(signature="gpu.torch_arch_missing", category="unsupported_gpu",
          title="PyTorch was not built for this GPU ({name}, sm_{sm})",
@@ -253,7 +274,7 @@ RULES = [
 
 # A quantization library the checkpoint's method needs is missing, or the method's name is not one
 # this vLLM knows (vLLM's own words).
-QUANT_PACKAGE_MISSING = Rule(
+QUANT_PACKAGE_MISSING: Rule = Rule(
     signature="quant.package_missing", category="quantization",
     title="The package this quantization method needs is not installed ({package})",
     fix="Install the package vLLM names, at least the version it asks for (e.g. `pip install "

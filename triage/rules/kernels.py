@@ -306,7 +306,7 @@ RULES = [
 
 
 # An optional kernel package a chosen backend or model needs is not installed (vLLM's own words).
-KERNEL_PACKAGE_MISSING = Rule(
+KERNEL_PACKAGE_MISSING: Rule = Rule(
     signature="kernels.package_missing", category="kernel_library",
     title="A kernel package this launch needs is not installed ({package})",
     fix="Install the package vLLM names, in the version your vLLM release expects (see its "
@@ -349,7 +349,7 @@ RULES += [
          playbook="triton-compile", confidence=0.8),
 ]
 
-FLASHINFER_ARCH_UNSUPPORTED = Rule(
+FLASHINFER_ARCH_UNSUPPORTED: Rule = Rule(
     signature="kernels.flashinfer_arch_unsupported", category="kernel_library",
     title="FlashInfer cannot build this kernel for this GPU's architecture",
     fix="FlashInfer compiles some kernels only for some GPU generations, and needs an nvcc new enough for the "

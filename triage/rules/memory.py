@@ -178,6 +178,20 @@ def _free_memory_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, 
     return out
 
 
+def _capture_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    """The innermost vLLM function of the traceback: the op that broke the capture, when the log has it."""
+    for exc in scan.exceptions:
+        if exc.line.no >= line.no - 2 and exc.frames:
+            for fr in reversed(exc.frames):
+                # model, layer, attention or collective code: the op itself, not the engine that drives capture
+                if "/vllm/" in fr.file and any(p in fr.file for p in ("/model_executor/", "/attention/",
+                                                                      "/distributed/", "/layers/")):
+                    where = f"{fr.file.split('/vllm/', 1)[-1]} ({fr.func})"
+                    return {"where": where, "where_suffix": f" in {where}"}
+            break
+    return {"where_suffix": ""}
+
+
 def _kv_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     """kv_capacity_tokens: the one number for the longest context that fits, for every message form
     (vLLM's own count or estimate where the message gives one, else scaled from the GiB it reports);
@@ -247,10 +261,10 @@ RULES = [
          patterns=[r"CUDAGraphMode\.(?P<mode>\w+) is not supported with (?P<backend>[\w.]+) backend \(support: AttentionCGSupport\.(?P<support>\w+)\); please try"],
          playbook="cudagraph-capture", confidence=0.9),
     Rule(signature="cudagraph.capture_failed", category="cudagraph_capture",
-         title="CUDA graph capture failed",
-         fix="An op that cannot be captured ran during CUDA graph capture: launch with --enforce-eager to confirm, "
-             "then try -O/--compilation-config with fewer cudagraph sizes or another attention backend; report it "
-             "upstream with the op name.",
+         title="CUDA graph capture failed{where_suffix}",
+         fix="An op that cannot be captured ran during CUDA graph capture{where_suffix}: launch with --enforce-eager "
+             "to confirm, then try -O/--compilation-config with fewer cudagraph sizes or another attention backend; "
+             "report it upstream with the op name.", facts=_capture_facts,
          patterns=[r"operation not permitted when stream is capturing", r"cudaErrorStreamCaptureUnsupported",
                    r"cudaErrorStreamCaptureInvalidated", r"operation failed due to a previous error during capture",
                    r"CUDA graph capture (?:failed|is not supported)", r"cudaErrorStreamCaptureImplicit",
@@ -261,11 +275,14 @@ RULES = [
 
 def _budget_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     gd = m.groupdict()
+    out = _no_blocks_facts(m, line, scan)  # the same budget story as the error vLLM raises next
     if gd.get("kv_gib"):
-        return {"kv_budget": f"{gd['kv_gib']} GiB"}
-    if gd.get("concurrency"):
-        return {"kv_budget": f"{gd['concurrency']}x of one max_model_len request"}
-    return {"kv_budget": "0 blocks"}
+        out["kv_budget"] = f"{gd['kv_gib']} GiB"
+    elif gd.get("concurrency"):
+        out["kv_budget"] = f"{gd['concurrency']}x of one max_model_len request"
+    else:
+        out["kv_budget"] = "0 blocks"
+    return out
 
 
 # The cause stated only by INFO lines: vLLM's memory profiling found nothing left for the KV cache (a
@@ -273,9 +290,7 @@ def _budget_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
 RULES += [
     Rule(signature="kv_cache.negative_budget", category="kv_cache_memory",
          title="Memory profiling left no room for the KV cache (KV cache budget: {kv_budget})",
-         fix="The weights and the profiling peak already fill --gpu-memory-utilization of the GPU: raise "
-             "--gpu-memory-utilization (memory other processes hold counts against it), lower --max-num-seqs / "
-             "--max-num-batched-tokens, use a quantized checkpoint, or spread the model over more GPUs.",
+         fix="{advice}",
          patterns=[r"Available KV cache memory: (?P<kv_gib>-[\d.]+) ?GiB",  # V1 gpu_worker
                    r"the rest of the memory reserved for KV Cache is (?P<kv_gib>-[\d.]+) ?GiB",  # V0 worker
                    r"# (?:GPU|cuda|CUDA) blocks: 0, # CPU blocks",  # V0 executor

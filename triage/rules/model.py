@@ -80,16 +80,29 @@ def _drafter_crash(scan: Scan) -> Diagnosis | None:
             continue
         fr = in_spec[-1] if in_spec else None
         where = (f"{fr.file.rsplit('/vllm/', 1)[-1]} ({fr.func})" if fr else (named.group(0) if named else "the drafter"))
+        # "'EagleProposer' object has no attribute 'positions'" raised in vLLM's own files: its code does not fit
+        # together (a release bug), which no draft model can cause.
+        own = re.match(r"'(\w+)' object has no attribute '(\w+)'", exc.message) if exc.short_type == "AttributeError" else None
+        vllm_raised = bool(exc.frames) and "/vllm/" in exc.frames[-1].file
+        # a config object without a field is a draft/target mismatch, not vLLM's code
+        if own and vllm_raised and not own.group(1).endswith(("Config", "config")):
+            ver = scan.facts.get("vllm_version")
+            fix = (f"vLLM's own {own.group(1)} has no attribute '{own.group(2)}': its speculative-decoding code does not "
+                   f"fit together in this release{' (' + str(ver) + ')' if ver else ''}, which no draft model or flag "
+                   "causes. Use the vLLM release before it or a newer one that fixes it, or run without "
+                   "--speculative-config meanwhile; report it upstream with this traceback.")
+            facts = {"exception": exc.type, "message": exc.message[:300], "where": where, "code_bug": True}
+        else:
+            fix = ("The draft/EAGLE/MTP code of this vLLM failed: check that the draft model was made for this target "
+                   "model and this method (EAGLE vs EAGLE3 heads, `method` in --speculative-config) and for this vLLM "
+                   "version (the draft's model card names one); run once without --speculative-config to confirm the "
+                   "target alone works, then upgrade/downgrade vLLM or report it upstream with this traceback.")
+            facts = {"exception": exc.type, "message": exc.message[:300], "where": where}
         return Diagnosis(
             category="speculative_decoding", signature="speculative.drafter_crash",
             title=f"Speculative decoding crashed in {where}: {exc.text[:140]}",
             confidence=0.7, evidence=[Evidence(exc.line.no, exc.line.shown)],
-            facts={"exception": exc.type, "message": exc.message[:300], "where": where},
-            fix=Fix("The draft/EAGLE/MTP code of this vLLM failed: check that the draft model was made for this target "
-                    "model and this method (EAGLE vs EAGLE3 heads, `method` in --speculative-config) and for this vLLM "
-                    "version (the draft's model card names one); run once without --speculative-config to confirm the "
-                    "target alone works, then upgrade/downgrade vLLM or report it upstream with this traceback.",
-                    "speculative-decoding"),
+            facts=facts, fix=Fix(fix, "speculative-decoding"),
             first_line=exc.line.no)
     return None
 
@@ -272,7 +285,7 @@ def _config_mapping_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[st
     return {}
 
 
-HUB_UNREACHABLE = Rule(
+HUB_UNREACHABLE: Rule = Rule(
     signature="model_loading.hub_unreachable", category="model_loading",
     title="The model could not be fetched: the Hugging Face Hub is unreachable, or offline mode is on",
     fix="On a machine without access to huggingface.co, download the model elsewhere (`hf download MODEL "
@@ -380,7 +393,7 @@ RULES += [
          playbook="model-support", confidence=0.9),
 ]
 
-CONFIG_ATTR_MISSING = Rule(
+CONFIG_ATTR_MISSING: Rule = Rule(
     signature="model_support.transformers_config_attr", category="model_support",
     title="The model's config object lacks '{attr}' (transformers and vLLM versions do not match)",
     fix="vLLM reads a config attribute this transformers does not provide (transformers 5 moved RoPE and "

@@ -10,25 +10,22 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the headless report imports no pathlib (start-up)
     from pathlib import Path
 
 from triage.paths import cache_dir_str
-from triage.record import Record
 
 DEFAULT_TTL = 6 * 3600.0
 
 
-class Entry(Record):
-    __slots__ = ("value", "fetched_at", "fresh")
-    _fields = __slots__
-
-    def __init__(self, value: Any, fetched_at: float, fresh: bool) -> None:
-        self.value = value
-        self.fetched_at = fetched_at
-        self.fresh = fresh
+@dataclass(slots=True)
+class Entry:
+    value: Any
+    fetched_at: float
+    fresh: bool
 
     @property
     def age(self) -> float:

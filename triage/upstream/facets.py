@@ -9,11 +9,11 @@ family, and the error phrase.
 from __future__ import annotations
 
 import re
-from triage.lazyre import AUTO, lazy
-from triage.computecap import parse_cc
-from triage.record import Record
-
+from dataclasses import dataclass, field
 from typing import Any
+
+from triage.computecap import parse_cc
+from triage.lazyre import AUTO, lazy
 
 # --- subsystems -------------------------------------------------------------------------------
 # Keyword weights per subsystem; the text's subsystem is the best-scoring one. Strong, specific
@@ -269,39 +269,28 @@ def error_phrase(line: str, *, max_words: int = 8) -> str:
     return " ".join(best) if len(best) >= 2 else ""
 
 
-class Facets(Record):
+@dataclass(slots=True)
+class Facets:
     """What a diagnosis is about, in the vocabulary hits are compared in."""
 
-    __slots__ = ("subsystem", "phrase", "backends", "related_backends", "gpu_family", "gpu_name", "model_family",
-                 "model_group", "architecture", "use_sparse", "use_mla", "repos", "text", "line", "message",
-                 "vllm_version", "title", "releases")
-    _fields = __slots__
-
-    def __init__(self, subsystem: str | None = None, phrase: str = "", backends: set[str] | None = None,
-                 related_backends: set[str] | None = None, gpu_family: tuple[str, str] | None = None,
-                 gpu_name: str | None = None, model_family: str | None = None, model_group: str | None = None,
-                 architecture: str | None = None, use_sparse: bool | None = None, use_mla: bool | None = None,
-                 repos: list[str] | None = None, text: str = "", line: str = "",
-                 vllm_version: str | None = None) -> None:
-        self.subsystem = subsystem
-        self.phrase = phrase
-        self.backends = set() if backends is None else backends  # named in the failure
-        # Would fix it (from the capability table).
-        self.related_backends = set() if related_backends is None else related_backends
-        self.gpu_family = gpu_family  # (key, label)
-        self.gpu_name = gpu_name
-        self.model_family = model_family
-        self.model_group = model_group
-        self.architecture = architecture
-        self.use_sparse = use_sparse
-        self.use_mla = use_mla
-        self.repos = ["vllm-project/vllm"] if repos is None else repos
-        self.text = text  # the diagnosis' own text, for reference
-        self.line = line  # the evidence line that says what failed (the exception, else the first)
-        self.message = None  # that line read by triage.upstream.terms, on first use
-        self.vllm_version = vllm_version  # of the failing install, to prefer threads of its releases
-        self.title = ""  # the diagnosis' title: the query of last resort
-        self.releases: tuple[str, str] | None = None  # the vLLM releases whose source holds the message
+    subsystem: str | None = None
+    phrase: str = ""
+    backends: set[str] = field(default_factory=set)  # named in the failure
+    related_backends: set[str] = field(default_factory=set)  # would fix it (from the capability table)
+    gpu_family: tuple[str, str] | None = None  # (key, label)
+    gpu_name: str | None = None
+    model_family: str | None = None
+    model_group: str | None = None
+    architecture: str | None = None
+    use_sparse: bool | None = None
+    use_mla: bool | None = None
+    repos: list[str] = field(default_factory=lambda: ["vllm-project/vllm"])
+    text: str = ""  # the diagnosis' own text, for reference
+    line: str = ""  # the evidence line that says what failed (the exception, else the first)
+    vllm_version: str | None = None  # of the failing install, to prefer threads of its releases
+    message: Any = field(default=None, init=False)  # that line read by triage.upstream.terms, on first use
+    title: str = field(default="", init=False)  # the diagnosis' title: the query of last resort
+    releases: tuple[str, str] | None = field(default=None, init=False)  # the releases whose source holds the message
 
 
 def _gpu_from_env(env: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -71,6 +71,18 @@ def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, An
     if arch in DSA_ARCHES or (sparse and mla):
         facts["model_uses_dsa"] = True
     explanation, would = explain(fields, rejected, merged_env)
+    # A block size or KV-cache dtype the launch did not set was chosen by vLLM (its platform code forces the
+    # block size per backend): say so, so that the user is not sent to undo a flag they never passed.
+    args = scan.facts.get("launch_args")
+    if isinstance(args, dict) and args:
+        for key, flag in (("block_size", "--block-size"), ("kv_cache_dtype", "--kv-cache-dtype")):
+            val = fields.get(key)
+            if val not in (None, "auto") and key not in args and any(
+                    f"does not take {'block size' if key == 'block_size' else 'KV-cache dtype'} {val}" in ln
+                    for ln in explanation):
+                explanation.append(f"{key} {val} was not set by this launch ({flag} is not among its non-default "
+                                   "args): vLLM chose it for the backend it preferred")
+                facts[f"{key}_chosen_by"] = "vllm"
     facts["would_work"] = would
     major = cc_major(merged_env)
     gpu = f" (compute capability {cc})" if cc else ""

@@ -1,0 +1,121 @@
+"""`triage preflight [OPTIONS] -- vllm serve MODEL [ARGS...]`: will this launch fail here, and why?
+
+Reads the command, the model's files (a local folder, the Hugging Face cache, a GGUF file) and the
+machine (NVML, a saved `triage probe --json`, or --gpu/--gpus/--cc/--gpu-mem-gib), and the installed
+vLLM and transformers from the environment --python names (its files, never run). Prints the failures
+vLLM would stop with, in the words of the diagnosis it would get, before weights are loaded.
+Exit status: 0 a failure is predicted, 3 none is, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from triage.model import SCHEMA
+from triage.preflight.launch import LaunchError, parse_launch
+from triage.preflight.machine import Machine, given_gpus, probe_this_machine, read_environment
+from triage.preflight.model import read_model
+from triage.preflight.predict import predict
+from triage.sanitize import clean
+
+USAGE_ERROR = 2
+DEMO_DIR = os.path.join(os.path.dirname(os.path.dirname(__file__)), "demo")
+DEMO_COMMAND = ["vllm", "serve", "/models/GLM-5-FP8", "--tensor-parallel-size", "8", "--max-model-len", "131072",
+                "--gpu-memory-utilization", "0.92", "--trust-remote-code"]
+
+
+def _snapshot_machine(path: str) -> Machine:
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    facts = data["hosts"][0]["facts"] if isinstance(data, dict) and data.get("hosts") else data
+    if not isinstance(facts, dict):
+        raise ValueError("not a `triage probe --json` snapshot")
+    pk = facts.get("packages")
+    pk = pk if isinstance(pk, dict) else {}
+    return Machine(gpus=[g for g in facts.get("gpus") or [] if isinstance(g, dict)],
+                   packages={str(k).lower(): str(v) for k, v in pk.items()}, where=f"snapshot {path}")
+
+
+def main(argv: list[str]) -> int:
+    if "--" in argv:
+        at = argv.index("--")
+        own, command = argv[:at], argv[at + 1:]
+    else:
+        own, command = argv, []
+    p = argparse.ArgumentParser(prog="triage preflight", description="Predict whether `vllm serve` will fail here.",
+                                usage="triage preflight [OPTIONS] -- vllm serve MODEL [ARGS...]")
+    p.add_argument("--json", action="store_true", help="one JSON object (the report schema, predictions marked)")
+    p.add_argument("--python", metavar="PY", help="the interpreter of vLLM's environment (read from its files)")
+    p.add_argument("--snapshot", metavar="FILE", help="the machine from a saved `triage probe --json`")
+    p.add_argument("--gpu", metavar="NAME", help="predict for this GPU instead of probing (with --cc, --gpu-mem-gib)")
+    p.add_argument("--gpus", type=int, default=1, help="how many of them (with --gpu)")
+    p.add_argument("--cc", metavar="X.Y", help="their compute capability (with --gpu)")
+    p.add_argument("--gpu-mem-gib", type=float, help="their memory in GiB (with --gpu)")
+    p.add_argument("--demo", action="store_true", help="GLM-5 (DSA) on 8x RTX PRO 6000: the flagship, predicted")
+    try:
+        args = p.parse_args(own)
+    except SystemExit as exc:
+        return 0 if exc.code == 0 else USAGE_ERROR
+    try:
+        if args.demo:
+            command = command or DEMO_COMMAND
+            machine = _snapshot_machine(os.path.join(DEMO_DIR, "snapshot_rtxpro6000.json"))
+            machine.where = "the demo machine (8x RTX PRO 6000, vLLM 0.16 nightly)"
+        elif args.snapshot:
+            machine = _snapshot_machine(args.snapshot)
+        elif args.gpu:
+            if not args.cc or not args.gpu_mem_gib:
+                raise LaunchError("--gpu needs --cc and --gpu-mem-gib")
+            machine = Machine(gpus=given_gpus(args.gpu, args.gpus, args.cc, args.gpu_mem_gib), where="the GPUs given")
+        else:
+            machine = Machine(gpus=probe_this_machine())
+        if not command:
+            raise LaunchError("give the launch after --: triage preflight -- vllm serve MODEL ...")
+        launch = parse_launch(command)
+    except (LaunchError, OSError, ValueError, KeyError) as exc:
+        print(f"triage preflight: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    if args.python:
+        read_environment(machine, args.python)
+    model = read_model(launch.model)
+    if args.demo:
+        with open(os.path.join(DEMO_DIR, "glm5_config.json"), encoding="utf-8") as fh:
+            model.config, model.where, model.problem = json.load(fh), "the bundled demo config", None
+    diagnoses = predict(launch, model, machine)
+    notes = [n for n in (model.problem,
+                         None if machine.gpus else "no GPU found: GPU-dependent checks were skipped",
+                         None if "vllm" in machine.packages else
+                         "the installed vLLM is unknown (--python names its environment): release-dependent checks "
+                         "assume any release") if n]
+    if args.json:
+        out = {"schema": SCHEMA, "predicted": True,
+               "input": {"source": "preflight", "command": command, "model": model.where},
+               "diagnoses": [d.to_json() for d in diagnoses],
+               "environment": {"gpus": [{k: g.get(k) for k in ("name", "compute_capability", "memory_total_mib")}
+                                        for g in machine.gpus],
+                               **({"vllm_version": machine.packages["vllm"]} if "vllm" in machine.packages else {})},
+               **({"warnings": notes} if notes else {})}
+        print(clean(json.dumps(out, indent=2)))
+    else:
+        _print(launch.model, machine, diagnoses, notes)
+    return 0 if diagnoses else 3
+
+
+def _print(model: str, machine: Machine, diagnoses: list, notes: list[str]) -> None:
+    gpus = f"{len(machine.gpus)}x {machine.gpu_name}" if machine.gpus else "no GPU"
+    print(clean(f"triage preflight: {model} on {machine.where} ({gpus}, vLLM {machine.packages.get('vllm', 'unknown')})"))
+    if not diagnoses:
+        print("No failure predicted: parallelism, model support, dtype, quantization, attention backend and KV-cache "
+              "budget all pass.")
+    for i, d in enumerate(diagnoses):
+        print(clean(f"\n{'WILL FAIL' if i == 0 else 'ALSO'}: {d.title}   [{d.category}, predicted]"))
+        for e in d.evidence:
+            print(clean(f"    {e.text}"))
+        print(clean(f"  Fix: {d.fix.summary}"))
+        if d.fix.playbook:
+            print(f"  Playbook: {d.fix.playbook}")
+    for n in notes:
+        print(clean(f"note: {n}"))

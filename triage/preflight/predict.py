@@ -1,0 +1,290 @@
+"""Predictions: what vLLM would refuse on this machine, from the model's config and the machine's facts.
+
+Each check mirrors a check vLLM makes at start-up (named in its comment) and speaks the diagnosis
+vocabulary of spec/report.md, so a prediction reads like the diagnosis the failed log would get, with
+the config keys and machine facts that decided it as evidence.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from triage import versions
+from triage.model import Diagnosis, Evidence, Fix
+from triage.preflight.launch import Launch
+from triage.preflight.machine import Machine
+from triage.preflight.model import ModelFiles
+from triage.rules.attention.explain import BACKENDS, DSA_ARCHES
+
+GIB = 1 << 30
+# vLLM's get_min_capability() of each method, for when the installed source cannot be read
+# (vllm/model_executor/layers/quantization/*.py).
+MIN_CAPABILITY = {"awq": 75, "gptq": 60, "bitsandbytes": 70, "fp8": 80, "awq_marlin": 80, "gptq_marlin": 80,
+                  "marlin": 80, "fbgemm_fp8": 80, "modelopt": 89, "modelopt_fp4": 100, "gguf": 60,
+                  "compressed-tensors": 70, "experts_int8": 80, "mxfp4": 80}
+QUANT_FILES = {"awq": "awq.py", "gptq": "gptq.py", "bitsandbytes": "bitsandbytes.py", "fp8": "fp8.py",
+               "awq_marlin": "awq_marlin.py", "gptq_marlin": "gptq_marlin.py", "fbgemm_fp8": "fbgemm_fp8.py",
+               "modelopt": "modelopt.py", "gguf": "gguf.py", "experts_int8": "experts_int8.py", "mxfp4": "mxfp4.py"}
+DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
+
+
+def _ev(text: str) -> Evidence:
+    return Evidence(0, text)  # a prediction has no log line: 0 says so
+
+
+def _diag(category: str, sig: str, title: str, conf: float, evidence: list[str], fix: str, playbook: str | None,
+          facts: dict[str, Any] | None = None) -> Diagnosis:
+    f = {"predicted": True, **(facts or {})}
+    return Diagnosis(category=category, signature=f"preflight.{sig}", title=title, confidence=conf,
+                     evidence=[_ev(e) for e in evidence], facts=f, fix=Fix(fix, playbook), first_line=0)
+
+
+def model_dtype(launch: Launch, cfg: dict[str, Any]) -> str:
+    if launch.dtype not in ("auto", ""):
+        return {"half": "float16", "float": "float32"}.get(launch.dtype, launch.dtype)
+    d = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
+    return d.replace("torch.", "")
+
+
+def attention_shape(cfg: dict[str, Any]) -> dict[str, Any]:
+    """What vLLM's selector is asked: head size, MLA, DSA sparse (from the model config)."""
+    arch = (cfg.get("architectures") or [""])[0]
+    mla = bool(cfg.get("kv_lora_rank"))
+    sparse = mla and (bool(cfg.get("index_topk")) or arch in DSA_ARCHES)
+    if mla:
+        head = int(cfg["kv_lora_rank"]) + int(cfg.get("qk_rope_head_dim") or 0)
+    else:
+        heads = int(cfg.get("num_attention_heads") or 1)
+        head = int(cfg.get("head_dim") or (int(cfg.get("hidden_size") or 0) // heads))
+    return {"architecture": arch, "use_mla": mla, "use_sparse": sparse, "head_size": head}
+
+
+def _reasons(name: str, spec: dict[str, Any], shape: dict[str, Any], dtype: str, kv: str,
+             cc: tuple[int, int] | None, vllm: str | None, installed: dict[str, str]) -> list[str]:
+    why = []
+    if spec.get("since") and vllm and versions.lt(vllm, spec["since"]):
+        why.append(f"not in vLLM {vllm} (added in {spec['since']})")
+    if name == "TRITON_MLA_SPARSE" and "triage-sparse-mla" not in installed:
+        why.append("not in any vLLM release (open pull requests); triage's bundled backend provides it")
+    if shape["use_sparse"] and not spec.get("sparse"):
+        why.append("sparse not supported")
+    if not shape["use_sparse"] and spec.get("sparse"):
+        why.append("dense model")
+    if spec.get("cc") is not None and cc and cc[0] not in spec["cc"]:
+        why.append("compute capability not supported")
+    if dtype not in spec.get("dtypes", []):
+        why.append(f"dtype {dtype} not supported")
+    if spec.get("kv") and kv not in spec["kv"]:
+        why.append(f"kv cache dtype {kv} not supported")
+    if spec.get("heads") and shape["head_size"] not in spec["heads"]:
+        why.append(f"head size {shape['head_size']} not supported")
+    return why
+
+
+def attention(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
+    """vLLM's attention selector (vllm/platforms/cuda.py get_attn_backend_cls): some backend must accept
+    the model's layers on this GPU; a forced one (--attention-backend) must accept them itself."""
+    cfg = model.config
+    if not cfg:
+        return None
+    shape = attention_shape(cfg)
+    dtype, kv, cc = model_dtype(launch, cfg), launch.kv_cache_dtype, m.cc
+    vllm = m.packages.get("vllm")
+    names = [n for n, s in BACKENDS.items() if bool(s.get("sparse")) == shape["use_sparse"]
+             and ("MLA" in n) == shape["use_mla"]]
+    if launch.attention_backend and launch.attention_backend.upper() != "CUSTOM":
+        names = [launch.attention_backend.upper()]
+    rejected = {n: _reasons(n, BACKENDS.get(n, {}), shape, dtype, kv, cc, vllm, m.packages) for n in names}
+    if launch.attention_backend and launch.attention_backend.upper() == "CUSTOM":
+        if "triage-sparse-mla" in m.packages:
+            return None
+        rejected = {"CUSTOM": ["nothing registered in the CUSTOM slot (no plugin installed)"]}
+    if any(not why for why in rejected.values()):
+        return None
+    where = f"{m.gpu_name} (compute capability {cc[0]}.{cc[1]})" if cc else m.gpu_name
+    evidence = [f"config.json: architectures={shape['architecture']}, " + (
+        f"kv_lora_rank + qk_rope_head_dim = head size {shape['head_size']}" if shape["use_mla"]
+        else f"head size {shape['head_size']}") + (", index_topk (DSA sparse attention)" if shape["use_sparse"] else ""),
+        f"dtype {dtype}, kv cache dtype {kv}", f"GPU: {where}; vLLM {vllm or 'not found in the named environment'}"]
+    evidence += [f"{n}: {', '.join(w)}" for n, w in rejected.items()]
+    if shape["use_sparse"]:
+        fix = ("No sparse MLA backend of this vLLM runs this model on this GPU. On SM12x, vLLM 0.24+ has "
+               "FLASHINFER_MLA_SPARSE_SM120 (bf16, --kv-cache-dtype fp8_ds_mla); otherwise install triage's "
+               "bundled backend (`triage apply sparse-mla`, then --attention-backend CUSTOM).")
+        playbook = "attention-sparse-mla"
+    else:
+        fix = "Pick a backend that takes this head size and dtype on this GPU, or drop --attention-backend."
+        playbook = "attention-backend"
+    forced = bool(launch.attention_backend)
+    title = (f"--attention-backend {launch.attention_backend} will be refused for this model on this GPU" if forced
+             else "vLLM will find no attention backend for this model on this GPU")
+    return _diag("attention_backend", "attention_backend", title, 0.9, evidence, fix, playbook,
+                 {**shape, "dtype": dtype, "kv_cache_dtype": kv, "rejected": rejected})
+
+
+def kv_per_token(cfg: dict[str, Any], launch: Launch, dtype: str) -> int:
+    """Bytes of KV cache one token takes on one GPU (vllm/v1/kv_cache_interface.py page sizes)."""
+    layers = max(1, int(cfg.get("num_hidden_layers") or 1) // max(1, launch.pp))
+    kv = launch.kv_cache_dtype
+    elt = 1 if kv.startswith("fp8") else DTYPE_BYTES.get(dtype, 2)
+    if cfg.get("kv_lora_rank"):
+        if kv == "fp8_ds_mla":
+            return layers * 656
+        return layers * (int(cfg["kv_lora_rank"]) + int(cfg.get("qk_rope_head_dim") or 0)) * elt
+    heads = int(cfg.get("num_attention_heads") or 1)
+    kv_heads = int(cfg.get("num_key_value_heads") or heads)
+    head_dim = int(cfg.get("head_dim") or (int(cfg.get("hidden_size") or 0) // heads))
+    per_gpu_heads = max(1, -(-kv_heads // max(1, launch.tp)))
+    return layers * 2 * per_gpu_heads * head_dim * elt
+
+
+def kv_budget(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
+    """vLLM's memory profiling and check_enough_kv_cache_memory (vllm/v1/core/kv_cache_utils.py): the
+    weights must fit in gpu_memory_utilization of the GPU, and the rest must hold one max_model_len request."""
+    cfg, mem = model.config, m.gpu_mem_bytes
+    if not cfg or not mem or not model.weight_bytes:
+        return None
+    shards = max(1, launch.tp * launch.pp)
+    weights = model.weight_bytes / shards
+    budget = mem * launch.gpu_memory_utilization
+    overhead = max(1 * GIB, 0.04 * mem)  # activations and the profiling peak: an estimate
+    free = budget - weights - overhead
+    dtype = model_dtype(launch, cfg)
+    per_token = kv_per_token(cfg, launch, dtype)
+    max_len = launch.max_model_len or int(cfg.get("max_position_embeddings") or 0)
+    facts = {"weights_gib_per_gpu": round(weights / GIB, 1), "budget_gib": round(budget / GIB, 1),
+             "kv_bytes_per_token": per_token, "max_model_len": max_len}
+    ev = [f"weights: {model.weight_bytes / GIB:.1f} GiB over {shards} GPU(s) = {weights / GIB:.1f} GiB each",
+          f"GPU memory {mem / GIB:.1f} GiB x --gpu-memory-utilization {launch.gpu_memory_utilization} = "
+          f"{budget / GIB:.1f} GiB; about {overhead / GIB:.1f} GiB goes to activations"]
+    if weights > budget:
+        return _diag("gpu_oom", "weights_do_not_fit",
+                     f"The weights ({weights / GIB:.1f} GiB per GPU) will not fit in {budget / GIB:.1f} GiB",
+                     0.85, ev, "Spread the model over more GPUs (--tensor-parallel-size / --pipeline-parallel-size), "
+                     "use a quantized checkpoint, or raise --gpu-memory-utilization if nothing else uses the GPU.",
+                     "gpu-oom", facts)
+    if free <= 0:
+        return _diag("kv_cache_memory", "no_kv_memory", "No memory will be left for the KV cache", 0.8, ev,
+                     "Raise --gpu-memory-utilization, or use more GPUs / a quantized checkpoint.",
+                     "kv-cache-memory", facts)
+    fits = int(free // per_token) // 16 * 16
+    facts["largest_max_model_len"] = fits
+    ev.append(f"KV cache: {free / GIB:.1f} GiB left, {per_token} bytes a token on each GPU: room for {fits} tokens")
+    if max_len and fits < max_len:
+        return _diag("kv_cache_memory", "max_len_exceeds_kv",
+                     f"max_model_len {max_len} will not fit in the KV cache (room for about {fits} tokens)", 0.75,
+                     ev, f"Lower --max-model-len to at most {fits}, raise --gpu-memory-utilization, use "
+                     "--kv-cache-dtype fp8, or spread the model over more GPUs.", "kv-cache-memory", facts)
+    return None
+
+
+def _min_capability_from_source(m: Machine, method: str) -> int | None:
+    fn = QUANT_FILES.get(method)
+    src = m.source(f"vllm/model_executor/layers/quantization/{fn}") if fn else None
+    if not src:
+        return None
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == "get_min_capability":
+            for r in ast.walk(node):
+                if isinstance(r, ast.Return) and isinstance(r.value, ast.Constant) and isinstance(r.value.value, int):
+                    return r.value.value
+    return None
+
+
+def quantization(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
+    """vllm/config verify_quantization: the method's get_min_capability() against the GPU."""
+    qc = model.config.get("quantization_config") if model.config else None
+    method = launch.quantization or (qc.get("quant_method") if isinstance(qc, dict) else None)
+    cc = m.cc
+    if not method or not cc:
+        return None
+    method = str(method).lower()
+    need = _min_capability_from_source(m, method)
+    basis = "the installed vLLM's source"
+    if need is None:
+        need, basis = MIN_CAPABILITY.get(method), "triage's table"
+    have = cc[0] * 10 + cc[1]
+    if need is None or have >= need:
+        return None
+    return _diag("quantization", "min_capability",
+                 f"The quantization method {method} needs compute capability {need / 10:.1f}; this GPU has {cc[0]}.{cc[1]}",
+                 0.85, [f"quantization: {method} (minimum capability {need}, from {basis})", f"GPU: {m.gpu_name}"],
+                 "Use a checkpoint quantized with a method this GPU runs (AWQ/GPTQ on 7.5+, fp8 via Marlin on 8.0+), "
+                 "or a GPU of that generation.", "quantization", {"method": method, "min_capability": need})
+
+
+def dtype(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
+    """vllm/config _check_valid_dtype: bfloat16 needs compute capability 8.0."""
+    cc = m.cc
+    if not model.config or not cc:
+        return None
+    d = model_dtype(launch, model.config)
+    if d == "bfloat16" and cc[0] < 8:
+        return _diag("dtype_unsupported", "bf16_before_ampere",
+                     f"bfloat16 needs compute capability 8.0; {m.gpu_name} has {cc[0]}.{cc[1]}", 0.9,
+                     [f"dtype {d} ({'--dtype' if launch.dtype != 'auto' else 'config.json torch_dtype'})"],
+                     "Add --dtype half (float16).", "dtype-unsupported", {"dtype": d})
+    if launch.kv_cache_dtype.startswith("fp8") and cc[0] * 10 + cc[1] < 89 and launch.kv_cache_dtype != "fp8_e5m2":
+        return _diag("dtype_unsupported", "fp8_kv_before_ada",
+                     f"An fp8 KV cache ({launch.kv_cache_dtype}) needs compute capability 8.9 here",
+                     0.6, [f"--kv-cache-dtype {launch.kv_cache_dtype}", f"GPU: {m.gpu_name}"],
+                     "Drop --kv-cache-dtype or use fp8_e5m2 where the backend takes it.", "dtype-unsupported")
+    return None
+
+
+def parallelism(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
+    """vllm/config verify_with_parallel_config and the executor's world size check."""
+    cfg = model.config
+    world = launch.tp * launch.pp * launch.dp
+    if m.gpus and world > len(m.gpus):
+        return _diag("engine_config", "world_exceeds_gpus",
+                     f"{world} GPUs asked for (TP {launch.tp} x PP {launch.pp} x DP {launch.dp}); {len(m.gpus)} visible",
+                     0.9, [f"GPUs: {len(m.gpus)} x {m.gpu_name}"],
+                     "Lower --tensor-parallel-size / --pipeline-parallel-size to the GPUs there are.",
+                     "engine-config", {"world_size": world, "gpus": len(m.gpus)})
+    heads = int(cfg.get("num_attention_heads") or 0) if cfg else 0
+    if heads and heads % launch.tp:
+        return _diag("engine_config", "tp_heads_not_divisible",
+                     f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({launch.tp})",
+                     0.9, [f"config.json: num_attention_heads={heads}"],
+                     f"Use a --tensor-parallel-size that divides {heads}.", "engine-config")
+    layers = int(cfg.get("num_hidden_layers") or 0) if cfg else 0
+    if layers and launch.pp > layers:
+        return _diag("engine_config", "pp_exceeds_layers",
+                     f"Pipeline parallel size {launch.pp} is larger than the {layers} layers", 0.85,
+                     [f"config.json: num_hidden_layers={layers}"], "Lower --pipeline-parallel-size.", "engine-config")
+    return None
+
+
+def support(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
+    """vllm/model_executor/models/registry.py and transformers' CONFIG_MAPPING_NAMES: is the model known?"""
+    cfg = model.config
+    arch = (cfg.get("architectures") or [None])[0] if cfg else None
+    mtype = cfg.get("model_type") if cfg else None
+    registry = m.source("vllm/model_executor/models/registry.py")
+    if arch and registry and f'"{arch}"' not in registry and "--trust-remote-code" not in launch.switches:
+        return _diag("model_support", "architecture_unsupported",
+                     f"Model architectures ['{arch}'] are not supported by vLLM {m.packages.get('vllm', '')}".strip(),
+                     0.8, [f"config.json: architectures={arch}", "not in the installed vllm/model_executor/models/registry.py"],
+                     "Upgrade vLLM to a release that supports this architecture.", "model-support")
+    auto = m.source("transformers/models/auto/configuration_auto.py")
+    if mtype and auto and not re.search(rf'\(\s*"{re.escape(str(mtype))}"\s*,', auto):
+        return _diag("model_support", "model_type_unknown",
+                     f"transformers {m.packages.get('transformers', '')} does not know model type {mtype}".replace("  ", " "),
+                     0.75, [f"config.json: model_type={mtype}", "not in the installed transformers' CONFIG_MAPPING_NAMES"],
+                     "Upgrade transformers (and vLLM with it) to a release that knows this model type.", "model-support")
+    return None
+
+
+CHECKS = (parallelism, support, dtype, quantization, attention, kv_budget)
+
+
+def predict(launch: Launch, model: ModelFiles, m: Machine) -> list[Diagnosis]:
+    out = [d for d in (check(launch, model, m) for check in CHECKS) if d is not None]
+    return sorted(out, key=lambda d: -d.confidence)
