@@ -3,8 +3,8 @@ example (`triage --demo`: the GLM-5 log and the recorded 8x RTX PRO 6000 probe s
 and 80x24, one per view. As harlequin's export_screenshots: run_test(size=...), press keys,
 save_screenshot.
 
-The Upstream view shows hits ranked by triage from recorded GitHub answers (tests/fixtures/tui), since
-the demo never goes online; the fleet view adds a recorded second host (gpu-b) and an unreachable one.
+The Upstream view shows the recorded GitHub answers the demo ships (triage/demo/upstream_recorded.json,
+marked "recorded"), since the demo never goes online; the fleet view adds a recorded second host (gpu-b) and an unreachable one.
 
     python scripts/screenshots.py            # writes screenshots/
 """
@@ -12,7 +12,6 @@ the demo never goes online; the fleet view adds a recorded second host (gpu-b) a
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import subprocess
@@ -35,16 +34,9 @@ def demo_app(hosts=None):
     os.chdir(ROOT)
     log = os.path.relpath(DEMO_LOG, ROOT)
     snap = os.path.relpath(DEMO_SNAPSHOT, ROOT) if os.path.exists(DEMO_SNAPSHOT) else None
-    recorded = json.loads((ROOT / "tests" / "fixtures" / "tui" / "demo_report.json").read_text(encoding="utf-8"))
-
-    def full(opts, scan):
-        report = full_report(opts, scan)
-        if not report.upstream:
-            report.upstream = recorded.get("upstream")
-        return report
-
+    # Exactly what `triage --demo` shows: its full stage adds the recorded upstream answers it ships.
     opts = Options(source=log, snapshot=snap, offline=True, probe=False, demo=True)
-    return TriageApp(opts, quick=quick_report, full=full, hosts=hosts)
+    return TriageApp(opts, quick=quick_report, full=full_report, hosts=hosts)
 
 
 async def shoot(name: str, keys: list[str], size: tuple[int, int], hosts=None, walk: bool = False) -> Path:
@@ -53,9 +45,6 @@ async def shoot(name: str, keys: list[str], size: tuple[int, int], hosts=None, w
     app = demo_app(hosts)
     async with app.run_test(size=size) as pilot:
         await settle(pilot, app)
-        if app.report is not None and not app.report.upstream:
-            app._full_done(app._full_fn(app.opts, app.live.scan))
-            await settle(pilot, app)
         for k in keys:
             await pilot.press(k)
             await settle(pilot, app)

@@ -106,3 +106,52 @@ def test_headless_path_imports_no_tui_or_network():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT))
     assert r.stdout.strip() == "0 []", r.stdout + r.stderr
+
+
+def test_a_mistyped_subcommand_gets_did_you_mean():
+    r = run_triage("prob")
+    err = r.stderr.decode().strip().splitlines()
+    assert r.returncode == 2 and len(err) == 1 and "did you mean `triage probe`" in err[0]
+
+
+def test_top_level_help_says_each_subcommand_and_the_exit_codes():
+    out = run_triage("--help").stdout.decode()
+    for sub in ("probe", "fix", "undo", "playbooks", "apply", "report"):
+        assert any(line.strip().startswith(sub + " ") and len(line.split()) > 3 for line in out.splitlines()), sub
+    assert "exit status" in out and "3  the log was read and shows no failure" in out
+
+
+@pytest.mark.parametrize("content,word", [(b"", "empty"), (b"\n\n  \n", "empty"),
+                                           (bytes(range(256)) * 40, "binary")])
+def test_an_empty_or_binary_file_is_not_a_healthy_log(tmp_path, content, word):
+    p = tmp_path / "vllm.log"
+    p.write_bytes(content)
+    for args in (("--log", str(p), "--report"), ("--log", str(p), "--json"), ("fix", "--log", str(p), "--dry-run")):
+        r = run_triage(*args, "--offline", "--no-probe")
+        err = r.stderr.decode().strip().splitlines()
+        assert r.returncode == 2 and len(err) == 1 and word in err[0], (args, r.returncode, err)
+        assert r.stdout == b""
+
+
+def test_a_log_cut_off_during_start_up_says_so(tmp_path):
+    healthy = (ROOT / "tests" / "logs" / "unseen" / "none--healthy-startup-common-warnings.log").read_bytes()
+    cut = tmp_path / "stdout-only.log"
+    cut.write_bytes(healthy[:2000])
+    r = run_triage("--log", str(cut), "--json", "--offline", "--no-probe")
+    assert r.returncode == 3
+    assert any("ends during start-up" in w for w in json.loads(r.stdout)["warnings"])
+    # A server that came up is not "cut off".
+    whole = tmp_path / "whole.log"
+    whole.write_bytes(healthy)
+    r = run_triage("--log", str(whole), "--json", "--offline", "--no-probe")
+    assert not any("ends during start-up" in w for w in json.loads(r.stdout).get("warnings", []))
+
+
+def test_the_report_says_when_the_probed_machine_is_not_the_logs():
+    """The demo log ran on 8 GPUs from /root/ml-env; this machine (the test's) has neither."""
+    r = run_triage("--log", "triage/demo/glm5_sm120.log", "--report", "--offline", env={"TRIAGE_NO_TUI": "1"})
+    out = " ".join(r.stdout.decode().split())
+    assert "Not the machine that wrote the log:" in out and "the log's vLLM used 8 GPUs" in out
+    # With the log alone (no probe) there is nothing to mix up.
+    r = run_triage("--log", "triage/demo/glm5_sm120.log", "--report", "--offline", "--no-probe")
+    assert "Not the machine" not in r.stdout.decode()

@@ -108,5 +108,9 @@ def test_release_order_matches_tuples(a, b):
 def test_placeholder_default_text_for_unknown_facts():
     from triage.playbooks.engine import render_text
 
-    assert render_text("on {gpu_name|this GPU} ({compute_capability})", {}) == "on this GPU (unknown)"
+    assert render_text("on {gpu_name|this GPU}.", {}) == "on this GPU."
+    # A sentence whose fact is missing (no default) is left out, and the fact is noted, never "unknown".
+    missing: list = []
+    got = render_text("Runs on {gpu_name|this GPU}. It has compute capability {compute_capability}.", {}, missing)
+    assert got == "Runs on this GPU." and missing == ["compute_capability"]
     assert render_text("on {gpu_name|this GPU}", {"gpu_name": "RTX PRO 6000"}) == "on RTX PRO 6000"

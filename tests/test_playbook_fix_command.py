@@ -26,9 +26,9 @@ def test_dry_run_from_a_saved_report_shows_the_whole_plan(tmp_path, capsys):
     path = report_file(tmp_path, [diagnosis("attention_backend")])
     assert fix.main(["--from-report", str(path), "--dry-run", "--offline"]) == 0
     out = capsys.readouterr().out
-    assert "Playbook attention-sparse-mla" in out and "dry run" in out
-    assert "outcome: " in out
-    assert "Other steps of this playbook" in out and "[upgrade] apply" in out
+    assert "(playbook attention-sparse-mla; dry run" in out
+    assert "Result: " in out and "outcome: " not in out
+    assert "Other steps of this playbook" in out and "  - Upgrade vLLM" in out
     assert not (tmp_path / "home" / "state" / "transcripts").exists()
 
 
@@ -43,7 +43,7 @@ def test_category_fallback_and_nothing_to_fix(tmp_path, capsys):
     diag = diagnosis("gpu_oom")
     diag["fix"] = {"summary": "", "playbook": None}
     assert fix.main(["--from-report", str(report_file(tmp_path, [diag])), "--dry-run"]) == 0
-    assert "Playbook gpu-oom" in capsys.readouterr().out
+    assert "(playbook gpu-oom" in capsys.readouterr().out
     assert fix.main(["--from-report", str(report_file(tmp_path, [])), "--dry-run"]) == 3
 
 
@@ -68,4 +68,4 @@ def test_named_playbook_runs_on_a_log(tmp_path, capsys):
     log = tmp_path / "vllm.log"
     log.write_text("INFO nothing to see\n")
     assert fix.main(["--log", str(log), "--playbook", "kv-cache-memory", "--dry-run", "--offline", "--no-probe"]) == 0
-    assert "Playbook kv-cache-memory" in capsys.readouterr().out
+    assert "(playbook kv-cache-memory" in capsys.readouterr().out

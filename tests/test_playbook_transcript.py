@@ -106,7 +106,9 @@ def test_undo_command(tmp_path, capsys):
     assert f"reverted: restored {f}" in out and "cannot revert (do it by hand if needed): pip install something" in out
     assert f.read_text() == "vllm serve m\n"
     assert undo_cmd.main(["--list"]) == 0
-    assert "[undone]" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "[undone]" in out and "result: change the launch flag --enforce-eager" in out
+    assert "outcome=" not in out and "None" not in out
 
 
 RUNS = textwrap.dedent(

@@ -163,3 +163,89 @@ def test_validate_command_paths(tmp_path, capsys):
     assert cmd.main(["validate", str(tmp_path / "missing.yaml")]) == 2
     with pytest.raises(PlaybookInvalid):
         load_file(tmp_path / "missing.yaml")
+
+
+def _one_step(step: str, extra: str = "") -> str:
+    return "id: demo\ntitle: Demo\ncategories: [kv_cache_memory]\n" + extra + "steps:\n" + textwrap.indent(
+        textwrap.dedent(step), "  ")
+
+
+def test_argv_split_at_a_comma_is_refused():
+    """YAML's flow list splits `--query-compute-apps=pid,process_name` at the comma: shown and run wrong."""
+    errors = refused(_one_step("""\
+        - id: smi
+          kind: check
+          title: GPU processes
+          argv: [nvidia-smi, --query-compute-apps=pid,process_name,used_memory, --format=csv,noheader]
+          on_pass: done:ok
+          on_fail: manual:escalate
+        """))
+    assert any("bad.yaml:8" in e and "split at a comma" in e for e in errors), errors
+    # Quoted, or one item a line, it is one argument and loads.
+    pb = load_text(_one_step("""\
+        - id: smi
+          kind: check
+          title: GPU processes
+          argv: [nvidia-smi, '--query-compute-apps=pid,process_name', '--format=csv,noheader']
+          on_pass: done:ok
+          on_fail: manual:escalate
+        """), "ok.yaml")
+    assert pb.steps["smi"].get("argv")[1] == "--query-compute-apps=pid,process_name"
+
+
+def test_a_placeholder_nothing_can_fill_is_refused():
+    errors = refused(_one_step("""\
+        - id: say
+          kind: explain
+          title: Say it
+          text: "Its replacement: {replacement}."
+          next: done:ok
+        """, extra="facts: {replacement: text}\n"))
+    assert any("never be filled" in e and "replacement" in e for e in errors), errors
+
+
+def test_a_title_that_is_the_step_id_is_refused():
+    errors = refused(_one_step("""\
+        - id: ask-file-len
+          kind: explain
+          title: ask file len
+          text: hello
+          next: done:ok
+        """))
+    assert any("internal id" in e for e in errors), errors
+
+
+def test_a_signature_no_rule_emits_is_refused_with_the_close_one():
+    errors = refused(_one_step("""\
+        - id: which
+          kind: check
+          expect: "signature == 'kv_cache.max_seq_len_exceeds'"
+          on_pass: done:ok
+          on_fail: manual:escalate
+        """))
+    assert any("no rule emits" in e and "kv_cache.max_len_exceeds_capacity" in e for e in errors), errors
+
+
+def test_a_one_line_text_needs_words_for_a_missing_fact():
+    errors = refused(_one_step("""\
+        - id: pick
+          kind: ask
+          question: Which?
+          choices:
+            - {key: a, label: "--max-model-len {kv_capacity_tokens}", goto: done:a}
+            - {key: b, label: "--max-model-len {kv_capacity_tokens|a shorter one}", goto: done:b}
+            - {key: c, label: "--max-model-len {kv_capacity_tokens}", goto: done:c, when: "kv_capacity_tokens is known"}
+        """, extra="facts: {kv_capacity_tokens: number}\n"))
+    assert len([e for e in errors if "one-line text" in e]) == 1, errors
+
+
+def test_one_yaml_parse_per_playbook(monkeypatch):
+    import yaml
+
+    calls = []
+    real = yaml.SafeLoader.get_single_node
+    monkeypatch.setattr(yaml.SafeLoader, "get_single_node", lambda self: calls.append(1) or real(self))
+    monkeypatch.setattr(yaml, "safe_load", lambda *a, **k: (_ for _ in ()).throw(AssertionError("parsed twice")))
+    monkeypatch.setattr(yaml, "compose", lambda *a, **k: (_ for _ in ()).throw(AssertionError("parsed twice")))
+    load_text(GOOD, "good.yaml")
+    assert calls == [1]

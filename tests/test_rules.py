@@ -219,8 +219,9 @@ def _top(name):
 def test_kv_cache_facts_and_suggestion():
     d = _top("kv_cache.insufficient_for_max_len.log")
     assert (d.facts["max_model_len"], d.facts["needed_gib"], d.facts["available_gib"]) == (40960, 10.0, 1.25)
-    assert d.facts["suggested_max_model_len"] == 4864  # vLLM's estimate 5104, rounded down to 256
-    assert "4864" in d.fix.summary
+    # One number for the limit: vLLM's own estimate, the same in the fix and the playbook's facts.
+    assert d.facts["kv_capacity_tokens"] == d.facts["suggested_max_model_len"] == 5104
+    assert "at most 5104 (vLLM's own estimate)" in d.fix.summary
     old = _top("kv_cache.max_len_exceeds_capacity.log")
     assert (old.facts["max_model_len"], old.facts["kv_capacity_tokens"]) == (32768, 16816)
 

@@ -104,11 +104,21 @@ def test_usage_errors(capsys):
     assert len(err) == 3 and all(line.startswith("triage apply: ") for line in err)
 
 
-def test_refuses_env_without_vllm(capsys):
-    # The test's own interpreter has torch and triton but no vLLM.
-    rc = apply_cmd.main(["sparse-mla", "--python", sys.executable, "--dry-run"])
+def test_refuses_env_without_vllm(capsys, monkeypatch):
+    # The test's own interpreter has torch and triton but no vLLM: nothing is installed there...
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    rc = apply_cmd.main(["sparse-mla", "--python", sys.executable, "--yes"])
     assert rc == 2
     assert "refused: vLLM is not installed" in capsys.readouterr().err
+
+
+def test_dry_run_without_vllm_shows_the_plan_and_why_not(capsys):
+    # ...but the dry run still shows the plan, and says why it cannot run there yet.
+    rc = apply_cmd.main(["sparse-mla", "--python", sys.executable, "--dry-run"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "pip install --no-deps --no-index" in out and "vLLM not installed" in out
+    assert "not possible here yet: vLLM is not installed" in out and "None" not in out
 
 
 # Installing into a real venv with a real vLLM, the checks through vLLM, the automatic undo and

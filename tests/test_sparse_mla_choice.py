@@ -36,7 +36,7 @@ def walk(dtype: str | None, target: str, vllm: str | None = None, flashinfer: st
     # "stop" at the upgrade question; "n" declines the bundled install: nothing is changed either way
     front = ConsoleFrontEnd(out, io.StringIO("stop\nn\nn\nn\n"), interactive=True)
     outcome = front.run(s)
-    return s.visited, outcome, out.getvalue()
+    return s.visited, outcome, " ".join(out.getvalue().split())  # the console wraps lines under their indent
 
 
 @pytest.mark.parametrize("dtype,target,vllm,flashinfer", [

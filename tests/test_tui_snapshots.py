@@ -52,3 +52,50 @@ def test_fix_view_shows_the_command_before_it_runs(snap_compare, monkeypatch, si
     scripted_plan(monkeypatch, [sys.executable and "python3", "-m", "triage_sparse_mla.install", "--python",
                                 "/root/ml-env/bin/python"])
     assert snap_compare(make_app(), run_before=_before("4", "enter", "enter", "enter"), terminal_size=SIZES[size])
+
+
+# The three guided fixes that read worst before fixes read right on real logs (unfilled facts, internal
+# expressions): the KV cache, a driver too old for the CUDA build, vLLM's extension against another torch.
+WORST = ["tests/logs/kv_cache.insufficient_for_max_len.log",
+         "tests/logs/unseen/cuda_driver--driver-too-old-12080-wrapped.log",
+         "tests/logs/unseen/install_mismatch--vllm-c-undefined-constantstring.log"]
+
+
+def _fix_app(log: str):
+    from triage.tui.app import TriageApp
+    from triage.tui.intake import Options
+
+    return TriageApp(Options(log, offline=True, probe=False), hosts=[])
+
+
+async def _walk_dry_run(pilot, steps: int = 30):
+    app = pilot.app
+    await settle(pilot, app)
+    await pilot.press("4")
+    await pilot.press("D")
+    await settle(pilot, app)
+    fix = app.query_one("#fix")
+    for _ in range(steps):
+        if fix.finished:
+            break
+        await pilot.press("enter")
+        await settle(pilot, app)
+
+
+@pytest.mark.parametrize("log", WORST, ids=["kv-cache", "cuda-driver", "install-mismatch"])
+def test_fix_dry_run_of_the_worst_three(snap_compare, log):
+    assert snap_compare(_fix_app(log), run_before=_walk_dry_run, terminal_size=(80, 24))
+
+
+@pytest.mark.parametrize("log", WORST, ids=["kv-cache", "cuda-driver", "install-mismatch"])
+async def test_fix_dry_run_of_the_worst_three_reads_clean(log):
+    from triage.playbooks.wording import leaks
+
+    app = _fix_app(log)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _walk_dry_run(pilot, steps=20)
+        fix = app.query_one("#fix")
+        assert fix.finished
+        text = "\n".join(str(w.render()) for w in fix.query(".fix-step, .fix-outcome"))
+        assert text and not leaks(text), leaks(text)
+        assert "Result: " in text

@@ -25,7 +25,24 @@ SUBCOMMANDS = {
     "apply": "triage.commands.apply",
     "report": "triage.commands.bugreport",
 }
+# One line each for `triage --help`.
+SUBCOMMAND_HELP = {
+    "probe": "what this machine (or an SSH host, or a fleet) has: GPUs, driver, CUDA, the Python env of vLLM",
+    "fix": "walk the guided fix for a log's diagnosis (--dry-run shows every step first)",
+    "undo": "revert the last applied fix (or --list what was applied)",
+    "playbooks": "list, show or validate the guided fixes (yours in ~/.config/triage/playbooks)",
+    "apply": "apply one built-in change by name (apply sparse-mla --dry-run shows the plan)",
+    "report": "write a redacted upstream bug report in vLLM's issue template",
+}
+EPILOG = """subcommands (triage <subcommand> --help):
+{subcommands}
 
+exit status:
+  0  a failure was diagnosed
+  3  the log was read and shows no failure
+  2  bad usage or unreadable input (one line on stderr)
+  1  an internal error (a bug: please report it)
+"""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -36,10 +53,12 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    subs = "\n".join(f"  {name:<10} {SUBCOMMAND_HELP[name]}" for name in SUBCOMMANDS)
     p = OneLineParser(
         prog="triage",
         description="Diagnose a failed vLLM launch: root cause, evidence, machine facts, upstream, guided fix.",
-        epilog="subcommands: " + ", ".join(SUBCOMMANDS) + "  (triage <subcommand> --help)",
+        epilog=EPILOG.format(subcommands=subs),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--log", metavar="PATH", help="the vLLM log to diagnose ('-' for standard input; .gz is fine)")
     out = p.add_mutually_exclusive_group()
@@ -64,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
 
             mod = importlib.import_module(SUBCOMMANDS[argv[0]])
             return int(mod.main(argv[1:]) or 0)
+        if argv and not argv[0].startswith("-"):
+            return _not_a_command(argv[0])
         return _diagnose(argv)
     except KeyboardInterrupt:
         print("triage: interrupted", file=sys.stderr)
@@ -77,6 +98,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except Exception as exc:  # pragma: no cover - the last line of defence
         return _internal(exc)
+
+
+def _not_a_command(word: str) -> int:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(SUBCOMMANDS), n=1, cutoff=0.5)
+    hint = f"did you mean `triage {close[0]}`?" if close else "to diagnose a log: triage --log PATH"
+    print(f"triage: '{word}' is not a command; {hint} (see triage --help)", file=sys.stderr)
+    return 2
 
 
 def _internal(exc: BaseException) -> int:
@@ -114,6 +144,12 @@ def _diagnose(argv: list[str]) -> int:
     if not source:
         print("triage: no log given: use --log PATH (or --log - to read a pipe), or --demo", file=sys.stderr)
         return EXIT_USAGE
+    from triage.logread.check import CUT_SHORT, cut_short, input_problem
+
+    problem = input_problem(source) if source != "-" and os.path.isfile(source) else None
+    if problem:
+        print(f"triage: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         from triage.pipeline import build_report
 
@@ -122,6 +158,12 @@ def _diagnose(argv: list[str]) -> int:
     except InputError as exc:
         print(f"triage: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if not report.diagnoses and source != "-" and cut_short(source):
+        report.warnings.append(CUT_SHORT)
+    if args.demo:
+        from triage.demo import with_recorded_upstream
+
+        with_recorded_upstream(report)
     if args.json:
         import json
 

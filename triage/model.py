@@ -164,10 +164,11 @@ class UpstreamHit:
     fixed_by_repo: str | None = None
     fixed_in: str | None = None  # the first vLLM release with that PR
     fixed_in_basis: str | None = None  # how fixed_in was found
+    recorded: bool | None = None  # a recorded answer (the demo's), not one fetched now
 
     _REQUIRED = ("number", "title", "url", "state", "kind", "score", "why", "repo")
     _OPTIONAL = ("state_reason", "merged_at", "closed_at", "subsystem", "age", "fixed_by", "fixed_by_repo",
-                 "fixed_in", "fixed_in_basis")
+                 "fixed_in", "fixed_in_basis", "recorded")
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self._REQUIRED}

@@ -405,8 +405,10 @@ def _shown(step: Step) -> list[str]:
 
 
 def show_plan(plan: Plan) -> list[str]:
-    lines = [f"target: {plan.facts.executable} (Python {plan.facts.python}; vLLM {plan.facts.vllm}, "
-             f"torch {plan.facts.torch}, triton {plan.facts.triton})"]
+    f = plan.facts
+    have = lambda v: v or "not installed"  # noqa: E731
+    lines = [f"target: {f.executable} (Python {f.python}; vLLM {have(f.vllm)}, torch {have(f.torch)}, "
+             f"triton {have(f.triton)})"]
     if plan.facts.installed:
         lines.append(f"{DIST} {plan.facts.installed} is installed there now; undo will reinstall it")
     for i, step in enumerate(plan.steps, 1):

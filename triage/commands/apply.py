@@ -91,8 +91,14 @@ def main(
         why = refuse_reason(args.python)
         if why:
             return _err(why)
+    blocked = None
     try:
-        facts = action.checked(runner, args.python)
+        if args.dry_run:
+            # The plan is shown even where it would be refused (no vLLM yet, say), with the reason.
+            facts = action.check_target(runner, args.python)
+            blocked = action.refusal(facts)
+        else:
+            facts = action.checked(runner, args.python)
     except action.ApplyError as exc:
         return _err(f"refused: {exc}")
 
@@ -106,6 +112,8 @@ def main(
         for line in action.show_plan(plan):
             print(line)
         if args.dry_run:
+            if blocked:
+                print(f"not possible here yet: {blocked}")
             print("dry run: nothing was changed")
             return 0
         if not args.yes:

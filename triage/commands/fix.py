@@ -20,7 +20,8 @@ from typing import Any
 from triage.demo import DEMO_LOG, DEMO_SNAPSHOT
 from triage.model import Report
 from triage.pipeline import build_report
-from triage.playbooks.engine import ConsoleFrontEnd, Session, default_upstream, derive_facts, show_argv
+from triage.playbooks.engine import (ConsoleFrontEnd, Session, default_upstream, derive_facts, is_routing, preview_argv,
+                                     render_inline, show_argv, step_title)
 from triage.playbooks.load import load_library
 
 USAGE_ERROR = 2
@@ -112,6 +113,11 @@ def main(argv: list[str]) -> int:
                 return _fail(f"{args.log} is a directory, not a log")
             if args.log != "-" and not os.path.exists(args.log):
                 return _fail(f"no such file: {args.log}")
+            from triage.logread.check import input_problem
+
+            problem = input_problem(args.log) if args.log != "-" else None
+            if problem:
+                return _fail(problem)
             diagnoses, env, report = _diagnose(args)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         return _fail(str(exc))
@@ -148,11 +154,11 @@ def main(argv: list[str]) -> int:
         upstream=lambda f: default_upstream(f, report, offline=args.offline),
     )
     out = sys.stdout
-    if diag is not None:
-        out.write(f"{diag.get('title') or diag.get('signature')}\n")
-    mode = "  (dry run: nothing is run or changed)" if args.dry_run else ""
-    out.write(f"Playbook {pb.id}: {pb.title}{mode}\n")
     front = ConsoleFrontEnd(out, answers, yes=args.yes or args.dry_run, interactive=interactive)
+    if diag is not None:
+        front.para(str(diag.get("title") or diag.get("signature")), indent="")
+    front.para(f"Guided fix: {pb.title}", indent="")
+    front.para(f"(playbook {pb.id}" + ("; dry run: nothing is run or changed)" if args.dry_run else ")"), indent="")
     try:
         outcome = front.run(session)
     except KeyboardInterrupt:
@@ -164,14 +170,18 @@ def main(argv: list[str]) -> int:
         return _fail(f"cannot record changes for undo in {where}: {exc.strerror or exc}; "
                      "stopped before running anything more", 2)
     if args.dry_run:
-        rest = [s for sid, s in pb.steps.items() if sid not in session.visited]
+        rest = [s for sid, s in pb.steps.items() if sid not in session.visited and not is_routing(s)]
         if rest:
             out.write("\nOther steps of this playbook (on other branches):\n")
+            said: set[tuple[str, str]] = set()
             for s in rest:
-                out.write(f"  [{s.id}] {s.kind}: {s.title}\n")
-                if s.get("argv"):
-                    out.write(f"      $ {show_argv([str(a) for a in s.get('argv')])}\n")
-                if s.get("action"):
-                    out.write(f"      action: {s.get('action')}\n")
+                title = render_inline(step_title(s), session.facts)
+                cmd = show_argv(preview_argv(s.get("argv"), session.facts)) if s.get("argv") else ""
+                if (title, cmd) in said:
+                    continue
+                said.add((title, cmd))
+                out.write(f"  - {title}\n")
+                if cmd:
+                    out.write(f"      $ {cmd}\n")
         return 0
     return NEEDS_A_PERSON if (outcome or "manual:").startswith("manual:") else 0

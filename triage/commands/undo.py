@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from triage.playbooks.engine import show_argv
+from triage.playbooks.wording import outcome_words
 from triage.sanitize import clean
 from triage.transcript import Transcript, UndoBusy, last_transcript, scan_transcripts, undo
 
@@ -45,8 +46,9 @@ def main(argv: list[str]) -> int:
     if args.list:
         good, bad = scan_transcripts()
         for each in good:
+            result = outcome_words(each.meta.get("outcome")) if each.meta.get("outcome") else "not finished"
             print(clean(f"{each.root.name}  {each.meta.get('title')}  on {each.meta.get('where')}  "
-                        f"outcome={each.meta.get('outcome')}  [{each.state()}]"))
+                        f"result: {result}  [{each.state()}]"))
         for root, why in bad:
             print(clean(f"{root.name}  [unreadable: {why}; skipped]"))
         return 0

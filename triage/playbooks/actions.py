@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ class Preview:
     commands: list[list[str]] = field(default_factory=list)  # every argv it will run
     diff: str = ""  # for file edits
     problem: str | None = None  # set when it cannot be done: nothing is asked, the step fails
+    facts: dict[str, Any] = field(default_factory=dict)  # facts it would set (a dry run walks on with them)
 
 
 @dataclass
@@ -229,9 +231,11 @@ class SavePatches:
         files = _patched(args, ctx)
         if not files:
             return Preview(lines=["no hand-patched vLLM files are known; nothing to save"])
+        dest = self._dest(args)
         return Preview(
-            lines=[f"copy {len(files)} patched file(s) from {ctx.runner.where} to {self._dest(args)} on this machine:"]
-            + [f"  {f}" for f in files]
+            lines=[f"copy {len(files)} patched file(s) from {ctx.runner.where} to {dest} on this machine:"]
+            + [f"  {f}" for f in files],
+            facts={"saved_patches_dir": str(dest)},
         )
 
     def apply(self, args: dict[str, Any], ctx: ActionContext) -> ActionResult:
@@ -276,6 +280,31 @@ class SavePatches:
 # --- upgrade-vllm -----------------------------------------------------------------------------
 
 
+_NEEDS_PACKAGE = re.compile(r"^needs ([A-Za-z][\w.-]*)\s*(>=|==|~=)\s*([\w.+!-]+)(?:\s*\(installed ([\w.+!-]+))?")
+_NEEDS_FLAG = re.compile(r"^needs (--[a-z][\w-]*)(?:[ =]([\w.:-]+))?")
+
+
+def upgrade_needs(facts: dict[str, Any]) -> tuple[list[str], dict[str, str], list[str]]:
+    """What the upgrade verdict says the new vLLM needs beside itself: requirements to install in the
+    same pip command (`flashinfer-python>=0.6.14`), launch flags (`--kv-cache-dtype fp8_ds_mla`), and
+    the installed versions of those packages (for undo)."""
+    specs: list[str] = []
+    flags: dict[str, str] = {}
+    was: list[str] = []
+    for line in lookup(facts, "upstream.evidence") or []:
+        line = str(line).strip()
+        m = _NEEDS_PACKAGE.match(line)
+        if m and m.group(1).lower() != "vllm":
+            specs.append(f"{m.group(1)}{m.group(2)}{m.group(3)}")
+            if m.group(4):
+                was.append(f"{m.group(1)}=={m.group(4)}")
+            continue
+        m = _NEEDS_FLAG.match(line)
+        if m:
+            flags[m.group(1)] = m.group(2) or ""
+    return specs, flags, was
+
+
 class UpgradeVllm:
     name = "upgrade-vllm"
 
@@ -303,26 +332,44 @@ class UpgradeVllm:
                     extra = ["--pre", *extra]
             except InvalidVersion:
                 pass
+        also, _flags, _was = upgrade_needs(ctx.facts)
         if lookup(ctx.facts, "vllm_install.installer") == "uv":
-            return ["uv", "pip", "install", "--python", ctx.python, *extra, spec]
-        return [ctx.python, "-m", "pip", "install", *extra, spec]
+            return ["uv", "pip", "install", "--python", ctx.python, *extra, spec, *also]
+        return [ctx.python, "-m", "pip", "install", *extra, spec, *also]
 
     def preview(self, args: dict[str, Any], ctx: ActionContext) -> Preview:
         spec, problem = self._spec(args, ctx)
         if problem or spec is None:
             return Preview(problem=problem)
-        lines = [f"install {spec} into {ctx.python} on {ctx.runner.where} (vLLM now: {ctx.facts.get('vllm_version') or 'unknown'})"]
+        now = ctx.facts.get("vllm_version")
+        lines = [f"install {spec} into {ctx.python} on {ctx.runner.where}" + (f" (vLLM now: {now})" if now else "")]
+        also, flags, _was = upgrade_needs(ctx.facts)
+        if also:
+            lines.append(f"with {', '.join(also)} in the same command: the new vLLM needs it")
+        if flags:
+            lines.append("then launch with " + " ".join(f"{k} {v}".strip() for k, v in flags.items())
+                         + " (the new version needs it for this model)")
         files = _patched(args, ctx)
-        if files:
+        if files and not ctx.facts.get("saved_patches_dir"):
             lines.append(f"first save the {len(files)} hand-patched vLLM file(s): the upgrade overwrites them")
-        return Preview(lines=lines, commands=[self._argv(args, ctx, spec)])
+        return Preview(lines=lines, commands=[self._argv(args, ctx, spec)], facts=self._launch_facts(ctx, flags))
+
+    @staticmethod
+    def _launch_facts(ctx: ActionContext, flags: dict[str, str]) -> dict[str, Any]:
+        """The launch arguments with the flags the new version needs (the relaunch offered next uses them)."""
+        if not flags:
+            return {}
+        args_now = dict(ctx.facts.get("launch_args") or {})
+        for flag, value in flags.items():
+            args_now[flag.lstrip("-").replace("-", "_")] = value or True
+        return {"launch_args": args_now}
 
     def apply(self, args: dict[str, Any], ctx: ActionContext) -> ActionResult:
         spec, problem = self._spec(args, ctx)
         if problem or spec is None:
             return ActionResult(False, problem or "no target")
         facts: dict[str, Any] = {}
-        if _patched(args, ctx):
+        if _patched(args, ctx) and not ctx.facts.get("saved_patches_dir"):
             saved = SavePatches().apply({}, ctx)
             if not saved.ok:
                 return ActionResult(False, f"not upgrading: {saved.message}")
@@ -333,18 +380,21 @@ class UpgradeVllm:
             why = "timed out" if res.timed_out else _tail(res)
             return ActionResult(False, f"the install failed ({why}); pip keeps the old version when an install fails", facts)
         old = ctx.facts.get("vllm_version")
+        also, flags, was = upgrade_needs(ctx.facts)
         undo = None
         note = ""
         if old:
             try:
                 v = Version.parse(old)
                 if not v.is_prerelease and "+" not in str(old):
-                    undo = [*argv[:-1], f"vllm=={old}"]
+                    undo = [*argv[:len(argv) - 1 - len(also)], f"vllm=={old}", *was]
                 else:
                     note = f" (the previous build {old} is not on an index by version: reinstall it from where it came)"
             except InvalidVersion:
                 pass
-        ctx.recorder.change(f"installed {spec} into {ctx.python} (was {old or 'unknown'}){note}", undo, where=ctx.runner.where)
+        ctx.recorder.change(f"installed {' '.join([spec, *also])} into {ctx.python}" + (f" (was {old})" if old else "")
+                            + note, undo, where=ctx.runner.where)
+        facts.update(self._launch_facts(ctx, flags))  # the relaunch offered next carries the flags it needs
         check = ctx.run([ctx.python, "-c", "import importlib.metadata as m; print(m.version('vllm'))"], timeout=120)
         if check.ok and check.stdout.strip():
             facts["vllm_version"] = check.stdout.strip()

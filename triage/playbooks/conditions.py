@@ -79,6 +79,7 @@ KNOWN_FACTS: dict[str, str] = {
     "sparse_mla": "map",
     "verify": "map",
     "saved_patches_dir": "text",
+    "launch_file": "text",  # the launch script or compose file a step asks for
 }
 
 _VERSIONISH = {"version", "capability"}

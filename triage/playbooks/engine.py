@@ -40,6 +40,7 @@ from triage.actions import sparse_mla
 from triage.playbooks.actions import SPARSE_MLA_MODULE, ActionContext, Preview, default_actions
 from triage.playbooks.conditions import Condition, lookup
 from triage.playbooks.load import PLACEHOLDER_RE, Playbook, Step, is_outcome
+from triage.playbooks.wording import fact_words, human_value, missing_line, outcome_words, status_words
 from triage.runner import LocalRunner, Result, Runner
 
 MAX_STEPS = 200
@@ -60,8 +61,12 @@ class MissingFact(KeyError):
         self.name = name
 
     def __str__(self) -> str:
-        return f"the fact {self.name!r} is unknown"
+        return f"{fact_words(self.name)} is not known"
 
+
+MACHINE_FACTS = {"vllm_version", "vllm_install", "python_prefix", "python", "compute_capability", "gpus",
+                 "driver_version", "cuda_driver_version", "cuda_version", "torch_version", "packages",
+                 "patched_files", "os", "shm_bytes", "in_container"}
 
 # --- facts ------------------------------------------------------------------------------------
 
@@ -81,7 +86,10 @@ def derive_facts(
     if diagnosis is not None:
         dfacts = diagnosis.get("facts", {}) if isinstance(diagnosis, dict) else getattr(diagnosis, "facts", {})
         for k, v in (dfacts or {}).items():
-            facts.setdefault(k, v)
+            # The failing line is the authority on what vLLM ran with (max_model_len, dtype, ...);
+            # the machine's own facts come from the probe when there is one.
+            if k not in MACHINE_FACTS or k not in facts:
+                facts[k] = v
         get = diagnosis.get if isinstance(diagnosis, dict) else lambda k: getattr(diagnosis, k, None)
         facts["category"] = get("category")
         facts["signature"] = get("signature")
@@ -97,7 +105,11 @@ def derive_facts(
 
 
 def refresh_derived(facts: dict[str, Any]) -> None:
-    gpus = facts.get("gpus") if isinstance(facts.get("gpus"), list) else []  # a rule's fact may be a count
+    gpus = facts.get("gpus") or []
+    if not isinstance(gpus, list):  # a rule's count of GPUs, not the probe's list
+        if isinstance(gpus, int) and not isinstance(gpus, bool):
+            facts.setdefault("gpu_count", gpus)
+        gpus = []
     first = gpus[0] if gpus and isinstance(gpus[0], dict) else {}
     cc = facts.get("compute_capability") or first.get("compute_capability")
     if cc is not None:
@@ -134,32 +146,102 @@ def refresh_derived(facts: dict[str, Any]) -> None:
             trusted and os.path.dirname(os.path.abspath(trusted)) == os.path.join(os.path.abspath(str(prefix)), "bin"))
 
 
-def render_text(template: Any, facts: dict[str, Any]) -> str:
-    """Fill {fact} placeholders for people to read; an unknown fact reads `unknown`."""
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_BLOCK_LINE = re.compile(r"^\s*(?:[-*\u2022$|>]\s|\d+[.)]\s|```)|^\s{2,}\S")
+
+
+def _fill(m: re.Match, facts: dict[str, Any]) -> str | None:
+    """A placeholder's text, or None when its fact is missing and it has no default."""
+    v = lookup(facts, m.group(2))
+    if v is None or v == "":
+        return m.group(3)
+    v = human_value(m.group(2), v)
+    if isinstance(v, list):
+        if m.group(2).endswith("argv"):
+            return show_argv([str(x) for x in v])
+        return ", ".join(str(x) for x in v) if v else "none"
+    if isinstance(v, dict):
+        return None
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    return str(v)
+
+
+def _fill_all(text: str, facts: dict[str, Any], missing: list[str]) -> str | None:
+    """Every placeholder filled, or None (and the missing facts noted) when one cannot be."""
+    gaps: list[str] = []
 
     def sub(m: re.Match) -> str:
-        v = lookup(facts, m.group(2))
-        if v is None or v == "":
-            return m.group(3) if m.group(3) is not None else "unknown"
-        if isinstance(v, list):
-            if m.group(2).endswith("argv"):
-                return show_argv([str(x) for x in v])
-            return ", ".join(str(x) for x in v) if v else "none"
-        if isinstance(v, bool):
-            return "yes" if v else "no"
-        return str(v)
+        got = _fill(m, facts)
+        if got is None:
+            gaps.append(m.group(2))
+            return ""
+        return got
 
-    lines: list[str] = []
-    for line in str(template).split("\n"):
+    out = PLACEHOLDER_RE.sub(sub, text)
+    if gaps:
+        missing.extend(g for g in gaps if g not in missing)
+        return None
+    return out
+
+
+def render_text(template: Any, facts: dict[str, Any], missing: list[str] | None = None) -> str:
+    """Fill {fact} placeholders for people to read. A sentence (or list line) whose fact is missing
+    is left out and the fact noted in `missing`; paragraphs are joined into one line each so a
+    front end can wrap them to its width."""
+    missing = [] if missing is None else missing
+    out: list[str] = []
+    para: list[str] = []
+
+    def flush() -> None:
+        if not para:
+            return
+        kept = []
+        for sentence in _SENTENCE_END.split(" ".join(para)):
+            got = _fill_all(sentence, facts, missing)
+            if got is not None and got.strip():
+                kept.append(got)
+        if kept:
+            out.append(" ".join(kept))
+        para.clear()
+
+    for line in str(template).rstrip().split("\n"):
         whole = PLACEHOLDER_RE.fullmatch(line.strip())
         v = lookup(facts, whole.group(2)) if whole else None
-        if whole and isinstance(v, list) and v and not whole.group(2).endswith("argv"):
+        if not line.strip():
+            flush()
+            if out and out[-1] != "":
+                out.append("")
+        elif whole and isinstance(v, list) and v and not whole.group(2).endswith("argv"):
             # A list placeholder alone on its line reads as a bulleted list.
+            flush()
             indent = line[: len(line) - len(line.lstrip())]
-            lines.extend(f"{indent}- {x}" for x in v)
+            out.extend(f"{indent}- {x}" for x in v)
+        elif whole and v not in (None, "") and "\n" in str(v):
+            flush()  # a multi-line value (captured command output) keeps its lines
+            out.extend("  " + x for x in str(v).splitlines())
+        elif _BLOCK_LINE.match(line) or (whole and v in (None, "")):
+            flush()
+            got = _fill_all(line, facts, missing)
+            if got is not None:
+                out.append(got)
         else:
-            lines.append(PLACEHOLDER_RE.sub(sub, line))
-    return "\n".join(lines).rstrip()
+            para.append(line.strip())
+    flush()
+    while out and out[-1] == "":
+        out.pop()
+    return "\n".join(out)
+
+
+def render_inline(template: Any, facts: dict[str, Any]) -> str:
+    """A title or a choice label: one line that cannot lose a sentence, so a missing fact reads as
+    what it is (`how many tokens the KV cache holds`)."""
+
+    def sub(m: re.Match) -> str:
+        got = _fill(m, facts)
+        return got if got is not None else fact_words(m.group(2))
+
+    return PLACEHOLDER_RE.sub(sub, str(template)).strip()
 
 
 def render_argv(template: list[Any], facts: dict[str, Any]) -> list[str]:
@@ -201,6 +283,7 @@ class StepResult:
     stdout: str = ""
     stderr: str = ""
     timed_out: bool = False
+    said: bool = False  # the message says it all; the status word is not shown
 
 
 @dataclass
@@ -257,6 +340,8 @@ def default_upstream(facts: dict[str, Any], report: Report | None = None, offlin
         "hits": len(hits or []),
         "source": source,
     }
+    if offline and out["verdict"] not in ("fixes", "does-not-fix"):
+        out["why"] = "offline"
     if hits:
         top = hits[0]
         out["top"] = f"#{top.number} {top.title} ({top.url})"
@@ -325,6 +410,8 @@ class Session:
         self._pending_target: str | None = None
         self._preview: Preview | None = None
         self._argv: list[str] | None = None
+        self._step_facts = {name for st in playbook.steps.values()
+                            for name in (st.get("capture"), (st.get("input") or {}).get("fact")) if name}
 
     # --- public API ---
 
@@ -411,6 +498,16 @@ class Session:
         self._pending_target = None
         self._preview = None
         self._argv = None
+        if is_routing(step):
+            # A branch on facts alone: said only when it holds and explains why; else walked silently.
+            value = Condition(step.get("expect")).evaluate(self.facts, self.playbook.facts)
+            status = {True: "pass", False: "fail", None: "unknown"}[value]
+            self._note(f"{step.id}: {status}")
+            if not (status == "pass" and step.get("text")):
+                target = step.get("on_pass") if status == "pass" else step.get("on_fail")
+                if status == "unknown":
+                    target = step.get("on_unknown") or step.get("on_fail")
+                return self._go(target)
         handler = getattr(self, f"_enter_{step.kind}")
         view = handler(step)
         return self._show(view)
@@ -421,7 +518,12 @@ class Session:
         return view
 
     def _view(self, step: Step, **kw: Any) -> StepView:
-        text = render_text(step.get("text") or step.get("question") or "", self.facts)
+        missing: list[str] = []
+        text = render_text(step.get("text") or step.get("question") or "", self.facts, missing)
+        # Facts this playbook's own steps set (captured output, answers) are not the log's to give.
+        missing = [m for m in missing if m.split(".", 1)[0] not in self._step_facts]
+        if missing:
+            text = (text + "\n" if text else "") + missing_line(missing)
         if kw.get("needs") == "confirm" and isinstance(self.runner, GuardedRunner):
             py = str(self.facts.get("target_python"))
             shown = [*(kw.get("argv") or [])[:1], *(c[0] for c in kw.get("commands") or [] if c)]
@@ -432,7 +534,7 @@ class Session:
         return StepView(
             step_id=step.id,
             kind=step.kind,
-            title=render_text(step.title, self.facts),
+            title=render_inline(step_title(step), self.facts),
             text=kw.pop("text", text),
             where=self.runner.where,
             dry_run=self.dry_run,
@@ -460,31 +562,35 @@ class Session:
         for ch in step.get("choices"):
             if "when" in ch and Condition(ch["when"]).evaluate(self.facts, self.playbook.facts) is not True:
                 continue
-            choices.append((str(ch["key"]), render_text(ch["label"], self.facts)))
+            choices.append((str(ch["key"]), render_inline(ch["label"], self.facts)))
         keys = [k for k, _l in choices]
         default = str(step.get("default")) if step.get("default") is not None and str(step.get("default")) in keys else (keys[0] if keys else None)
         return self._view(step, needs="choice", choices=choices, default=default)
 
     # check
-    def _enter_check(self, step: Step) -> StepView:
+    def _enter_check(self, step: Step) -> StepView | None:
+        if is_routing(step):  # shown only when it holds and says why (see _enter)
+            self._pending_target = step.get("on_pass")
+            return self._view(step, needs="ack")
         argv = None
         result_msg = ""
+        said = False  # the probe's own words are the whole result
         if step.get("probe"):
             if step.get("probe") == "upstream":
                 got = self._upstream(self.facts)
                 self.facts["upstream"] = got
-                result_msg = f"upstream: {got.get('verdict')}" + (f" ({got.get('target_version')})" if got.get("target_version") else "")
-                if got.get("why"):
-                    result_msg += f" — {got['why']}"
+                result_msg = upstream_words(got)
+                said = True
             elif step.get("probe") == "sparse-mla-bundled":
                 got = {**sparse_mla_range(), **self._sparse_probe()}
                 self.facts["sparse_mla"] = {**(self.facts.get("sparse_mla") or {}), **got}
                 result_msg = "the bundled sparse MLA backend installer is " + ("available" if got.get("available") else "missing")
+                said = True
         if step.get("argv") is not None:
             try:
                 argv = render_argv(step.get("argv"), self.facts)
             except MissingFact as exc:
-                res = StepResult("unknown", f"cannot run this check: {exc}")
+                res = StepResult("unknown", f"not checked: {exc}")
                 return self._checked(step, None, res)
             if self.dry_run:
                 res = StepResult("not-run", "dry run: this read-only check is not run; assuming it passes")
@@ -498,7 +604,7 @@ class Session:
                        "triage runs nothing from a log without asking.")
                 return self._view(step, argv=argv, needs="confirm", text=(text + "\n" if text else "") + ask)
             return self._run_check(step, argv)
-        return self._judge_check(step, None, StepResult("", result_msg))
+        return self._judge_check(step, None, StepResult("", result_msg, said=said))
 
     def _run_check(self, step: Step, argv: list[str]) -> StepView:
         r = self._run(argv, timeout=float(step.get("timeout") or TIMEOUTS["check"]), env=self._env(step))
@@ -508,21 +614,22 @@ class Session:
             if step.get("pattern"):
                 m = re.search(str(step.get("pattern")), out, re.MULTILINE)
                 value = (m.group(1) if m.groups() else m.group(0)) if m else None
-            self.facts[step.get("capture")] = value
+            self.facts[step.get("capture")] = value or None
             refresh_derived(self.facts)
         if step.get("expect") is None:
             status = "pass" if r.ok else "fail"
             res = StepResult(status, "timed out" if r.timed_out else f"exit status {r.returncode}", r.returncode, r.stdout, r.stderr, r.timed_out)
             return self._checked(step, argv, res)
-        base = StepResult("", "", r.returncode, r.stdout, r.stderr, r.timed_out)
+        base = StepResult("", "timed out" if r.timed_out else f"exit status {r.returncode}", r.returncode, r.stdout,
+                          r.stderr, r.timed_out)
         return self._judge_check(step, argv, base)
 
     def _judge_check(self, step: Step, argv: list[str] | None, base: StepResult) -> StepView:
-        result_msg = base.message
         if step.get("expect") is not None:
             value = Condition(step.get("expect")).evaluate(self.facts, self.playbook.facts)
             base.status = {True: "pass", False: "fail", None: "unknown"}[value]
-            base.message = (result_msg + "; " if result_msg else "") + f"{step.get('expect')}: {base.status}"
+            if not base.message:
+                base.message = {"pass": "yes", "fail": "no", "unknown": "cannot tell"}[base.status]
         else:
             base.status = "pass"
         return self._checked(step, argv, base)
@@ -540,8 +647,8 @@ class Session:
             argv = render_argv(step.get("argv"), self.facts)
         except MissingFact as exc:
             if self.dry_run:
-                return self._dry(step, f"dry run: not run ({exc} until an earlier step sets it)", step.get("on_success"),
-                                 argv=[str(a) for a in step.get("argv")])
+                return self._dry(step, f"dry run: not run ({exc} here)", step.get("on_success"),
+                                 argv=preview_argv(step.get("argv"), self.facts))
             self._pending_target = step.get("on_failure")
             return self._view(step, result=StepResult("failure", f"cannot run: {exc}"))
         self._argv = argv
@@ -560,8 +667,10 @@ class Session:
             args = self._action_args(step)
         except MissingFact as exc:
             if self.dry_run:
-                what = ", ".join(f"{k}={v}" for k, v in (step.get("with") or {}).items())
-                return self._dry(step, f"dry run: would apply {step.get('action')} ({what}); {exc} until an earlier step sets it",
+                if exc.name in self.facts:
+                    # An answer left empty: the real walk takes the failure branch, so the dry run does too.
+                    return self._dry(step, f"dry run: not applied: {exc}", step.get("on_failure"))
+                return self._dry(step, f"dry run: would {action_words(step, self.facts)} ({exc} yet)",
                                  step.get("on_success"))
             self._pending_target = step.get("on_failure")
             return self._view(step, result=StepResult("failure", f"cannot apply: {exc}"))
@@ -577,6 +686,10 @@ class Session:
             self._pending_target = step.get("on_failure")
             return self._view(step, result=StepResult("failure", preview.problem), **kw)
         if self.dry_run:
+            # Walk on as if it was applied: later steps show what they would then do.
+            if preview.facts:
+                self.facts.update(preview.facts)
+                refresh_derived(self.facts)
             self._pending_target = step.get("on_success")
             return self._view(step, result=StepResult("not-run", "dry run: not applied"), **kw)
         return self._view(step, needs="confirm", **kw)
@@ -738,6 +851,98 @@ class Session:
         return r
 
 
+def is_routing(step: Step) -> bool:
+    """A check on facts alone (no command, no probe): a branch, not something to show."""
+    return step.kind == "check" and step.get("argv") is None and step.get("probe") is None
+
+
+def step_title(step: Step) -> str:
+    """The step's title, or words for what it does; never its internal id."""
+    if step.get("title"):
+        return str(step.get("title"))
+    kind = step.kind
+    if kind == "apply":
+        args = step.get("with") or {}
+        action = step.get("action")
+        if action == "set-flag" and args.get("flag"):
+            return f"Set {args['flag']} in the launch command"
+        if action == "set-env" and args.get("name"):
+            return f"Set {args['name']} in the launch environment"
+        return ACTION_TITLES.get(str(action), "Apply the change")
+    if kind == "ask":
+        if (step.get("input") or {}).get("fact") == "launch_file":
+            return "Where is the launch command?"
+        q = str(step.get("question") or "").strip().split("\n")[0]
+        q = re.sub(r"\s*\([^)]*\)?\s*$", "", q).strip()
+        q = re.split(r"(?<=[.?!:;])\s", q)[0].rstrip(":;")
+        if "{" in q:  # a question about facts reads badly as a title when one is missing
+            q = ""
+        if len(q) > 70:
+            q = q[:70].rsplit(" ", 1)[0] + " …"
+        return q or ("Your choice" if step.get("choices") else "Your answer")
+    if kind == "verify":
+        return "Launch again and check"
+    if kind == "run":
+        return "Run the command"
+    if kind == "check":
+        return "What upstream knows" if step.get("probe") == "upstream" else "Check"
+    return "What to do"
+
+
+def action_words(step: Step, facts: dict[str, Any]) -> str:
+    """What an apply step would do, for a dry run that cannot build its preview."""
+    args = step.get("with") or {}
+    action = step.get("action")
+    if action == "set-flag" and args.get("flag"):
+        value = render_inline(args.get("value"), facts) if args.get("value") is not None else ""
+        return f"set {args['flag']} {value}".rstrip() + " in the launch command"
+    if action == "set-env" and args.get("name"):
+        return f"set {args['name']} in the launch environment"
+    return ACTION_TITLES.get(str(action), "apply the change").lower()
+
+
+def preview_argv(template: list[Any], facts: dict[str, Any]) -> list[str]:
+    """A command to show (never to run) where a missing fact reads as what it is: `<the torch version vLLM needs>`."""
+    out: list[str] = []
+    for element in template:
+        whole = PLACEHOLDER_RE.fullmatch(str(element))
+        if whole and whole.group(1) == "*" and lookup(facts, whole.group(2)) is None:
+            out.append(f"<{fact_words(whole.group(2))}>")
+            continue
+        try:
+            out.extend(render_argv([element], facts))
+        except MissingFact:
+            out.append(PLACEHOLDER_RE.sub(lambda m: _fill(m, facts) or f"<{fact_words(m.group(2))}>", str(element)))
+    return out
+
+
+ACTION_TITLES = {
+    "upgrade-vllm": "Upgrade vLLM",
+    "sparse-mla": "Install the bundled sparse MLA backend",
+    "save-patches": "Keep copies of the hand-patched vLLM files",
+    "set-flag": "Change a launch flag",
+    "set-env": "Set an environment variable at launch",
+}
+
+
+def upstream_words(got: dict[str, Any]) -> str:
+    """What the upstream probe learned, in words."""
+    verdict = got.get("verdict")
+    target = got.get("target_version")
+    if verdict == "fixes":
+        msg = "upstream: upgrading fixes this" + (f" (vLLM {target})" if target else "")
+    elif verdict == "does-not-fix":
+        msg = "upstream: upgrading does not fix this"
+    elif verdict in ("partial", "may-fix", "maybe"):
+        msg = "upstream: upgrading may fix this" + (f" (vLLM {target})" if target else "")
+    elif got.get("why") == "offline":
+        msg = "upstream not searched (offline): whether upgrading fixes this is not known"
+    else:
+        why = got.get("why")
+        msg = "upstream: no answer on whether upgrading fixes this" + (f" ({why})" if why else "")
+    return msg
+
+
 class GuardedRunner:
     """The session's runner: an interpreter the log or a snapshot names (target_python when not
     trusted) runs only once the operator confirmed a step showing it, and a local one never from a
@@ -793,6 +998,42 @@ def _default_recorder(title: str, where: str, pid: str) -> Any:
 # --- a headless front end ---------------------------------------------------------------------
 
 
+def terminal_width(out: TextIO) -> int:
+    """The terminal's columns (80 for a pipe or a file), never less than 40."""
+    try:
+        cols = os.get_terminal_size(out.fileno()).columns if out.isatty() else 0
+    except (OSError, ValueError, AttributeError):
+        cols = 0
+    if not cols:
+        try:
+            cols = int(os.environ.get("COLUMNS", "") or 80)
+        except ValueError:
+            cols = 80
+    return max(40, cols)
+
+
+def wrap_lines(text: str, width: int, indent: str = "    ", hang: str = "") -> list[str]:
+    """Each line of `text` wrapped at word boundaries (long words, such as paths, are never split);
+    continuation lines keep the line's own indent, plus `hang` under a list marker."""
+    import textwrap
+
+    out: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            out.append("")
+            continue
+        own = line[: len(line) - len(line.lstrip())]
+        body = line.strip()
+        sub = hang
+        m = re.match(r"^(?:[-*\u2022]|\d+[.)])\s+", body)
+        if m and not hang:
+            sub = " " * len(m.group(0))
+        out.extend(textwrap.wrap(body, width=max(20, width - 1), initial_indent=indent + own,
+                                 subsequent_indent=indent + own + sub, break_long_words=False,
+                                 break_on_hyphens=False) or [indent + own])
+    return out
+
+
 class ConsoleFrontEnd:
     """Plain text in a terminal or a pipe. With yes=True every change is confirmed and every question
     takes its default; without a terminal (interactive=False) changes are refused."""
@@ -804,12 +1045,18 @@ class ConsoleFrontEnd:
         self.interactive = interactive
         self.n = 0
         self._awaiting: str | None = None
+        self.width = terminal_width(out)
 
     def say(self, text: str = "") -> None:
         from triage.sanitize import clean
 
         self.out.write(clean(text) + "\n")  # facts and command output may carry terminal control
         self.out.flush()
+
+    def para(self, text: str, indent: str = "    ", hang: str = "") -> None:
+        """A paragraph wrapped to the terminal at word boundaries; continuation lines keep the indent."""
+        for line in wrap_lines(text, self.width, indent, hang):
+            self.say(line)
 
     def _ask(self, prompt: str) -> str | None:
         self.out.write(prompt)
@@ -823,9 +1070,8 @@ class ConsoleFrontEnd:
         self._awaiting = v.step_id if v.needs in ("confirm", "input") else None
         if not continued:
             self.n += 1
-            self.say(f"\n[{self.n}] {v.kind}: {v.title}")
-            for line in v.text.splitlines():
-                self.say(f"    {line}")
+            self.say(f"\n[{self.n}] {v.title}")
+            self.para(v.text)
             if v.argv:
                 where = f"    (on {v.where})" if v.where != LocalRunner.where else ""
                 self.say(f"    $ {show_argv(v.argv)}{where}")
@@ -837,7 +1083,8 @@ class ConsoleFrontEnd:
                 self.say(f"    | {line}")
         if v.result is not None:
             r = v.result
-            self.say(f"    -> {r.status}" + (f": {r.message}" if r.message else ""))
+            head = r.message if r.said and r.message else status_words(r.status) + (f": {r.message}" if r.message else "")
+            self.para(f"-> {head}", hang="   ")
             for line in ((r.stdout or "") + (r.stderr or "")).strip().splitlines()[-8:]:
                 self.say(f"       {line}")
 
@@ -862,9 +1109,10 @@ class ConsoleFrontEnd:
         if v.needs == "choice":
             for i, (key, label) in enumerate(v.choices, 1):
                 mark = " (default)" if key == v.default else ""
-                self.say(f"    {i}) {label}{mark}")
+                self.para(f"{i}) {label}{mark}", hang="   ")
             if self.yes or not self.interactive:
-                self.say(f"    -> {v.default}")
+                chosen = next((lab for k, lab in v.choices if k == v.default), str(v.default))
+                self.para(f"-> {chosen}", hang="   ")
                 return v.default
             got = self._ask("    Choose: ")
             if got is None:
@@ -894,10 +1142,11 @@ class ConsoleFrontEnd:
                 session.finish()
                 break
             view = nxt
-        self.say(f"\noutcome: {session.outcome}")
+        self.say("")
+        self.para(f"Result: {outcome_words(session.outcome)}", indent="")
         hint = session.outcome_hint()
         if hint:
-            self.say(hint)
+            self.para(hint, indent="")
         if session.recorder is not None and hasattr(session.recorder, "root"):
             self.say(f"transcript: {session.recorder.root}  (`triage undo` reverts its changes)")
         return session.outcome

@@ -71,6 +71,30 @@ def machine_lines(env: dict[str, Any]) -> list[str]:
     return out
 
 
+def machine_differs(env: dict[str, Any]) -> list[str]:
+    """Where the probed machine is not the one that wrote the log, in words (empty: nothing says so).
+    The report shows the probed machine's facts; these lines keep a reader from mixing the two."""
+    if not env.get("probed_host"):
+        return []
+    out: list[str] = []
+    if any(f.get("id") == "python.log_env_absent" for f in env.get("findings") or []):
+        out.append("the log's Python environment is not on this machine")
+    args = env.get("launch_args") or {}
+    want = 1
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        try:
+            want *= int(args.get(key) or 1)
+        except (TypeError, ValueError):
+            pass
+    have = len(env.get("gpus") or [])
+    if want > have:
+        out.append(f"the log's vLLM used {want} GPUs; this machine has " + (str(have) if have else "none"))
+    for key, logged in (env.get("from_log") or {}).items():
+        if key in ("vllm_version", "torch_version", "compute_capability", "driver_version", "cuda_version"):
+            out.append(f"{key.replace('_', ' ')}: {logged} in the log, {env.get(key)} here")
+    return out
+
+
 def render(report: Report, out: TextIO | None = None, *, log_name: str | None = None,
            fix_hint: str | None = None) -> None:
     from rich.console import Console
@@ -93,8 +117,12 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
         _diagnosis(con, d, i, log_name or report.source, escape, fix_hint)
     env = report.environment
     lines = machine_lines(env)
-    if lines:
+    differs = machine_differs(env)
+    if lines or differs:
         con.print("\n[bold]Machine[/]" + (f" (probed: {escape(env['probed_host'])})" if env.get("probed_host") else " (from the log)"))
+        if differs:
+            con.print("  [yellow]Not the machine that wrote the log:[/] " + escape("; ".join(differs))
+                      + ". Probe the machine that ran vLLM with --host (or give its --snapshot).")
         for ln in lines:
             con.print(f"  {escape(ln)}")
     for f in env.get("findings") or []:
@@ -102,14 +130,16 @@ def render(report: Report, out: TextIO | None = None, *, log_name: str | None = 
             con.print(f"  [yellow]![/] {escape(str(f.get('title', '')))}"
                       + (f" -> {escape(str(f['fix']))}" if f.get("fix") else ""))
     if report.upstream:
-        con.print("\n[bold]Upstream[/]")
+        recorded = any(h.recorded for h in report.upstream)
+        con.print("\n[bold]Upstream[/]" + (" (recorded answers: the demo does not go online)" if recorded else ""))
         for h in report.upstream[:6]:
             con.print(f"  #{h.number} \\[{escape(h.state)}] {escape(h.title[:90])}")
             con.print(f"      {escape(h.why)}  {escape(h.url)}")
     if report.upgrade:
         u = report.upgrade
         target = f" (to {escape(u.target_version)})" if u.target_version else ""
-        con.print(f"\n[bold]Upgrade[/]: {escape(u.verdict_words)}{target}")
+        words = u.verdict_words
+        con.print(f"\n[bold]{escape(words[:1].upper() + words[1:])}[/]{target}")
         for e in u.evidence[:4]:
             con.print(f"  {escape(e)}")
         if u.overwrites:

@@ -5,6 +5,15 @@ from __future__ import annotations
 from triage.rules.base import Rule
 
 
+def _driver_cuda(m) -> dict:
+    """torch's `found version 12020` is the newest CUDA the driver supports, as CUDA writes it (12.2)."""
+    found = (m.groupdict() or {}).get("found")
+    if found and found.isdigit() and int(found) >= 1000:
+        v = int(found)
+        return {"cuda_driver_version": f"{v // 1000}.{v % 1000 // 10}"}
+    return {}
+
+
 def _compat_facts(m, line, scan) -> dict:
     """803 and 804 are different failures of the same machinery (the CUDA forward-compatibility libraries)."""
     t = line.text
@@ -33,7 +42,7 @@ RULES = [
                    r"CUDA driver version is insufficient for CUDA runtime version",
                    r"cudaErrorInsufficientDriver", r"CUDA_ERROR_INSUFFICIENT_DRIVER",
                    r"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=(?P<needed_cuda>[\d.]+)"],
-         playbook="cuda-driver", confidence=0.95),
+         facts=lambda m, line, scan: _driver_cuda(m), playbook="cuda-driver", confidence=0.95),
     Rule(signature="cuda.error_803_compat", category="cuda_driver",
          title="{what}",
          fix="{advice}", facts=_compat_facts,

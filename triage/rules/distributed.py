@@ -63,7 +63,7 @@ RULES = [
          title="NCCL could not create its shared-memory segment (/dev/shm too small or not writable)",
          fix="Give the container enough shared memory: `docker run --ipc=host` or `--shm-size=16g` "
              "(Kubernetes: an emptyDir with medium Memory mounted at /dev/shm).",
-         patterns=[r"Error while creating shared memory segment /dev/shm/\S+(?: \(size (?P<size>\d+)\))?",
+         patterns=[r"Error while creating shared memory segment /dev/shm/\S+(?: \(size (?P<segment_bytes>\d+)\))?",
                    r"unable to allocate shared memory", r"No space left on device.{0,60}/dev/shm",
                    r"/dev/shm.{0,60}(?:No space left|too small)"],
          playbook="distributed", confidence=0.95),

@@ -193,34 +193,36 @@ def _capture_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]
 
 
 def _kv_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    """kv_capacity_tokens: the one number for the longest context that fits, for every message form
+    (vLLM's own count or estimate where the message gives one, else scaled from the GiB it reports);
+    the diagnosis, the playbook and the command all quote it."""
     gd = m.groupdict()
     out: dict[str, Any] = {}
     fit = gd.get("kv_capacity_tokens") or gd.get("estimated")
     out["suggestion_basis"] = "vLLM's own estimate"
     if not fit and gd.get("max_model_len") and gd.get("needed_gib") and gd.get("available_gib"):
-        # older vLLM gives no estimate: full-attention KV grows linearly with the length
+        # vLLM gives no estimate (older releases; an estimate of 0): full-attention KV grows linearly with the length
         needed, avail = float(gd["needed_gib"]), float(gd["available_gib"])
         if needed > 0 and avail > 0:
             fit = int(int(gd["max_model_len"]) * avail / needed)
-            out["suggestion_basis"] = "scaled by the KV memory available"
+            out["suggestion_basis"] = "scaled from the KV memory available"
     if fit:
-        n = int(fit)
-        # vLLM rounds to the block size; a multiple of 256 keeps the suggestion tidy.
-        out["suggested_max_model_len"] = max(256, n - n % 256) if n > 512 else n
+        out["kv_capacity_tokens"] = int(fit)
+        out["suggested_max_model_len"] = int(fit)
     return out
 
 
 RULES = [
     Rule(signature="kv_cache.max_len_exceeds_capacity", category="kv_cache_memory",
          title="The KV cache cannot hold one request of max_model_len {max_model_len} tokens (room for {kv_capacity_tokens})",
-         fix="Lower --max-model-len to at most {suggested_max_model_len}, or free memory for the KV cache: raise "
+         fix="Lower --max-model-len to at most {kv_capacity_tokens} (vLLM's own count), or free memory for the KV cache: raise "
              "--gpu-memory-utilization, use --kv-cache-dtype fp8, more GPUs (--tensor-parallel-size), or a "
              "quantized checkpoint.",
          patterns=[r"The model's max seq len \((?P<max_model_len>\d+)\) is larger than the maximum number of tokens that can be stored in KV cache \((?P<kv_capacity_tokens>\d+)\)"],
          facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="kv_cache.insufficient_for_max_len", category="kv_cache_memory",
          title="Not enough KV-cache memory for max_model_len {max_model_len}: {needed_gib} GiB needed, {available_gib} GiB available",
-         fix="Lower --max-model-len to at most {suggested_max_model_len} ({suggestion_basis}), or raise "
+         fix="Lower --max-model-len to at most {kv_capacity_tokens} ({suggestion_basis}), or raise "
              "--gpu-memory-utilization, use --kv-cache-dtype fp8, or add GPUs.",
          patterns=[r"max seq len \((?P<max_model_len>\d+)\),\s*\(?(?P<needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \((?P<available_gib>-?[\d.]+) GiB\)(?:.*?estimated maximum model length is (?P<estimated>\d+))?"],
          facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),

@@ -46,7 +46,10 @@ class TriageApp(App[int]):
         Binding("4", "view('fix')", "Fix", show=False),
         Binding("question_mark,f1", "help", "Help"),
         Binding("q", "quit", "Quit"),
+        # Ctrl+C and Ctrl+Q quit too, as in nvitop, htop and lazygit (Textual would only say "press ctrl+q").
+        Binding("ctrl+c,ctrl+q", "quit", "Quit", show=False, priority=True),
     ]
+    QUIT_AGAIN_S = 3.0  # while vLLM writes, a second quit key within this many seconds quits
 
     def __init__(
         self,
@@ -124,6 +127,28 @@ class TriageApp(App[int]):
         self.opts.source = path
         self._begin()
 
+    def action_open_log(self) -> None:
+        """Read another log in place of this one (the palette's "Open another log")."""
+        if self.live is not None and self.live.is_pipe and not self.live.ended:
+            self.notify("vLLM is still writing into the pipe: quit first to read another log", severity="warning")
+            return
+        from triage.tui.dialogs import OpenLogScreen
+
+        def opened(path: str | None) -> None:
+            if not path:
+                return
+            if self._timer is not None:
+                self._timer.stop()
+                self._timer = None
+            self.opts.source, self.opts.demo = path, False
+            self.live, self.report, self.full, self.error = None, None, None, None
+            self._full_started, self._fed_seen, self.first_diagnosis_at = False, -1, None
+            self.query_one(DiagnosisPane).set_log_lines([])
+            self._refresh_views()
+            self._begin()
+
+        self.push_screen(OpenLogScreen(self._finder), opened)
+
     # --- reading the log ---
 
     def _begin(self) -> None:
@@ -195,15 +220,16 @@ class TriageApp(App[int]):
     def _quick_done(self, report: Report, scan: Scan, final: bool, lines: list[tuple[int, str]] | None) -> None:
         self._quick_running = False
         if lines is not None:
-            self.query_one(DiagnosisPane).set_log_lines(lines)
+            self.query_one(DiagnosisPane).set_log_lines(lines, scan.lines_total)
         self._show(report)
         if final and self.opts.needs_full_stage:
             self._start_full(scan, force=True)
 
     @work(thread=True, exclusive=True, group="lines", exit_on_error=False)
     def _log_lines(self, scan: Scan) -> None:
-        lines = intake.view_lines(scan, self.log_path)
-        self.call_from_thread(self.query_one(DiagnosisPane).set_log_lines, lines)
+        spool = self.live.spool_path if self.live is not None else None
+        lines = intake.view_lines(scan, self.log_path or spool)
+        self.call_from_thread(self.query_one(DiagnosisPane).set_log_lines, lines, scan.lines_total)
 
     # --- the full stage: probes and upstream ---
 
@@ -304,6 +330,19 @@ class TriageApp(App[int]):
             pane.focus()
         self.refresh_bindings()
 
+    async def action_quit(self) -> None:
+        """Quit; while vLLM is still writing into the pipe, ask for the key again first (quitting then
+        leaves vLLM running, its output drained in the background)."""
+        live = self.live
+        if live is not None and live.is_pipe and not live.ended:
+            now = time.monotonic()
+            if now - getattr(self, "_quit_asked_at", -1e9) > self.QUIT_AGAIN_S:
+                self._quit_asked_at = now
+                self.notify("vLLM is still writing. Press q (or ctrl+c) again to quit: vLLM keeps running and "
+                            "its output keeps going to your tee'd file.", title="Quit?", timeout=self.QUIT_AGAIN_S)
+                return
+        self.exit(self.return_code or 0)
+
     def action_help(self) -> None:
         from triage.tui.dialogs import HelpScreen
 
@@ -361,6 +400,8 @@ class TriageApp(App[int]):
             yield SystemCommand(f"View: {label}", f"show the {label} view (key {i})",
                                 lambda vid=vid: self.action_view(vid))
         yield SystemCommand("Help: keys", "every key of every view (? or f1)", self.action_help)
+        yield SystemCommand("Open another log", "type a path or pick a vLLM log found on this machine",
+                            self.action_open_log)
         diag = self.query_one(DiagnosisPane)
         yield SystemCommand("Diagnosis: next evidence line", "jump the log to the next evidence line (e)",
                             lambda: (self.action_view("diagnosis"), diag.action_evidence(1)))

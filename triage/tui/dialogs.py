@@ -16,20 +16,19 @@ from triage.tui.markup import escape  # cleaned of terminal control, markup esca
 
 
 HELP = """\
-# triage: keys
-
-Everything is reachable from the keyboard; **ctrl+p** opens the command palette.
+**triage: keys** · everything is reachable from the keyboard · **ctrl+p** opens the command palette
 
 | key | does |
 |---|---|
 | **1** **2** **3** **4** | Diagnosis · Machine · Upstream · Fix |
 | **tab** / **shift+tab** | move between parts of a view |
-| **?** or **f1** | this help |
-| **q** | quit (twice while vLLM is still writing to the pipe) |
-| **ctrl+p** | command palette |
+| **?** or **f1** | this help (**escape** closes it) |
+| **q** **ctrl+c** **ctrl+q** | quit (press it twice while vLLM is still writing to the pipe) |
+| **ctrl+p** | command palette (also: open another log) |
 
 **Diagnosis**: **e** / **E** next / previous evidence line · **/** search the log · **n** / **N** next /
-previous match · **]** / **[** next / previous finding · **↑↓ j k g G** move in the log.
+previous match · **]** / **[** next / previous finding · **w** whole / short lines · **↑↓ j k g G**
+move in the log.
 
 **Machine**: **a** add a host (probe it over SSH and compare) · **r** probe again.
 
@@ -40,9 +39,8 @@ previous match · **]** / **[** next / previous finding · **↑↓ j k g G** mo
 the terminal with the app suspended (password prompts) · **D** dry run (shows every step, runs
 nothing) · **p** another playbook · **u** undo what the playbook changed.
 
-Mouse support is off so that your terminal's own selection and copy work; `--mouse` turns it on.
-Ctrl+C does not stop anything: it never reaches vLLM's process group. Colours follow your terminal;
-`NO_COLOR=1` turns them off.
+The mouse is off so that your terminal's own selection and copy work (`--mouse` turns it on).
+Ctrl+C quits triage only: it never reaches vLLM's process group. `NO_COLOR=1` turns colours off.
 """
 
 
@@ -111,6 +109,7 @@ class OpenLogScreen(ModalScreen[str | None]):
         super().__init__()
         self.finder = finder
         self.found: list[Any] = []
+        self.status_text = ""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="open-box"):
@@ -137,6 +136,7 @@ class OpenLogScreen(ModalScreen[str | None]):
 
     def _status(self, text: str) -> None:
         self.query_one("#open-status", Static).update(f"[$text-muted]{escape(text)}[/]")
+        self.status_text = text
 
     def _show(self, found: list[Any]) -> None:
         self.found = found
@@ -155,7 +155,24 @@ class OpenLogScreen(ModalScreen[str | None]):
         event.stop()
         path = event.value.strip()
         if path:
-            self.dismiss(path)
+            # A typo keeps the dialog open with what is wrong; only a readable log closes it.
+            import os
+
+            from triage.logread.check import input_problem
+
+            full = os.path.expanduser(path)
+            if os.path.isdir(full):
+                self._status(f"{path} is a folder: type the path of a log file")
+            elif not os.path.isfile(full):
+                self._status(f"no such file: {path}")
+            elif not os.access(full, os.R_OK):
+                self._status(f"cannot read {path}: permission denied")
+            else:
+                problem = input_problem(full)
+                if problem:
+                    self._status(problem)
+                else:
+                    self.dismiss(full)
         elif self.found:
             self._take(0)
 

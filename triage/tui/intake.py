@@ -38,7 +38,7 @@ class Options:
 
     @property
     def needs_full_stage(self) -> bool:
-        return self.probe or not self.offline
+        return self.probe or not self.offline or self.demo
 
 
 class LiveLog:
@@ -46,6 +46,9 @@ class LiveLog:
     from any other thread while it runs; `scan` is the finished Scan once `ended` is set."""
 
     def __init__(self, source: str, fd: int | None = None):
+        self.spool_path: str | None = None
+        if fd is not None:
+            fd, self.spool_path = _spooled(fd)
         self.src: LogSource = open_source(source, fd)
         self.scanner = Scanner(self.src.name)
         self.lock = threading.Lock()
@@ -101,6 +104,46 @@ class LiveLog:
             return self.scanner.snapshot(nbytes, nlines)
 
 
+def _spooled(fd: int) -> tuple[int, str]:
+    """A pipe's bytes relayed to a new pipe (which the scanner reads) and kept in a private file
+    (up to FULL_VIEW_LIMIT), so the log view can hold every line of a piped log once it ends."""
+    import tempfile
+
+    import atexit
+    import shutil
+
+    folder = tempfile.mkdtemp(prefix="triage-pipe-")  # 0700: the log may hold private paths and tokens
+    atexit.register(shutil.rmtree, folder, True)
+    path = os.path.join(folder, "input.log")
+    r, w = os.pipe()
+
+    def pump() -> None:
+        kept = 0
+        try:
+            with open(path, "wb") as spool:
+                while True:
+                    try:
+                        chunk = os.read(fd, 1 << 16)
+                    except OSError:
+                        break
+                    if not chunk:
+                        break
+                    if kept <= FULL_VIEW_LIMIT:
+                        spool.write(chunk)
+                        spool.flush()
+                        kept += len(chunk)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(w, view):]
+        except OSError:
+            pass
+        finally:
+            os.close(w)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return r, path
+
+
 def quick_report(opts: Options, scan: Scan) -> Report:
     """The diagnosis from the log alone (and a saved probe snapshot): no probing, no network."""
     from triage.pipeline import build_report
@@ -114,22 +157,27 @@ def quick_report(opts: Options, scan: Scan) -> Report:
 
 
 def full_report(opts: Options, scan: Scan) -> Report:
-    """Everything the command line allows: probes of this machine or --host, upstream search."""
+    """Everything the command line allows: probes of this machine or --host, upstream search (for the
+    demo, the recorded answers)."""
     from triage.pipeline import build_report
 
     try:
-        return build_report(scan.source, offline=opts.offline, probe=opts.probe, host=opts.host,
-                            python=opts.python, snapshot=opts.snapshot, scan=scan)
+        report = build_report(scan.source, offline=opts.offline, probe=opts.probe, host=opts.host,
+                              python=opts.python, snapshot=opts.snapshot, scan=scan)
     except InputError as exc:
         report = build_report(scan.source, offline=opts.offline, probe=opts.probe and not opts.snapshot,
                               host=opts.host, python=opts.python, snapshot=None, scan=scan)
         report.warnings.append(str(exc))
-        return report
+    if opts.demo:
+        from triage.demo import with_recorded_upstream
+
+        with_recorded_upstream(report)
+    return report
 
 
 def view_lines(scan: Scan, path: str | None) -> list[tuple[int, str]]:
-    """The lines the log view shows: every line of a file that is not too big, else the selected
-    (error-like) lines with their original numbers."""
+    """The lines the log view shows: every line of a file (or a pipe's spool) that is not too big,
+    else the selected (error-like) lines with their original numbers."""
     if path and os.path.isfile(path) and os.path.getsize(path) <= FULL_VIEW_LIMIT:
         try:
             src = open_source(path)

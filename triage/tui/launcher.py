@@ -76,6 +76,10 @@ def run(args: Any, *, source: str | None, snapshot: str | None, offline: bool, p
     code = app.run(mouse=bool(getattr(args, "mouse", False)))
     if pipe_fd is not None and not (app.live is not None and app.live.ended):
         _drain_in_background(pipe_fd)
+        # The shell waits for the whole pipeline: say why the prompt does not come back yet.
+        print("triage: quit. vLLM is still running and writing; its output is drained in the background "
+              "(and still goes to the file tee writes). This terminal returns when vLLM exits; Ctrl+C here "
+              "stops vLLM.", file=sys.stderr)
     return int(code or 0)
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
-
-from textual.markup import escape as _escape
 
 from triage.sanitize import clean
 
 
 def escape(value: Any) -> str:
-    return _escape(clean(str(value)))
+    """Every `[` escaped: Textual's own escape lets `[Bug]` through, and its parser then eats it as a tag."""
+    return _BRACKET.sub(lambda m: m.group(1) * 2 + "\\[", clean(str(value)))
+
+
+_BRACKET = re.compile(r"(\\*)\[")  # backslashes right before a bracket are doubled, as Textual reads them

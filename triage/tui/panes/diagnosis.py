@@ -10,8 +10,10 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
 from triage.model import Diagnosis, Report
+from triage.playbooks.wording import human_value
 from triage.tui.logview import LogView
 from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+from triage.tui.text import wrapped
 
 
 def _fact_value(v: Any) -> str:
@@ -24,7 +26,7 @@ def _fact_value(v: Any) -> str:
     return str(v)
 
 
-def diagnosis_markup(report: Report | None, index: int, *, live: bool) -> str:
+def diagnosis_markup(report: Report | None, index: int, *, live: bool, width: int = 0) -> str:
     """The text of the upper part: the chosen diagnosis, then the others, then harmless notes."""
     if report is None:
         return "[$text-muted]Reading the log…[/]"
@@ -37,19 +39,28 @@ def diagnosis_markup(report: Report | None, index: int, *, live: bool) -> str:
         return "\n".join(out)
     index = max(0, min(index, len(report.diagnoses) - 1))
     d: Diagnosis = report.diagnoses[index]
+    if live and index == 0 and d.signature == "generic.root_cause_missing":
+        # The wrapper lines come first; the worker's own traceback usually follows them.
+        return ("[$warning b]vLLM reported a failure; waiting for its cause[/]\n"
+                "The error that caused it usually follows in the next lines of the log (a traceback may still be "
+                "arriving). The diagnosis updates as vLLM writes.")
     head = "ROOT CAUSE" if index == 0 else f"ALSO FOUND ({index + 1} of {len(report.diagnoses)})"
     style = "$error" if index == 0 else "$warning"
     out = [f"[{style} b]{head}[/]  [$text-muted]{escape(d.category)} · {escape(d.signature)} · "
            f"confidence {d.confidence:.0%}[/]",
            f"[b]{escape(d.title)}[/]"]
-    if d.explanation:
-        out.append("[b]Why[/]")
-        out.extend(f"  {escape(line)}" for line in d.explanation)
+    # The fix first: on an 80x24 screen it must show without scrolling; the why follows.
     if d.fix.summary:
         out.append(f"[$success b]Fix[/] {escape(d.fix.summary)}")
     if d.fix.playbook and index == 0:
         out.append(f"[$success b]Guided fix[/] press [b]4[/] (playbook {escape(d.fix.playbook)})")
-    facts = {k: v for k, v in d.facts.items() if k != "explanation" and v not in (None, "", [], {})}
+    if d.explanation:
+        out.append("[b]Why[/]")
+        for line in d.explanation:
+            out.extend(wrapped(line, width))
+    facts = {k: human_value(k, v) for k, v in d.facts.items() if k != "explanation" and v not in (None, "", [], {})}
+    if "cuda_driver_version" in facts:
+        facts.pop("found", None)  # torch's raw form of the same number (12020 for 12.2)
     if facts:
         out.append("[b]Facts[/]")
         width = min(24, max(len(k) for k in facts))
@@ -88,6 +99,7 @@ class DiagnosisPane(Vertical):
         self.index = 0
         self.live = False
         self.last_search = ""
+        self.total_lines: int | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="diag-body"):
@@ -108,7 +120,9 @@ class DiagnosisPane(Vertical):
         self._render_text()
         self._mark_evidence()
 
-    def set_log_lines(self, lines: list[tuple[int, str]]) -> None:
+    def set_log_lines(self, lines: list[tuple[int, str]], total: int | None = None) -> None:
+        """`total`: how many lines the log has; fewer held means the view is partial and says so."""
+        self.total_lines = total
         self.log_view.set_lines(lines, self._evidence_lines())
         self._title()
 
@@ -127,7 +141,13 @@ class DiagnosisPane(Vertical):
         self._title()
 
     def _render_text(self) -> None:
-        self.query_one("#diag-text", Static).update(diagnosis_markup(self.report, self.index, live=self.live))
+        body = self.query_one("#diag-body")
+        width = body.content_region.width - body.styles.scrollbar_size_vertical  # as if its scrollbar showed
+        self.query_one("#diag-text", Static).update(diagnosis_markup(self.report, self.index, live=self.live,
+                                                                     width=width))
+
+    def on_resize(self) -> None:
+        self._render_text()
 
     def _title(self) -> None:
         lv = self.log_view
@@ -138,8 +158,13 @@ class DiagnosisPane(Vertical):
         ev = lv.evidence
         pos = f" · evidence {ev.index(no) + 1}/{len(ev)}" if no in ev else (f" · {len(ev)} evidence" if ev else "")
         search = f" · search: {escape(lv.query_text)}" if lv.query_text else ""
+        held, total = len(lv.lines), self.total_lines
+        partial = ""
+        if total and held < total:
+            partial = (f" · [$warning]error-like lines only ({held:,} of {total:,})"
+                       + (" until the input ends" if self.live else "") + "[/]")
         self.query_one("#log-title", Static).update(
-            f"[b]Log[/] line {no}{pos}{search}  [$text-muted]e/E evidence · / search · w "
+            f"[b]Log[/] line {no}{pos}{search}{partial}  [$text-muted]e/E evidence · / search · w "
             + ("whole lines" if lv.compact else "short lines") + "[/]")
 
     def on_log_view_cursor_moved(self, _msg: LogView.CursorMoved) -> None:
@@ -159,7 +184,7 @@ class DiagnosisPane(Vertical):
             if text:
                 self.last_search = text
                 if self.log_view.search(text, 1, from_cursor=True) is None:
-                    self.app.notify(f"not found: {text}", severity="warning")
+                    self.app.notify(f"not found: {text}" + self._partial_note(), severity="warning")
                 self._title()
 
         self.app.push_screen(PromptScreen("Search the log", "text to find (case-insensitive)", self.last_search), done)
@@ -169,8 +194,14 @@ class DiagnosisPane(Vertical):
             self.action_search()
             return
         if self.log_view.search(self.last_search, step) is None:
-            self.app.notify(f"not found: {self.last_search}", severity="warning")
+            self.app.notify(f"not found: {self.last_search}" + self._partial_note(), severity="warning")
         self._title()
+
+    def _partial_note(self) -> str:
+        total = self.total_lines
+        if total and len(self.log_view.lines) < total:
+            return f" (in the {len(self.log_view.lines):,} error-like lines held of {total:,})"
+        return ""
 
     def action_finding(self, step: int) -> None:
         if self.report is None or len(self.report.diagnoses) < 2:

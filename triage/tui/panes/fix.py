@@ -19,7 +19,9 @@ from textual.widgets import Input, Log, OptionList, Static
 from textual.widgets.option_list import Option
 
 from triage.tui import fixflow
+from triage.playbooks.wording import outcome_words, status_words
 from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+from triage.tui.text import wrapped
 
 class _Split:
     """Writes a first line to the head and the rest to the intro area below it."""
@@ -37,29 +39,35 @@ RESULT_STYLE = {"pass": "$success", "success": "$success", "fail": "$error", "fa
                 "unknown": "$warning", "declined": "$warning", "not-run": "$text-muted"}
 
 
-def view_markup(v: Any, n: int) -> str:
-    """One step as the operator reads it: kind, title, text, the exact command, the change, the result."""
-    out = [f"[b]{n}. {escape(v.title)}[/] [$text-muted]({escape(v.kind)})[/]"]
+def view_markup(v: Any, n: int, width: int = 0) -> str:
+    """One step as the operator reads it: title, text, the exact command, the change, the result;
+    wrapped to `width` at word boundaries, continuation lines under their own indent."""
+    ind = "   "
+    out = [f"[b]{n}. {escape(v.title)}[/]"]
     for line in (v.text or "").splitlines():
-        out.append(f"   {escape(line)}")
+        out.extend(wrapped(line, width, indent=ind, hang="  " if line.lstrip().startswith("- ") else ""))
+    accent = lambda t: f"[$accent b]{t}[/]"  # noqa: E731
     if v.argv:
-        where = f"   [$text-muted](on {escape(v.where)})[/]" if v.where != "this machine" else ""
-        out.append(f"   [$accent b]$ {escape(fixflow.show_argv(v.argv))}[/]{where}")
+        where = f" (on {v.where})" if v.where != "this machine" else ""
+        out.extend(wrapped("$ " + fixflow.show_argv(v.argv) + where, width, indent=ind, style=accent))
     for line in v.lines:
-        out.append(f"   {escape(line)}")
+        out.extend(wrapped(line, width, indent=ind))
     for cmd in v.commands:
-        out.append(f"   [$accent b]$ {escape(fixflow.show_argv(cmd))}[/]")
+        out.extend(wrapped("$ " + fixflow.show_argv(cmd), width, indent=ind, style=accent))
     for line in (v.diff or "").rstrip("\n").splitlines():
         style = "$success" if line.startswith("+") else "$error" if line.startswith("-") else "$text-muted"
-        out.append(f"   [{style}]{escape(line)}[/]")
+        out.append(f"{ind}[{style}]{escape(line)}[/]")
     r = v.result
     if r is not None:
-        out.append(f"   [{RESULT_STYLE.get(r.status, '$text-muted')} b]→ {escape(r.status)}[/]"
-                   + (f" {escape(r.message)}" if r.message else ""))
+        head = r.message if getattr(r, "said", False) and r.message else status_words(r.status) + (f": {r.message}" if r.message else "")
+        colour = RESULT_STYLE.get(r.status, "$text-muted")
+        got = wrapped(head, width - 2, indent="", hang="  ")
+        out.append(f"{ind}[{colour} b]→[/] {got[0]}")
+        out.extend(f"{ind}  {g}" for g in got[1:])
         tail = ((r.stdout or "") + (r.stderr or "")).strip().splitlines()[-6:]
         out.extend(f"     [$text-muted]{escape(t)}[/]" for t in tail)
     if v.error:
-        out.append(f"   [$error]! {escape(v.error)}[/]")
+        out.append(f"{ind}[$error]! {escape(v.error)}[/]")
     return "\n".join(out)
 
 
@@ -141,7 +149,10 @@ class FixPane(Vertical, can_focus=True):
     def _add_step(self, v: Any) -> None:
         self.n += 1
         box = self.query_one("#fix-steps", VerticalScroll)
-        box.mount(Static(view_markup(v, self.n), classes="fix-step"))
+        # As if the scrollbar showed already: it appears as steps accumulate, and a step wrapped
+        # before that would then overflow.
+        width = box.content_region.width - box.styles.scrollbar_size_vertical - 1
+        box.mount(Static(view_markup(v, self.n, width), classes="fix-step"))
         box.scroll_end(animate=False)
 
     def _present(self, v: Any) -> None:
@@ -186,7 +197,7 @@ class FixPane(Vertical, can_focus=True):
         changed = getattr(rec, "changed_anything", None)
         changed = changed() if callable(changed) else bool(changed)
         style = "$warning" if str(outcome).startswith("manual:") else "$success"
-        lines = [f"[{style} b]Outcome: {escape(str(outcome))}[/]"]
+        lines = [f"[{style} b]Result: {escape(outcome_words(outcome))}[/]"]
         if hint:
             lines.append(escape(hint))
         if root:
@@ -232,8 +243,8 @@ class FixPane(Vertical, can_focus=True):
                     self.report, playbook_id=self.playbook_id, log_path=app.log_path,  # type: ignore[attr-defined]
                     host=opts.host, python=opts.python, offline=opts.offline, dry_run=self.dry_run,
                     on_line=lambda line: app.call_from_thread(self._line, line))
-                title = f"[b]{escape(self.plan.playbook_id)}[/]: {escape(self.plan.title)}" + (
-                    "  [$warning](dry run: nothing is run or changed)[/]" if self.dry_run else "")
+                title = f"[b]Guided fix[/]: {escape(self.plan.title)} [$text-muted](playbook {escape(self.plan.playbook_id)})[/]" + (
+                    "  [$warning]dry run: nothing is run or changed[/]" if self.dry_run else "")
                 app.call_from_thread(self.query_one("#fix-head", Static).update, title)
                 view = self.plan.session.start()
             else:

@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from triage.model import Report
-from triage.report.text import machine_lines
+from triage.report.text import machine_differs, machine_lines
 from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 SEVERITY = {"error": "$error", "warning": "$warning", "info": "$text-muted"}
@@ -24,6 +24,10 @@ def machine_markup(env: dict[str, Any], *, busy: str = "") -> str:
     out = [f"[b]Machine[/] [$text-muted]({where})[/]"]
     if busy:
         out.append(f"[$accent]{escape(busy)}[/]")
+    differs = machine_differs(env)
+    if differs:
+        out.append(f"  [$warning]Not the machine that wrote the log:[/] {escape('; '.join(differs))}. "
+                   "`a` probes the machine that ran vLLM.")
     for line in machine_lines(env):
         out.append(f"  {escape(line)}")
     if env.get("gpu_summary") and not env.get("gpus"):

@@ -14,12 +14,19 @@ from textual.widgets import DataTable, Static
 
 from triage.model import Report, UpstreamHit
 from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+from triage.tui.text import wrapped
 
 VERDICT_STYLES = {"fixes": "$success", "does-not-fix": "$error", "unknown": "$warning"}
 STATE_STYLE = {"open": "green", "merged": "magenta", "closed": "red"}
 
 
-def upgrade_markup(report: Report | None, *, busy: str = "") -> str:
+def _evidence_order(e: str) -> int:
+    """What decides the upgrade first (what it needs, its caveats), the sources last."""
+    e = e.lower()
+    return 0 if e.startswith("needs") else 1 if e.startswith("caveat") else 3 if e.startswith("sources") else 2
+
+
+def upgrade_markup(report: Report | None, *, busy: str = "", width: int = 0) -> str:
     out = []
     if busy:
         out.append(f"[$accent]{escape(busy)}[/]")
@@ -30,11 +37,12 @@ def upgrade_markup(report: Report | None, *, busy: str = "") -> str:
         return "\n".join(out)
     style = VERDICT_STYLES.get(u.verdict, "$warning")
     target = f" (to {escape(u.target_version)})" if u.target_version else ""
-    out.append(f"[b]Upgrade[/] [{style} b]{escape(u.verdict_words)}[/]{target}")
-    for e in u.evidence[:6]:
-        out.append(f"  [$text-muted]{escape(e)}[/]")
+    words = u.verdict_words
+    out.append(f"[{style} b]{escape(words[:1].upper() + words[1:])}[/]{target}")
     if u.overwrites:
-        out.append(f"  [$warning]would overwrite: {escape(', '.join(u.overwrites))}[/]")
+        out.extend(wrapped("would overwrite: " + ", ".join(u.overwrites), width, style=lambda t: f"[$warning]{t}[/]"))
+    for e in sorted(u.evidence, key=_evidence_order):
+        out.extend(wrapped(e, width, style=lambda t: f"[$text-muted]{t}[/]"))
     return "\n".join(out)
 
 
@@ -44,7 +52,8 @@ def hit_markup(h: UpstreamHit | None) -> str:
     kind = "PR" if h.kind == "pr" else "issue"
     out = [f"[b]#{h.number}[/] {escape(h.title)}",
            f"  {kind} · {escape(h.state)} · score {h.score}"
-           + (f" · cached {escape(h.age)} ago" if h.age else ""),
+           + (f" · cached {escape(h.age)} ago" if h.age else "")
+           + (" · recorded" if h.recorded else ""),
            f"  [b]why[/] {escape(h.why)}"]
     if h.fixed_by:
         fixed_in = f", in vLLM {escape(h.fixed_in)}" if h.fixed_in else ", not in a release yet"
@@ -71,12 +80,16 @@ class UpstreamPane(Vertical):
         yield Static("", id="hit-detail")
 
     def show(self, report: Report | None, *, busy: str = "", offline: bool = False) -> None:
-        self.query_one("#upgrade-text", Static).update(upgrade_markup(report, busy=busy))
+        self._shown = (report, busy, offline)
+        width = self._wrap_width()
+        self.query_one("#upgrade-text", Static).update(upgrade_markup(report, busy=busy, width=width))
         hits = list((report.upstream or []) if report is not None else [])
         queries = getattr(report, "upstream_queries", None) or []
         title = self.query_one("#hits-title", Static)
         if hits:
+            recorded = any(h.recorded for h in hits)
             title.update(f"[b]Upstream[/] {len(hits)} hit(s), best first"
+                         + (" [$warning]· recorded answers (the demo does not go online)[/]" if recorded else "")
                          + (f" [$text-muted]· {len(queries)} searches[/]" if queries else ""))
         elif report is not None and report.upstream is not None:
             title.update("[b]Upstream[/] no matching issues or pull requests"
@@ -94,6 +107,17 @@ class UpstreamPane(Vertical):
                           Text(h.state, style=STATE_STYLE.get(h.state, "")), f"{h.score}", h.title)
         table.display = bool(hits)
         self._detail(0 if hits else None)
+
+    def _wrap_width(self) -> int:
+        box = self.query_one("#upgrade-box")
+        return box.content_region.width - box.styles.scrollbar_size_vertical - 1  # as if its scrollbar showed
+
+    def on_resize(self) -> None:
+        shown = getattr(self, "_shown", None)
+        if shown is not None:
+            report, busy, _offline = shown
+            width = self._wrap_width()
+            self.query_one("#upgrade-text", Static).update(upgrade_markup(report, busy=busy, width=width))
 
     def _detail(self, row: int | None) -> None:
         h = self.hits[row] if row is not None and 0 <= row < len(self.hits) else None
