@@ -155,3 +155,9 @@ def test_the_report_says_when_the_probed_machine_is_not_the_logs():
     # With the log alone (no probe) there is nothing to mix up.
     r = run_triage("--log", "triage/demo/glm5_sm120.log", "--report", "--offline", "--no-probe")
     assert "Not the machine" not in r.stdout.decode()
+
+
+def test_every_subcommand_has_a_word_in_the_help():
+    from triage.cli import SUBCOMMAND_HELP, SUBCOMMANDS
+
+    assert set(SUBCOMMANDS) == set(SUBCOMMAND_HELP)

@@ -28,6 +28,7 @@ SUBCOMMANDS = {
 # One line each for `triage --help`.
 SUBCOMMAND_HELP = {
     "probe": "what this machine (or an SSH host, or a fleet) has: GPUs, driver, CUDA, the Python env of vLLM",
+    "preflight": "before launch: will `vllm serve ...` fail here, and why (-- vllm serve MODEL ...)",
     "fix": "walk the guided fix for a log's diagnosis (--dry-run shows every step first)",
     "undo": "revert the last applied fix (or --list what was applied)",
     "playbooks": "list, show or validate the guided fixes (yours in ~/.config/triage/playbooks)",
