@@ -116,7 +116,7 @@ def test_a_mistyped_subcommand_gets_did_you_mean():
 
 def test_top_level_help_says_each_subcommand_and_the_exit_codes():
     out = run_triage("--help").stdout.decode()
-    for sub in ("probe", "fix", "undo", "playbooks", "apply", "report"):
+    for sub in ("probe", "preflight", "fix", "undo", "playbooks", "apply", "report"):
         assert any(line.strip().startswith(sub + " ") and len(line.split()) > 3 for line in out.splitlines()), sub
     assert "exit status" in out and "3  the log was read and shows no failure" in out
 

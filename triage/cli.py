@@ -28,7 +28,7 @@ SUBCOMMANDS = {
 # One line each for `triage --help`.
 SUBCOMMAND_HELP = {
     "probe": "what this machine (or an SSH host, or a fleet) has: GPUs, driver, CUDA, the Python env of vLLM",
-    "preflight": "before launch: will `vllm serve ...` fail here, and why (-- vllm serve MODEL ...)",
+    "preflight": "will this `vllm serve` command fail here, and why? (before any weights are loaded)",
     "fix": "walk the guided fix for a log's diagnosis (--dry-run shows every step first)",
     "undo": "revert the last applied fix (or --list what was applied)",
     "playbooks": "list, show or validate the guided fixes (yours in ~/.config/triage/playbooks)",
@@ -54,7 +54,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    subs = "\n".join(f"  {name:<10} {SUBCOMMAND_HELP[name]}" for name in SUBCOMMANDS)
+    subs = "\n".join(f"  {name:<10} {SUBCOMMAND_HELP.get(name, '')}".rstrip() for name in SUBCOMMANDS)
     p = OneLineParser(
         prog="triage",
         description="Diagnose a failed vLLM launch: root cause, evidence, machine facts, upstream, guided fix.",
