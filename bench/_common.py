@@ -52,9 +52,9 @@ NOISE = [
 ]
 
 
-def make_log(path: Path, size_bytes: int, seed: int = 7) -> Path:
-    """A served-for-hours vLLM log: the real start-up, then request noise (with the odd warning),
-    then the crash at the end (the flagship failure from the bundled demo)."""
+def _served_log(path: Path, size_bytes: int, seed: int, pick, extra=None) -> Path:
+    """The bundled demo's start-up, then request lines (`pick(i)` is line i's template, filled with
+    fresh numbers, plus `extra(rnd)`'s), then the demo's crash at the end."""
     rnd = random.Random(seed)
     demo = (ROOT / "triage" / "demo" / "glm5_sm120.log").read_text()
     head, crash = demo[: demo.index("(Worker_TP0 pid=4188) ERROR")], demo[demo.index("(Worker_TP0 pid=4188) ERROR"):]
@@ -63,19 +63,28 @@ def make_log(path: Path, size_bytes: int, seed: int = 7) -> Path:
         written = len(head)
         i = 0
         while written < size_bytes - len(crash):
-            t = NOISE[i % len(NOISE)]
-            if i % 5000 == 4999:
-                t = ("(APIServer pid=2114) WARNING 02-14 10:{m:02d}:{s:02d} [protocol.py:72] The following fields "
-                     "were present in the request but ignored: {{'stream_options'}}")
-            line = t.format(a=rnd.randrange(256), b=rnd.randrange(256), port=rnd.randrange(30000, 60000),
-                            h=rnd.randrange(24), m=rnd.randrange(60), s=rnd.randrange(60), x=rnd.random() * 9000,
-                            y=rnd.random() * 3000, r=rnd.randrange(64), u=rnd.random() * 100, p=rnd.random() * 100,
-                            id=rnd.getrandbits(64)) + "\n"
+            fields = dict(a=rnd.randrange(256), b=rnd.randrange(256), port=rnd.randrange(30000, 60000),
+                          h=rnd.randrange(24), m=rnd.randrange(60), s=rnd.randrange(60), x=rnd.random() * 9000,
+                          y=rnd.random() * 3000, r=rnd.randrange(64), u=rnd.random() * 100, p=rnd.random() * 100,
+                          id=rnd.getrandbits(64))
+            if extra:
+                fields.update(extra(rnd))
+            line = pick(i).format(**fields) + "\n"
             f.write(line)
             written += len(line)
             i += 1
         f.write(crash)
     return path
+
+
+RARE_WARNING = ("(APIServer pid=2114) WARNING 02-14 10:{m:02d}:{s:02d} [protocol.py:72] The following fields "
+                "were present in the request but ignored: {{'stream_options'}}")
+
+
+def make_log(path: Path, size_bytes: int, seed: int = 7) -> Path:
+    """A served-for-hours vLLM log: the real start-up, then request noise (with the odd warning),
+    then the crash at the end (the flagship failure from the bundled demo)."""
+    return _served_log(path, size_bytes, seed, lambda i: RARE_WARNING if i % 5000 == 4999 else NOISE[i % len(NOISE)])
 
 
 ERROR_DENSE = [
@@ -91,24 +100,9 @@ ERROR_DENSE = [
 def make_error_dense_log(path: Path, size_bytes: int, seed: int = 11) -> Path:
     """A served-for-hours log where one line in eight is a repeated error or warning (not the failure),
     ending in the flagship crash: the cost must follow the distinct messages, not the matching lines."""
-    rnd = random.Random(seed)
-    demo = (ROOT / "triage" / "demo" / "glm5_sm120.log").read_text()
-    head, crash = demo[: demo.index("(Worker_TP0 pid=4188) ERROR")], demo[demo.index("(Worker_TP0 pid=4188) ERROR"):]
-    with open(path, "w") as f:
-        f.write(head)
-        written = len(head)
-        i = 0
-        while written < size_bytes - len(crash):
-            t = ERROR_DENSE[(i // 8) % 2] if i % 8 == 7 else NOISE[i % len(NOISE)]
-            line = t.format(a=rnd.randrange(256), b=rnd.randrange(256), port=rnd.randrange(30000, 60000),
-                            h=rnd.randrange(24), m=rnd.randrange(60), s=rnd.randrange(60), x=rnd.random() * 9000,
-                            y=rnd.random() * 3000, r=rnd.randrange(64), u=rnd.random() * 100, p=rnd.random() * 100,
-                            id=rnd.getrandbits(64), n=rnd.randrange(32769, 200000)) + "\n"
-            f.write(line)
-            written += len(line)
-            i += 1
-        f.write(crash)
-    return path
+    return _served_log(path, size_bytes, seed,
+                       lambda i: ERROR_DENSE[(i // 8) % 2] if i % 8 == 7 else NOISE[i % len(NOISE)],
+                       extra=lambda rnd: {"n": rnd.randrange(32769, 200000)})
 
 
 def make_restart_loop_log(path: Path, size_bytes: int, seed: int = 13) -> Path:
