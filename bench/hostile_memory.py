@@ -53,23 +53,34 @@ def _tree_rss_kb(root: int) -> int:
     return total
 
 
+class TreePeak:
+    """Samples the peak RSS of a process and its children every 10 ms on a thread, until stop()."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak = pid, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.is_set():
+            self.peak = max(self.peak, _tree_rss_kb(self.pid))
+            time.sleep(0.01)
+
+    def stop(self) -> int:
+        """The peak, in KiB."""
+        self._done.set()
+        self._thread.join()
+        return self.peak
+
+
 def run(args: list[str], feed) -> tuple[int, float, float]:
     """(exit code, seconds, peak tree RSS in MB) of `triage ARGS` with stdin fed by `feed(pipe)`."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), TRIAGE_NO_TUI="1")
     t0 = time.monotonic()
     p = subprocess.Popen([sys.executable, "-m", "triage", *args], stdin=subprocess.PIPE,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=str(ROOT))
-    peak = 0
-    done = threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _tree_rss_kb(p.pid))
-            time.sleep(0.01)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
+    sampler = TreePeak(p.pid)
     try:
         feed(p.stdin)
     except BrokenPipeError:
@@ -80,9 +91,7 @@ def run(args: list[str], feed) -> tuple[int, float, float]:
         except BrokenPipeError:
             pass
     code = p.wait()
-    done.set()
-    th.join()
-    return code, time.monotonic() - t0, peak / 1024
+    return code, time.monotonic() - t0, sampler.stop() / 1024
 
 
 def zeros(mb: int):

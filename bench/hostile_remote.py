@@ -12,12 +12,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 from _common import ROOT
-from hostile_memory import _tree_rss_kb
+from hostile_memory import TreePeak
 
 sys.path.insert(0, str(ROOT))
 from tests.fakes.ssh_server import LoopThread, SSHServer, client_home  # noqa: E402
@@ -29,20 +28,9 @@ def probe(home: Path, port: int, timeout: float) -> tuple[int, float, float]:
     t0 = time.monotonic()
     p = subprocess.Popen([sys.executable, "-m", "triage", "probe", "--host", f"127.0.0.1:{port}", "--json",
                           "--timeout", str(timeout)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    peak, done = 0, threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _tree_rss_kb(p.pid))
-            time.sleep(0.01)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
+    sampler = TreePeak(p.pid)
     code = p.wait()
-    done.set()
-    th.join()
-    return code, time.monotonic() - t0, peak / 1024
+    return code, time.monotonic() - t0, sampler.stop() / 1024
 
 
 def main() -> int:
