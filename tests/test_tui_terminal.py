@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tui_helpers import DEMO_LOG_REL, ROOT
+from tui_helpers import DEMO_LOG_REL, ROOT, read_pty
 
 TMUX = shutil.which("tmux")
 
@@ -35,15 +35,7 @@ def test_without_any_terminal_prints_the_plain_report(tmp_path):
             env=_env(tmp_path), cwd=str(ROOT), start_new_session=True, timeout=60)
         os.close(slave)
         slave = -1
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
+        out = read_pty(master)
     finally:
         if slave >= 0:
             os.close(slave)

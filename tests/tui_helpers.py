@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -138,3 +139,16 @@ def scripted_plan(monkeypatch: Any, command: list[str]) -> dict[str, Any]:
 
     monkeypatch.setattr(fixflow, "plan", plan)
     return made
+
+
+def read_pty(master: int) -> bytes:
+    """Everything written to a pty until its other side is closed (EIO or EOF ends it)."""
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            return out
+        if not chunk:
+            return out
+        out += chunk

@@ -12,6 +12,7 @@ import sys
 import time
 
 from tests.conftest import ROOT
+from tests.tui_helpers import read_pty
 from tests.upstream_fake_github import Answer, fake_github  # noqa: F401 (pytest fixture)
 
 OSC52 = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
@@ -56,15 +57,7 @@ def run_in_pty(args, env):
                                 stderr=slave, env=env, cwd=str(ROOT), start_new_session=True)
         os.close(slave)
         slave = -1
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
+        out = read_pty(master)
         proc.wait(60)
     finally:
         if slave >= 0:
