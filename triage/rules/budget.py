@@ -85,18 +85,11 @@ def memory_budget(scan: Scan) -> dict[str, Any]:
         m = KV_AVAILABLE_RE.search(t)
         if m:
             out["kv_gib"] = _num(m.group("kv"))
-        if "total_gib" not in out:
-            for rx in TOTAL_RES:
-                m = rx.search(t)
+        for key, group, regexes in (("total_gib", "total", TOTAL_RES), ("util", "util", UTIL_RES)):
+            if key not in out:
+                m = next((m for rx in regexes if (m := rx.search(t))), None)
                 if m:
-                    out["total_gib"] = _num(m.group("total"))
-                    break
-        if "util" not in out:
-            for rx in UTIL_RES:
-                m = rx.search(t)
-                if m:
-                    out["util"] = _num(m.group("util"))
-                    break
+                    out[key] = _num(m.group(group))
     if "total_gib" not in out:
         for g in scan.facts.get("gpus") or []:
             m = TOTAL_RES[2].search(str(g.get("name", ""))) if isinstance(g, dict) else None
