@@ -104,6 +104,51 @@ class LiveLog:
             return self.scanner.snapshot(nbytes, nlines)
 
 
+class Reader:
+    """A LiveLog read in a daemon thread from the moment it is made. The launcher makes it before
+    Textual is imported, so reading and diagnosing overlap Textual's start-up; when the input ends the
+    quick report is built in the same thread, so a small log's diagnosis is ready for the first frame.
+
+    `when_done(callback)` calls back (from the reading thread, or at once when already done) with
+    (scan, report, error): `report` is None and `error` says why when the quick stage failed."""
+
+    def __init__(self, opts: Options, fd: int | None = None,
+                 quick: Callable[[Options, Scan], Report] | None = None):
+        assert opts.source is not None
+        self.opts = opts
+        self.live = LiveLog(opts.source, fd)
+        self._quick = quick or quick_report
+        self._lock = threading.Lock()
+        self._done: tuple[Scan, Report | None, str | None] | None = None
+        self._listener: Callable[[Scan, Report | None, str | None], None] | None = None
+        threading.Thread(target=self._run, daemon=True, name="triage-read").start()
+
+    def _run(self) -> None:
+        scan = self.live.run()
+        report, error = None, None
+        try:
+            report = self._quick(self.opts, scan)
+        except Exception as exc:  # the diagnosis of a bad input must not take the app down
+            error = f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            self._done = (scan, report, error)
+            listener = self._listener
+        if listener is not None:
+            listener(scan, report, error)
+
+    @property
+    def result(self) -> tuple[Scan, Report | None, str | None] | None:
+        return self._done
+
+    def when_done(self, callback: Callable[[Scan, Report | None, str | None], None]) -> None:
+        with self._lock:
+            done = self._done
+            if done is None:
+                self._listener = callback
+                return
+        callback(*done)
+
+
 def _spooled(fd: int) -> tuple[int, str]:
     """A pipe's bytes relayed to a new pipe (which the scanner reads) and kept in a private file
     (up to FULL_VIEW_LIMIT), so the log view can hold every line of a piped log once it ends."""

@@ -95,13 +95,12 @@ class MachinePane(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static("", id="machine-text")
         yield Static("", id="gpus-title")
-        yield DataTable(id="gpus", cursor_type="row", zebra_stripes=False)
+        gpus = DataTable(id="gpus", cursor_type="row", zebra_stripes=False)
+        fleet = DataTable(id="fleet", cursor_type="row")
+        gpus.display = fleet.display = False  # shown once there is something to tabulate
+        yield gpus
         yield Static("", id="fleet-title")
-        yield DataTable(id="fleet", cursor_type="row")
-
-    def on_mount(self) -> None:
-        self.query_one("#gpus", DataTable).display = False
-        self.query_one("#fleet", DataTable).display = False
+        yield fleet
 
     def show(self, report: Report | None, hosts: list[Any], *, busy: str = "") -> None:
         env = report.environment if report is not None else {}
