@@ -1,5 +1,5 @@
 """The Textual application: one main screen with four views (Diagnosis, Machine, Upstream, Fix),
-a status line (input state, work in progress) and the footer; help and prompts are modal screens.
+a status line (input state, work in progress) and the keys of the view (triage.tui.keysline); help and prompts are modal screens.
 
 Data flow: the log is read in a thread (triage.tui.intake.Reader, started by the launcher before
 Textual is imported); each new piece of a live pipe is diagnosed again from a snapshot (quick stage:
@@ -25,14 +25,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Static
 
 from triage.logread import Scan
 from triage.logread.source import InputError
 from triage.model import Report
 from triage.tui import intake
 from triage.tui.intake import LiveLog, Options, Reader
-from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+from triage.tui.keysline import KeysLine
+from triage.tui.markup import escape, set_text  # cleaned of terminal control, markup escaped
 from triage.tui.panes.diagnosis import DiagnosisPane
 
 VIEWS = [("diagnosis", "Diagnosis"), ("machine", "Machine"), ("upstream", "Upstream"), ("fix", "Fix")]
@@ -89,6 +90,7 @@ class TriageApp(App[int]):
         self._timer: Any = None
         self.current_view = "diagnosis"
         self._rest: asyncio.Event | None = None  # set once the views other than the diagnosis are mounted
+        self._stale: set[str] = set()  # views not brought up to date with the latest report yet
 
     # --- layout ---
 
@@ -98,7 +100,7 @@ class TriageApp(App[int]):
         with ContentSwitcher(initial="diagnosis", id="views"):
             yield DiagnosisPane(id="diagnosis")  # the other views are mounted after the first frame
         yield Static("", id="status")
-        yield Footer()
+        yield KeysLine()
 
     def _nav_markup(self) -> str:
         parts = []
@@ -258,7 +260,12 @@ class TriageApp(App[int]):
         if not final and self.live is not None and self.live.ended:
             return  # a live snapshot's report that came back after the final one
         if lines is not None:
-            self.query_one(DiagnosisPane).set_log_lines(lines, scan.lines_total)
+            pane = self.query_one(DiagnosisPane)
+            held = pane.log_view.lines
+            if (len(held), held[-1][0] if held else None) != (len(lines), lines[-1][0] if lines else None):
+                pane.set_log_lines(lines, scan.lines_total)
+            else:
+                pane.total_lines = scan.lines_total
         self._show(report)
         if final and self.opts.needs_full_stage:
             # Probes and the upstream search (and their imports) wait for the frame with the diagnosis.
@@ -328,19 +335,28 @@ class TriageApp(App[int]):
         self._status()
 
     def _refresh_views(self) -> None:
+        """Show the latest report in the view on screen; the others are brought up to date when shown
+        (a live pipe re-diagnoses several times a second: hidden views need not follow each time)."""
+        self._stale = {vid for vid, _label in VIEWS}
+        self._refresh_view(self.current_view)
+
+    def _refresh_view(self, name: str) -> None:
+        if name not in self._stale:
+            return
         live = not (self.live is not None and self.live.ended)
         busy = self.busy.get("full", "")
-        self.query_one(DiagnosisPane).show(self.report, live=live)
-        if not self.views_mounted:
-            return  # they are shown from the latest report once mounted
-        from triage.tui.panes.fix import FixPane
-        from triage.tui.panes.machine import MachinePane
-        from triage.tui.panes.upstream import UpstreamPane
-
-        self.query_one(MachinePane).show(self.report, self.hosts, busy=busy if self.opts.probe else "")
-        self.query_one(UpstreamPane).show(self.report, busy=busy if not self.opts.offline else "",
-                                          offline=self.opts.offline)
-        self.query_one(FixPane).show(self.report)
+        if name == "diagnosis":
+            self.query_one(DiagnosisPane).show(self.report, live=live)
+        elif not self.views_mounted:
+            return  # shown from the latest report once mounted
+        elif name == "machine":
+            self.query_one("#machine").show(self.report, self.hosts, busy=busy if self.opts.probe else "")
+        elif name == "upstream":
+            self.query_one("#upstream").show(self.report, busy=busy if not self.opts.offline else "",
+                                             offline=self.opts.offline)
+        elif name == "fix":
+            self.query_one("#fix").show(self.report)
+        self._stale.discard(name)
 
     def _status(self) -> None:
         parts = []
@@ -358,7 +374,7 @@ class TriageApp(App[int]):
             parts.append("no log yet")
         for what in self.busy.values():
             parts.append(f"[$accent]⟳ {escape(what)}[/]")
-        self.query_one("#status", Static).update(" · ".join(parts))
+        set_text(self.query_one("#status", Static), " · ".join(parts), layout=False)
 
     # --- actions ---
 
@@ -366,8 +382,9 @@ class TriageApp(App[int]):
         if name != "diagnosis":
             await self.mount_views()
         self.current_view = name
+        self._refresh_view(name)
         self.query_one("#views", ContentSwitcher).current = name
-        self.query_one("#nav", Static).update(self._nav_markup())
+        set_text(self.query_one("#nav", Static), self._nav_markup(), layout=False)
         pane = self.query_one(f"#{name}")
         if name == "diagnosis":
             self.query_one(DiagnosisPane).log_view.focus()

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 
 from triage.model import Report
 from triage.report.text import machine_differs, machine_lines
+from triage.tui.focus import OwnFocusStyle
 from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 SEVERITY = {"error": "$error", "warning": "$warning", "info": "$text-muted"}
@@ -86,7 +87,7 @@ def fleet_rows(hosts: list[Any]) -> tuple[list[str], list[tuple[str, list[str], 
     return names, rows
 
 
-class MachinePane(VerticalScroll):
+class MachinePane(OwnFocusStyle, VerticalScroll):
     BINDINGS = [
         Binding("a", "add_host", "Add host"),
         Binding("r", "reprobe", "Probe again"),
