@@ -100,6 +100,7 @@ class DiagnosisPane(Vertical):
         self.live = False
         self.last_search = ""
         self.total_lines: int | None = None
+        self._rendered: tuple[int, int, bool, int] | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="diag-body"):
@@ -143,6 +144,10 @@ class DiagnosisPane(Vertical):
     def _render_text(self) -> None:
         body = self.query_one("#diag-body")
         width = body.content_region.width - body.styles.scrollbar_size_vertical  # as if its scrollbar showed
+        key = (id(self.report), self.index, self.live, width)
+        if key == self._rendered:
+            return  # a view switch resizes the pane: the same text need not be wrapped again
+        self._rendered = key
         set_text(self.query_one("#diag-text", Static), diagnosis_markup(self.report, self.index, live=self.live,
                                                                         width=width))
 
