@@ -15,6 +15,7 @@ report is shown before the first paint; the other views, the log view's lines an
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 import time
 from typing import Any, Callable, Iterable
@@ -149,6 +150,10 @@ class TriageApp(App[int]):
             self._refresh_views()
         except NoMatches:  # the app closed while they were being mounted
             self._rest.set()
+            return
+        # Everything loaded so far lives as long as the app: out of the collector's full passes, which
+        # would otherwise walk it all again (tens of milliseconds, every thread stopped) while a pipe streams.
+        gc.freeze()
 
     @property
     def views_mounted(self) -> bool:
