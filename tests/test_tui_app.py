@@ -576,3 +576,75 @@ async def test_a_live_re_diagnosis_of_the_same_lines_keeps_the_log_view():
         assert lv.lines is held and lv._index is index and lv.evidence == [45] and lv.cursor_line_no == 41
         lv.set_lines(list(held), [41])
         assert lv._index is not index and lv.evidence == [41]
+
+
+def _early(opts, data: bytes | None = None, close: bool = True):
+    """An EarlyReport as the launcher starts it; a pipe's bytes are fed as the pump would."""
+    from triage.tui.intake import EarlyReport
+
+    early = EarlyReport.start(opts, piped=data is not None)
+    assert early is not None
+    if data is not None:
+        early.feed(data)
+        if close:
+            early.end_of_input()
+    return early
+
+
+def test_early_report_is_the_quick_report_built_in_a_child():
+    from triage.logread import scan_path
+    from triage.tui.intake import Options, quick_report
+
+    opts = Options(DEMO_LOG_REL, offline=True, probe=False)
+    want = quick_report(opts, scan_path(DEMO_LOG_REL))
+    got = _early(opts).result()
+    assert got is not None and [d.signature for d in got.diagnoses] == [d.signature for d in want.diagnoses]
+    assert got.diagnoses[0].evidence[0].line == 41
+    piped = _early(Options("-", offline=True, probe=False), (ROOT / DEMO_LOG_REL).read_bytes()).result()
+    assert piped is not None and piped.source == "-" and piped.diagnoses[0].signature == want.diagnoses[0].signature
+
+
+def test_early_report_leaves_big_and_unfinished_logs_to_the_app(monkeypatch):
+    from triage.tui import intake
+    from triage.tui.intake import Options
+
+    monkeypatch.setattr(intake, "EARLY_LIMIT", 4096)
+    early = _early(Options("-", offline=True, probe=False), (ROOT / DEMO_LOG_REL).read_bytes())
+    assert early.result() is None  # past the limit the child is stopped: the app diagnoses it itself
+    monkeypatch.setattr(intake, "EARLY_LIMIT", 8 << 20)
+    monkeypatch.setattr(intake, "EARLY_WAIT_S", 1)
+    still_writing = _early(Options("-", offline=True, probe=False), b"INFO starting\n", close=False)
+    import time
+
+    time.sleep(1.5)  # the writer did not close the pipe within EARLY_WAIT_S: the child gave up
+    assert still_writing.result() is None
+
+
+def test_the_reader_shows_the_early_report_and_keeps_its_own_scan():
+    """What the launcher wires: the pipe read by the app's reader (for the log view, the live updates and
+    the full stage) while the child diagnoses the same bytes; the report shown is the child's."""
+    import threading
+
+    from triage.tui.intake import Options, Reader
+
+    from triage.tui.intake import EarlyReport
+
+    opts = Options("-", offline=True, probe=False)
+    early = EarlyReport.start(opts, piped=True)
+    r, w = os.pipe()
+    calls = []
+
+    def quick(o, s):
+        calls.append(s)
+        raise AssertionError("the early report should have been used")
+
+    reader = Reader(opts, r, quick, early=early)
+    os.write(w, (ROOT / DEMO_LOG_REL).read_bytes())
+    os.close(w)
+    done = threading.Event()
+    got = []
+    reader.when_done(lambda *res: (got.append(res), done.set()))
+    assert done.wait(30)
+    scan, report, error = got[0]
+    assert error is None and not calls
+    assert report.diagnoses[0].evidence[0].line == 41 and scan.lines_total == 98

@@ -74,11 +74,16 @@ def run(args: Any, *, source: str | None, snapshot: str | None, offline: bool, p
     reader = None
     if source is not None:  # read and diagnose while Textual loads: the first frame can hold the diagnosis
         from triage.logread.source import InputError
+        from triage.tui.intake import EarlyReport
 
+        early = EarlyReport.start(opts, piped=source == "-")  # it forks: before any thread is started
         try:
-            reader = Reader(opts, pipe_fd if source == "-" else None)
+            reader = Reader(opts, pipe_fd if source == "-" else None, early=early)
         except InputError:
-            pass  # the app says why on its screen
+            if early is not None:
+                early.stop()
+                early.result()
+            # the app says why on its screen
 
     from triage.tui.app import TriageApp  # Textual is imported only now, with a terminal on fd 0
 
