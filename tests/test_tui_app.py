@@ -578,6 +578,26 @@ async def test_a_live_re_diagnosis_of_the_same_lines_keeps_the_log_view():
         assert lv._index is not index and lv.evidence == [41]
 
 
+@pytest.fixture
+def spare_core(monkeypatch):
+    """The early child is forked only when a core is free; these tests need it whatever the load."""
+    from triage.tui import intake
+
+    monkeypatch.setattr(intake, "_spare_core", lambda: True)
+
+
+def test_no_early_child_on_a_saturated_machine(monkeypatch):
+    from triage.tui import intake
+    from triage.tui.intake import EarlyReport, Options
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(os, "getloadavg", lambda: (7.5, 7.0, 6.0))
+    assert not intake._spare_core()
+    assert EarlyReport.start(Options(DEMO_LOG_REL), piped=False) is None
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.5, 0.5))
+    assert intake._spare_core()
+
+
 def _early(opts, data: bytes | None = None, close: bool = True):
     """An EarlyReport as the launcher starts it; a pipe's bytes are fed as the pump would."""
     from triage.tui.intake import EarlyReport
@@ -591,7 +611,7 @@ def _early(opts, data: bytes | None = None, close: bool = True):
     return early
 
 
-def test_early_report_is_the_quick_report_built_in_a_child():
+def test_early_report_is_the_quick_report_built_in_a_child(spare_core):
     from triage.logread import scan_path
     from triage.tui.intake import Options, quick_report
 
@@ -604,7 +624,7 @@ def test_early_report_is_the_quick_report_built_in_a_child():
     assert piped is not None and piped.source == "-" and piped.diagnoses[0].signature == want.diagnoses[0].signature
 
 
-def test_early_report_leaves_big_and_unfinished_logs_to_the_app(monkeypatch):
+def test_early_report_leaves_big_and_unfinished_logs_to_the_app(monkeypatch, spare_core):
     from triage.tui import intake
     from triage.tui.intake import Options
 
@@ -620,7 +640,7 @@ def test_early_report_leaves_big_and_unfinished_logs_to_the_app(monkeypatch):
     assert still_writing.result() is None
 
 
-def test_the_reader_shows_the_early_report_and_keeps_its_own_scan():
+def test_the_reader_shows_the_early_report_and_keeps_its_own_scan(spare_core):
     """What the launcher wires: the pipe read by the app's reader (for the log view, the live updates and
     the full stage) while the child diagnoses the same bytes; the report shown is the child's."""
     import threading

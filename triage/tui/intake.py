@@ -176,7 +176,7 @@ class EarlyReport:
     def start(cls, opts: Options, piped: bool) -> "EarlyReport | None":
         import signal
 
-        if opts.source is None or not hasattr(os, "fork"):
+        if opts.source is None or not hasattr(os, "fork") or not _spare_core():
             return None
         if not piped:
             try:
@@ -278,6 +278,20 @@ class EarlyReport:
         except Exception:
             return None
         return report if isinstance(report, Report) else None
+
+
+def _spare_core() -> bool:
+    """Is a core free for the child? On a saturated machine a second process only adds its start-up
+    to the same queue: the parent's own thread is then as fast."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return cores >= 2
+    return cores >= 2 and load <= cores - 1
 
 
 def _spooled(fd: int, tee: EarlyReport | None = None) -> tuple[int, str]:
