@@ -24,6 +24,11 @@ class KeysLine(Horizontal):
         height: 1;
         background: $footer-background;
     }
+    KeysLine > Static {
+        link-style: bold; link-color: $footer-key-foreground; link-background: $footer-background;
+        link-style-hover: bold reverse; link-color-hover: $footer-key-foreground;
+        link-background-hover: $footer-background;
+    }
     KeysLine > #keys { width: 1fr; height: 1; color: $footer-description-foreground; }
     KeysLine > #palette-key {
         width: auto; height: 1; padding: 0 1 0 0;
@@ -46,7 +51,7 @@ class KeysLine(Horizontal):
         if app.ENABLE_COMMAND_PALETTE:
             key = app.COMMAND_PALETTE_DISPLAY or app.get_key_display(_palette_binding(app))
             self.query_one("#palette-key", Static).update(
-                f"[@click=app.command_palette][b $footer-key-foreground]{escape(key)}[/] palette[/]")
+                f"[@click=app.command_palette]{escape(key)}[/] palette")
         else:
             self.query_one("#palette-key", Static).display = False
 
@@ -60,9 +65,11 @@ class KeysLine(Horizontal):
                 continue
             seen.add(binding.action)
             key = self.app.get_key_display(binding)
-            style = "b $footer-key-foreground" if enabled else "$text-disabled"
-            parts.append(f"[@click=app.simulate_key({binding.key.split(',')[0]!r})][{style}]{escape(key)}[/] "
-                         f"{escape(binding.description)}[/]")
+            if enabled:  # the key is a link: a click presses it
+                key_markup = f"[@click=app.simulate_key({binding.key.split(',')[0]!r})]{escape(key)}[/]"
+            else:
+                key_markup = f"[$text-disabled]{escape(key)}[/]"
+            parts.append(f"{key_markup} {escape(binding.description)}")
         text = " " + "  ".join(parts)
         if text != self._shown:
             self._shown = text
