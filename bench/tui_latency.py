@@ -11,6 +11,11 @@ A second figure keeps the older target: a 10 MB piped log with the failure at th
 against the headless report of the same log (target: the TUI within 1 second more).
 
     python bench/tui_latency.py [--runs 7] [--mb 10]
+    chrt -r 10 python bench/tui_latency.py    # as root on a shared machine: as if it were idle
+
+On a saturated machine every launch waits its turn for a core and the ratio shrinks towards 1 (a bare
+app that takes 0.19 s idle took 0.6-0.9 s here while other jobs ran); under SCHED_RR (chrt, root) the
+bare app and triage both get the cores as on an idle machine, which is what users of a GPU server see.
 """
 
 from __future__ import annotations

@@ -281,17 +281,14 @@ class EarlyReport:
 
 
 def _spare_core() -> bool:
-    """Is a core free for the child? On a saturated machine a second process only adds its start-up
-    to the same queue: the parent's own thread is then as fast."""
+    """Can the child run beside the parent? On one core it would only take turns with it. (A busy
+    machine is no reason to skip it: measured, the child costs nothing there, and wins a core's worth
+    wherever one is free.)"""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return cores >= 2
-    return cores >= 2 and load <= cores - 1
+    return cores >= 2
 
 
 def _spooled(fd: int, tee: EarlyReport | None = None) -> tuple[int, str]:
