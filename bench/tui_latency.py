@@ -91,8 +91,9 @@ class Tmux:
         self.n += 1
         name = f"w{self.n}"
         t0 = time.perf_counter()
-        subprocess.run(self.base + ["new-window", "-d", "-n", name, "-t", "b", "sh", "-c", cmd], check=True,
-                       env=self.env)
+        # From the checkout measured: `python -m` looks in the current folder first.
+        subprocess.run(self.base + ["new-window", "-d", "-n", name, "-t", "b", "-c", str(ROOT), "sh", "-c", cmd],
+                       check=True, env=self.env)
         target = f"b:{name}"
         try:
             while time.perf_counter() - t0 < timeout:
@@ -111,7 +112,7 @@ class Tmux:
 def headless(log: Path, e: dict[str, str]) -> float:
     cmd = f"cat {shlex.quote(str(log))} | {PY} -m triage --log - --report --offline --no-probe"
     t0 = time.perf_counter()
-    r = subprocess.run(["sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e)
+    r = subprocess.run(["sh", "-c", cmd], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=e, cwd=str(ROOT))
     t = time.perf_counter() - t0
     if b"ROOT CAUSE" not in r.stdout:
         raise SystemExit(f"headless report did not diagnose: {r.stderr.decode()[-500:]}")

@@ -91,8 +91,9 @@ class Session:
     def __init__(self, folder: Path, name: str, cmd: str, env: dict[str, str]):
         self.base = ["tmux", "-S", str(folder / f"{name}.sock"), "-f", "/dev/null"]
         self.env = env
-        subprocess.run(self.base + ["new-session", "-d", "-x", "80", "-y", "24", "-s", "t", "sh", "-c", cmd],
-                       check=True, env=env)
+        # From the checkout measured: `python -m` looks in the current folder first.
+        subprocess.run(self.base + ["new-session", "-d", "-x", "80", "-y", "24", "-s", "t", "-c", str(ROOT),
+                                    "sh", "-c", cmd], check=True, env=env)
 
     def capture(self) -> str:
         return subprocess.run(self.base + ["capture-pane", "-p", "-t", "t"], capture_output=True, text=True,
