@@ -1,5 +1,6 @@
 """The Textual application: one main screen with four views (Diagnosis, Machine, Upstream, Fix),
-a status line (input state, work in progress) and the keys of the view (triage.tui.keysline); help and prompts are modal screens.
+a status line (input state, work in progress) and the keys of the view (triage.tui.keysline); help
+and prompts are modal screens.
 
 Data flow: the log is read in a thread (triage.tui.intake.Reader, started by the launcher before
 Textual is imported); each new piece of a live pipe is diagnosed again from a snapshot (quick stage:
