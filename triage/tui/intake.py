@@ -178,9 +178,10 @@ class EarlyReport:
 
         if opts.source is None or not hasattr(os, "fork") or not _spare_core():
             return None
-        if not piped:
+        if not piped:  # a regular file, small, not compressed (a device or a named pipe may never end)
             try:
-                if os.path.getsize(opts.source) > EARLY_LIMIT or opts.source.endswith(".gz"):
+                if (not os.path.isfile(opts.source) or os.path.getsize(opts.source) > EARLY_LIMIT
+                        or opts.source.endswith(".gz")):
                     return None
             except OSError:
                 return None
