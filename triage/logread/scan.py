@@ -37,6 +37,9 @@ _RUNS = re.compile(rb"#+")  # on a first key's miss only: "pid=4188" and "pid=34
 # A traceback's first line is always read: it opens that process's traceback, and a chained exception
 # prints the same first line again.
 _TB_HEAD = b"Traceback (most recent"
+# PREFILTER's words with a number in them ("blocks: 0,"): the same line with another number has the same
+# shape but is no hit; such a line is always read.
+_ZERO_WORDS = (b"blocks: 0,", b"size: 0 tokens", b"per request: 0")
 # Lines that state the machine (one row per GPU, "GPU 0: ...", "GPU 1: ..."): each is a fact, never a repeat.
 _GPU_ROW = re.compile(rb"GPU \d+:")
 COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
@@ -109,7 +112,7 @@ class Scanner:
         shapes = self._shapes
         key: bytes | None = None
         key2: bytes | None = None
-        if isinstance(raw, bytes) and len(raw) >= SHAPE_MIN:
+        if isinstance(raw, bytes) and len(raw) >= SHAPE_MIN and not (b": 0" in raw and any(z in raw for z in _ZERO_WORDS)):
             key = raw.translate(_DIGITS)
             seen = shapes.get(key)  # only shapes that may repeat are ever stored: a hit is a repeat
             if seen is not None:
@@ -250,6 +253,15 @@ def _cut_row(prev: Line, ln: Line, prev_is_exc: bool) -> bool:
 
 
 def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
+    if use_grep is None and src.is_plain_file and _size(src.path) >= 1 << 20:
+        from triage.logread import bulk
+
+        if bulk.dense(src.path):  # type: ignore[arg-type]
+            # many lines to read: the whole log, repeats counted a chunk at a time (not grep's selection)
+            scan, sc = bulk.scan_whole(src)
+            if sc.collect_env_lines:
+                _read_collect_env(src, sc.collect_env_lines[0], scan)
+            return scan
     sel = select(src, use_grep=use_grep)
     sc = Scanner(src.name)
     for no, raw in sel.lines:
@@ -265,6 +277,15 @@ def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
             extract.extract(parse(i, raw), scan.facts)
         extract.finish(scan.facts)
     return scan
+
+
+def _size(path: str | None) -> int:
+    import os
+
+    try:
+        return os.path.getsize(path)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return -1
 
 
 def scan_path(name: str, **kw: Any) -> Scan:

@@ -1,0 +1,485 @@
+"""A log where many lines are worth reading (a restart loop, a server printing an error per request) read
+whole, a chunk at a time, with the repeats counted in C.
+
+grep's selection (select.py) pays off when few lines match: it hands each one to Python. When many do,
+reading the log here is faster: each chunk is masked (digits and hex letters, bytes.translate), cut into
+lines (bytes.split) and counted (collections.Counter), and only a shape not met before is looked at in
+Python. A restart loop is counted in blocks: the chunk is cut at a line that comes back start after
+start, and only the distinct blocks are cut into lines.
+
+The outcome is grep's selection read by Scanner.feed: a line is selected when it holds a PREFILTER word,
+or follows one (or follows a blank line that follows one); the first line of a shape is read (feed),
+the later ones counted in its span (times, last line). The differences: a shape here is masked in one
+go (digits and hex letters, not feed's two keys), a machine row ("GPU 0: ...") or a line whose
+PREFILTER word holds a digit ("blocks: 0,") is read once per text, and a "Traceback" line only when a
+line of its traceback is read.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import itertools
+import operator
+import os
+
+from typing import Iterable, Iterator
+
+from triage.logread.select import MAX_LINE, PREFILTER_RE, _prefilter_literals
+from triage.logread.source import InputError, LogSource
+
+# A log is read here when samples of it hold at least DENSE_HITS PREFILTER words per MiB.
+DENSE_MIN_BYTES = 1 << 20
+DENSE_HITS = 256
+DENSE_SAMPLE = 64 * 1024
+CHUNK = 4 << 20
+# A chunk is counted in blocks when at most one block in BLOCK_GAIN is distinct; when it is not, the next
+# BLOCK_WAIT chunks are cut into lines (a log that does not loop pays for a try once in a while).
+BLOCK_GAIN = 4
+BLOCK_WAIT = 8
+SEP_MIN = 16  # a separator this long at least (a blank line would cut a chunk into lines, not blocks)
+MAX_TEXTS = 4096  # texts of the shapes read per text, remembered
+HEADS_BACK = 16  # "Traceback" lines read before a line of a traceback, at most (interleaved workers)
+
+_MASK = bytes.maketrans(b"0123456789abcdefABCDEF", b"#" * 22)
+_DIGITS = bytes.maketrans(b"0123456789", b"#" * 10)  # feed's first key
+_TB_HEAD = b"Traceback (most recent"
+_TB_KEY = _TB_HEAD.translate(_MASK)
+# Read per text: the machine's rows (one per GPU), and lines a PREFILTER word with a digit may be on.
+_TEXT_KEYS = tuple({m.translate(_MASK) for m in (b"NVIDIA", b"apability", b"GPU 0:")}
+                   | {lit.translate(_MASK) for lit in (_prefilter_literals() or ()) if any(c in b"0123456789" for c in lit)})
+_END = b"\n"  # a key no line has: the line after a chunk's last
+
+
+def dense(path: str) -> bool:
+    """Samples of the log (a quarter, half and three quarters in) hold many PREFILTER words. A
+    terminal-wrapped paste never is (select.py joins its rows first)."""
+    from triage.logread.unwrap import SAMPLE, wrap_width
+
+    lits = _prefilter_literals()
+    try:
+        size = os.path.getsize(path)
+        if size < DENSE_MIN_BYTES or not lits:
+            return False
+        hits = 0
+        with open(path, "rb") as fh:
+            if wrap_width(fh.read(SAMPLE)):
+                return False
+            for at in (size // 4, size // 2, 3 * size // 4):
+                fh.seek(at)
+                sample = fh.read(DENSE_SAMPLE)
+                hits += sum(map(sample.count, lits))  # bytes.count per literal: C speed, unlike a regex
+    except OSError:
+        return False  # the usual way says why
+    return hits * (1 << 20) >= DENSE_HITS * 3 * DENSE_SAMPLE
+
+
+def file_chunks(path: str) -> Iterator[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            while True:
+                b = fh.read(CHUNK)
+                if not b:
+                    return
+                yield b
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def whole_lines(data: Iterable[bytes]) -> Iterator[tuple[bytes | None, int]]:
+    """(whole lines joined by newlines, without the last one's; or None while gathering) and the bytes
+    read, from chunks of any size. Memory stays flat whatever the log holds: a line longer than a
+    chunk is handed on with MAX_LINE + 1 of its bytes (BulkReader.feed cuts it and says so), the rest
+    skipped."""
+    parts: list[bytes] = []
+    have = 0
+    skipping = False
+    for chunk in data:
+        size = len(chunk)
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                yield None, size
+                continue
+            chunk = chunk[nl + 1:]
+            skipping = False
+        if not chunk:
+            yield None, size
+            continue
+        parts.append(chunk)
+        have += len(chunk)
+        if have < CHUNK:
+            yield None, size
+            continue
+        buf = b"".join(parts)
+        end = buf.rfind(b"\n")
+        body, rest = (buf[:end], buf[end + 1:]) if end >= 0 else (b"", buf)
+        if len(rest) > MAX_LINE:
+            body = body + b"\n" + rest[:MAX_LINE + 1] if end >= 0 else rest[:MAX_LINE + 1]
+            rest = b""
+            skipping = True
+        parts, have = ([rest], len(rest)) if rest else ([], 0)
+        yield body, size
+    if parts:
+        buf = b"".join(parts)
+        yield (buf[:-1] if buf.endswith(b"\n") else buf), 0
+
+
+def scan_whole(src: LogSource):
+    """scan_source for a dense regular file (see dense)."""
+    from triage.logread.scan import MAX_SHAPES, Scanner
+
+    sc = Scanner(src.name)
+    rd = BulkReader(sc)
+    nbytes = no = 0
+    assert src.path is not None
+    for body, size in whole_lines(file_chunks(src.path)):
+        nbytes += size
+        if body is not None:
+            no += rd.feed(no, body)
+    scan = sc.finish(nbytes, no)
+    if rd.cut_lines:
+        scan.truncated = True
+        scan.warnings.append(f"{rd.cut_lines} line(s) longer than {MAX_LINE >> 10} KiB were cut there")
+    if rd.overflow:
+        scan.warnings.append(f"the log has more than {MAX_SHAPES} distinct message shapes: "
+                             "lines of the shapes past those were read again, not counted")
+    return scan, sc
+
+
+class BulkReader:
+    """Feeds a Scanner from whole chunks of a log (see the module's docstring)."""
+
+    def __init__(self, scanner) -> None:
+        from triage.logread.scan import MAX_SHAPES
+
+        self.sc = scanner
+        self.max = MAX_SHAPES
+        self.shapes: dict[bytes, list] = scanner._shapes  # the scanner's: [times, first, last, Line]
+        # Every shape met is in one of: hits (holds a PREFILTER word), ignored (does not, never selected),
+        # shapes (selected after a hit, read), quiet (selected and read, but feed keeps no entry for it).
+        self.hits: set[bytes] = set()
+        self.ignored: set[bytes] = set()
+        self.quiet: set[bytes] = set()
+        self.texts: set[bytes] = set()  # shapes read once per text
+        self.texts_seen: set[bytes] = set()
+        self.tb_keys: set[bytes] = set()  # shapes of a traceback's first line
+        self.before = [b"", b""]  # the last two shapes of the previous chunk
+        self.sep: bytes | None = None  # a shape that cuts a chunk into blocks (_feed_blocks)
+        self.sep_wait = 0
+        self.tb_pending: tuple[int, bytes] | None = None  # the last "Traceback" line, not read
+        self.read_upto = 0  # the number of the last line read
+        self.overflow = False
+        self.cut_lines = 0
+
+    # ---- a chunk ---------------------------------------------------------------------------
+
+    def feed(self, base: int, chunk: bytes) -> int:
+        """Whole lines (joined by newlines, no newline at the end) numbered base+1 onwards; returns how
+        many."""
+        norm = chunk.translate(_MASK)
+        if self.sep is not None:
+            if self.sep_wait:
+                self.sep_wait -= 1
+            else:
+                n = self._feed_blocks(base, chunk, norm)
+                if n:
+                    return n
+        keys = norm.split(b"\n")
+        n = len(keys)
+        counts = collections.Counter(keys)
+        if len(chunk) > MAX_LINE and max(map(len, counts)) > MAX_LINE:
+            chunk = self._cut(keys, chunk)
+            norm = b"\n".join(keys)
+            counts = collections.Counter(keys)
+        self.sep = _separator(counts, n)
+        self._feed_lines(base, chunk, norm, keys, counts)
+        self.before = (self.before + keys[-2:])[-2:]
+        if self.tb_keys:
+            self._keep_head(base + n, chunk)
+        return n
+
+    def _feed_lines(self, base: int, chunk: bytes, norm: bytes, keys: list[bytes],
+                    counts: collections.Counter) -> None:
+        hits, ignored, shapes, quiet = self.hits, self.ignored, self.shapes, self.quiet
+        n = len(keys)
+        rows: list[bytes] | None = None
+        search = PREFILTER_RE.search
+        new = counts.keys() - hits - ignored - shapes.keys() - quiet
+        first: dict[bytes, int] = {}
+        todo: list[tuple[int, bytes]] = []  # (index, line) to read
+        if new:
+            if len(new) * 64 < n:
+                first = {k: keys.index(k) for k in new}
+            else:
+                first = dict(zip(reversed(keys), range(n - 1, -1, -1)))
+            if len(new) > 16:
+                rows = chunk.split(b"\n")
+            for k in new:
+                j = first[k]
+                row = rows[j] if rows is not None else _row(chunk, norm, k, j)
+                hit = search(row) is not None
+                if any(t in k for t in _TEXT_KEYS):
+                    self.texts.add(k)
+                elif _TB_KEY in k:
+                    self.tb_keys.add(k)
+                elif hit:
+                    todo.append((j, row))
+                if len(hits) + len(ignored) >= 2 * self.max:
+                    self.overflow = True  # not remembered: met as new again in the next chunk
+                elif hit:
+                    hits.add(k)
+                else:
+                    ignored.add(k)
+        # The lines after hits: those not hits themselves are selected as context.
+        ci, ck = self._context(keys, counts)
+        ctx = collections.Counter(ck)
+        for k in ctx.keys() & ignored:
+            if k in self.texts or k in self.tb_keys:
+                continue
+            if rows is None:
+                rows = chunk.split(b"\n")
+            j = ci[ck.index(k)]
+            todo.append((j, rows[j]))
+        texts = counts.keys() & self.texts if self.texts else None
+        if texts:
+            if rows is None:
+                rows = chunk.split(b"\n")
+            at = set(ci)
+            seen = self.texts_seen
+            for j in itertools.compress(range(n), map(texts.__contains__, keys)):
+                row = rows[j]
+                if row not in seen and (keys[j] in hits or j in at or search(row) is not None):
+                    if len(seen) < MAX_TEXTS:
+                        seen.add(row)
+                    todo.append((j, row))
+        fresh = self._read(base, chunk, keys, rows, todo) if todo else set()
+        known = counts.keys() & shapes.keys()
+        if not known:
+            return
+        rev = keys[::-1]  # a shape's last line, found from the end: a frequent one is near it
+        ctx_last = dict(zip(ck, ci)) if ck else {}
+        end = base + n
+        for k in known:
+            if k in hits:
+                times, no = counts[k], end - rev.index(k)
+            elif k in ctx:
+                times, no = ctx[k], base + 1 + ctx_last[k]
+            else:
+                continue
+            e = shapes[k]
+            e[0] += times - (k in fresh)
+            if no > e[2]:
+                e[2] = no
+
+    def _context(self, keys: list[bytes], counts: collections.Counter) -> tuple[list[int], list[bytes]]:
+        """The indices and shapes of the selected lines that are no hits (the line after a hit, and the
+        next when that one is blank), in order: found with C-level operations."""
+        n = len(keys)
+        hits = self.hits
+        hit = counts.keys() & hits
+        p2, p1 = self.before
+        keys.append(_END)
+        try:
+            s1 = list(map((1).__add__, itertools.compress(range(n), map(hit.__contains__, keys))))
+            if p1 in hits:
+                s1.insert(0, 0)
+            s1k = list(map(keys.__getitem__, s1))
+            blank = {k for k in counts if not k.strip()}
+            s2: list[int] = []
+            if blank:
+                s2 = list(map((1).__add__, itertools.compress(s1, map(blank.__contains__, s1k))))
+            if not p1.strip() and p2 in hits:
+                s2.insert(0, 0)
+            both = s1 + s2
+            ci = list(itertools.compress(both, map(operator.not_, map(hit.__contains__, map(keys.__getitem__, both)))))
+            ci.sort()
+            while ci and ci[-1] >= n:
+                ci.pop()
+            return ci, list(map(keys.__getitem__, ci))
+        finally:
+            keys.pop()
+
+    def _read(self, base: int, chunk: bytes, keys: list[bytes], rows: list[bytes] | None,
+              todo: list[tuple[int, bytes]]) -> set[bytes]:
+        """feed each line of `todo` in the log's order, each after the "Traceback" line it may belong to
+        when that one was not read; return the shapes read."""
+        sc, shapes = self.sc, self.shapes
+        todo.sort()
+        tb = self.tb_keys.intersection(keys) if self.tb_keys else ()
+        heads = list(itertools.compress(range(len(keys)), map(tb.__contains__, keys))) if tb else []
+        if heads and rows is None:
+            rows = chunk.split(b"\n")
+        done = -1
+        fresh: set[bytes] = set()
+        for j, row in todo:
+            # the "Traceback" lines since the last line read (the last few: one per worker at most)
+            hi = bisect.bisect_left(heads, j)
+            lo = max(bisect.bisect_right(heads, done), hi - HEADS_BACK)
+            for h in heads[lo:hi]:
+                sc.feed(base + h + 1, rows[h])  # type: ignore[index]
+            if lo == hi and done < 0 and self.tb_pending is not None:
+                sc.feed(*self.tb_pending)
+            self.tb_pending = None
+            sc.feed(base + j + 1, row)
+            k = keys[j]
+            self.ignored.discard(k)
+            if k not in shapes:
+                e = shapes.get(row.translate(_DIGITS))
+                if e is not None and len(shapes) < self.max:
+                    shapes[k] = e
+                elif k not in self.texts and k not in self.hits:
+                    self.quiet.add(k)
+            fresh.add(k)
+            done = j
+        self.read_upto = base + done + 1
+        return fresh & shapes.keys()
+
+    # ---- a chunk that repeats itself -----------------------------------------------------------
+
+    def _feed_blocks(self, base: int, chunk: bytes, norm: bytes) -> int:
+        """feed for a chunk cut into blocks at the separator shape; only when nothing in it is new and
+        no shape is selected for the first time (else 0: feed cuts it into lines)."""
+        head = self.sep
+        assert head is not None
+        parts = norm.split(b"\n" + head)
+        blocks = collections.Counter(parts[1:])
+        if len(parts) < 3 or len(blocks) * BLOCK_GAIN > len(parts):
+            self.sep_wait = BLOCK_WAIT  # the blocks differ: not a loop, for now
+            return 0
+        lines = {b: (head + b).split(b"\n") for b in blocks}
+        first = parts[0].split(b"\n")
+        if len(first) < 2 or any(len(r) < 2 for r in lines.values()):
+            return 0
+        counts = collections.Counter(first)
+        n = len(first)
+        for b, m in blocks.items():
+            rows = lines[b]
+            n += len(rows) * m
+            for k, c in collections.Counter(rows).items():
+                counts[k] += c * m
+        if max(map(len, counts)) > MAX_LINE:
+            return 0
+        hits, shapes = self.hits, self.shapes
+        if counts.keys() - hits - self.ignored - shapes.keys() - self.quiet:
+            return 0
+        if self.texts and counts.keys() & self.texts:
+            return 0
+        # the selected lines of a block depend on the two lines before it: one look per distinct pair
+        looks: dict[tuple[bytes, bytes, bytes], tuple[collections.Counter, dict[bytes, int]] | None] = {}
+
+        def look(p2: bytes, p1: bytes, b: bytes | None):
+            key = (p2, p1, b)
+            got = looks.get(key, False)
+            if got is False:
+                got = looks[key] = self._look(p2, p1, first if b is None else lines[b])
+            return got
+
+        ctx: collections.Counter = collections.Counter()
+        got = look(*self.before, None)
+        if got is None:
+            return 0
+        ctx.update(got[0])
+        tails = [(first[-2], first[-1])]
+        for b in parts[1:]:
+            rows = lines[b]
+            tails.append((rows[-2], rows[-1]))
+        pairs = collections.Counter(zip(tails, parts[1:]))
+        for ((p2, p1), b), m in pairs.items():
+            got = look(p2, p1, b)
+            if got is None:
+                return 0
+            for k, c in got[0].items():
+                ctx[k] += c * m
+        want = counts.keys() & shapes.keys()
+        last: dict[bytes, int] = {}
+        end = base + n  # the last line of the part at hand, walking from the chunk's end
+        visited: set = set()
+        for t in range(len(parts) - 1, 0, -1):
+            rows = lines[parts[t]]
+            pair = (tails[t - 1], parts[t])
+            if pair not in visited:
+                visited.add(pair)
+                top = end - len(rows) + 1
+                for k, i in looks[(*tails[t - 1], parts[t])][1].items():  # type: ignore[index]
+                    if k in want and k not in last:
+                        last[k] = top + i
+                if len(last) == len(want) or len(visited) == len(pairs):
+                    break
+            end -= len(rows)
+        if len(last) < len(want):
+            for k, i in looks[(*self.before, None)][1].items():  # type: ignore[index]
+                if k in want and k not in last:
+                    last[k] = base + 1 + i
+        for k in want:
+            times = counts[k] if k in hits else ctx[k]
+            if not times:
+                continue
+            e = shapes[k]
+            e[0] += times
+            no = last.get(k, 0)
+            if no > e[2]:
+                e[2] = no
+        self.before = list(tails[-1])
+        if self.tb_keys:
+            self._keep_head(base + n, chunk)
+        return n
+
+    def _look(self, p2: bytes, p1: bytes, rows: list[bytes]) -> tuple[collections.Counter, dict[bytes, int]] | None:
+        """For a block after (p2, p1): the counts of its selected lines that are no hits, and the index of
+        the last selected line of each shape; None when a line is selected for the first time."""
+        hits, shapes = self.hits, self.shapes
+        ctx: collections.Counter = collections.Counter()
+        last: dict[bytes, int] = {}
+        for i, k in enumerate(rows):
+            if k in hits:
+                last[k] = i
+            elif p1 in hits or (p2 in hits and not p1.strip()):
+                if k in self.ignored:
+                    return None
+                ctx[k] += 1
+                last[k] = i
+            p2, p1 = p1, k
+        return ctx, last
+
+    # ---- helpers -----------------------------------------------------------------------------
+
+    def _cut(self, keys: list[bytes], chunk: bytes) -> bytes:
+        rows = chunk.split(b"\n")
+        for i, k in enumerate(keys):
+            if len(k) > MAX_LINE:
+                keys[i], rows[i] = k[:MAX_LINE], rows[i][:MAX_LINE]
+                self.cut_lines += 1
+        return b"\n".join(rows)
+
+    def _keep_head(self, end: int, chunk: bytes) -> None:
+        """The chunk's last "Traceback" line, when nothing after it was read: the next chunk may hold
+        new lines of the traceback it opens. `end`: the number of the chunk's last line."""
+        at = chunk.rfind(_TB_HEAD)
+        if at < 0:
+            return
+        start = chunk.rfind(b"\n", 0, at) + 1
+        no = end - chunk.count(b"\n", start)
+        if no > self.read_upto:
+            stop = chunk.find(b"\n", at)
+            self.tb_pending = (no, chunk[start:stop if stop >= 0 else len(chunk)])
+
+
+def _separator(counts: collections.Counter, n: int) -> bytes | None:
+    """The most frequent shape that comes back at most once in BLOCK_GAIN lines."""
+    best, most = None, 8
+    for k, c in counts.items():
+        if c > most and c * BLOCK_GAIN <= n and len(k) >= SEP_MIN:
+            best, most = k, c
+    return best
+
+
+def _row(chunk: bytes, norm: bytes, key: bytes, j: int) -> bytes:
+    """Line j of the chunk, the first of its shape `key` (`norm`: the chunk masked), found without
+    cutting the chunk into lines."""
+    if j == 0:
+        return chunk[:len(key)]
+    at = norm.find(b"\n" + key + b"\n") + 1
+    if at == 0:  # the last line
+        at = len(norm) - len(key)
+    return chunk[at:at + len(key)]
