@@ -35,7 +35,7 @@ DENSE_SAMPLE = 64 * 1024
 CHUNK = 4 << 20
 # A chunk is counted in blocks when at most one block in BLOCK_GAIN is distinct; when it is not, the next
 # BLOCK_WAIT chunks are cut into lines (a log that does not loop pays for a try once in a while).
-BLOCK_GAIN = 4
+BLOCK_GAIN = 16
 BLOCK_WAIT = 8
 SEP_MIN = 16  # a separator this long at least (a blank line would cut a chunk into lines, not blocks)
 MAX_TEXTS = 4096  # texts of the shapes read per text, remembered
@@ -203,28 +203,25 @@ class BulkReader:
                     counts: collections.Counter) -> None:
         hits, ignored, shapes, quiet = self.hits, self.ignored, self.shapes, self.quiet
         n = len(keys)
-        rows: list[bytes] | None = None
+        rows = _Rows(chunk, keys)
         search = PREFILTER_RE.search
         new = counts.keys() - hits - ignored - shapes.keys() - quiet
-        first: dict[bytes, int] = {}
-        todo: list[tuple[int, bytes]] = []  # (index, line) to read
+        todo: list[int] = []  # indices of the lines to read
         if new:
             if len(new) * 64 < n:
                 first = {k: keys.index(k) for k in new}
             else:
                 first = dict(zip(reversed(keys), range(n - 1, -1, -1)))
-            if len(new) > 16:
-                rows = chunk.split(b"\n")
+            rows.fetch(first.values())
             for k in new:
                 j = first[k]
-                row = rows[j] if rows is not None else _row(chunk, norm, k, j)
-                hit = search(row) is not None
+                hit = search(rows[j]) is not None
                 if any(t in k for t in _TEXT_KEYS):
                     self.texts.add(k)
                 elif _TB_KEY in k:
                     self.tb_keys.add(k)
                 elif hit:
-                    todo.append((j, row))
+                    todo.append(j)
                 if len(hits) + len(ignored) >= 2 * self.max:
                     self.overflow = True  # not remembered: met as new again in the next chunk
                 elif hit:
@@ -235,34 +232,33 @@ class BulkReader:
         ci, ck = self._context(keys, counts)
         ctx = collections.Counter(ck)
         for k in ctx.keys() & ignored:
-            if k in self.texts or k in self.tb_keys:
-                continue
-            if rows is None:
-                rows = chunk.split(b"\n")
-            j = ci[ck.index(k)]
-            todo.append((j, rows[j]))
+            if k not in self.texts and k not in self.tb_keys:
+                todo.append(ci[ck.index(k)])
         texts = counts.keys() & self.texts if self.texts else None
         if texts:
-            if rows is None:
-                rows = chunk.split(b"\n")
             at = set(ci)
             seen = self.texts_seen
-            for j in itertools.compress(range(n), map(texts.__contains__, keys)):
+            js = list(itertools.compress(range(n), map(texts.__contains__, keys)))
+            rows.fetch(js)
+            for j in js:
                 row = rows[j]
                 if row not in seen and (keys[j] in hits or j in at or search(row) is not None):
                     if len(seen) < MAX_TEXTS:
                         seen.add(row)
-                    todo.append((j, row))
-        fresh = self._read(base, chunk, keys, rows, todo) if todo else set()
+                    todo.append(j)
+        fresh = self._read(base, keys, rows, todo) if todo else set()
         known = counts.keys() & shapes.keys()
         if not known:
             return
-        rev = keys[::-1]  # a shape's last line, found from the end: a frequent one is near it
+        if len(known) > 8:
+            last = dict(zip(keys, range(base + 1, base + n + 1)))
+        else:
+            rev = keys[::-1]  # a shape's last line, found from the end: a frequent one is near it
+            last = {k: base + n - rev.index(k) for k in known}
         ctx_last = dict(zip(ck, ci)) if ck else {}
-        end = base + n
         for k in known:
             if k in hits:
-                times, no = counts[k], end - rev.index(k)
+                times, no = counts[k], last[k]
             elif k in ctx:
                 times, no = ctx[k], base + 1 + ctx_last[k]
             else:
@@ -300,28 +296,35 @@ class BulkReader:
         finally:
             keys.pop()
 
-    def _read(self, base: int, chunk: bytes, keys: list[bytes], rows: list[bytes] | None,
-              todo: list[tuple[int, bytes]]) -> set[bytes]:
-        """feed each line of `todo` in the log's order, each after the "Traceback" line it may belong to
-        when that one was not read; return the shapes read."""
+    def _read(self, base: int, keys: list[bytes], rows: _Rows, todo: list[int]) -> set[bytes]:
+        """feed the lines of `todo` in the log's order, each after the "Traceback" lines it may belong to
+        when those were not read; return the shapes read."""
         sc, shapes = self.sc, self.shapes
-        todo.sort()
+        todo = sorted(set(todo))
         tb = self.tb_keys.intersection(keys) if self.tb_keys else ()
         heads = list(itertools.compress(range(len(keys)), map(tb.__contains__, keys))) if tb else []
-        if heads and rows is None:
-            rows = chunk.split(b"\n")
+        pending, self.tb_pending = self.tb_pending, None
+        reads: list[tuple[int, bool]] = []  # (index, whether a line of todo); -1: the pending "Traceback"
         done = -1
-        fresh: set[bytes] = set()
-        for j, row in todo:
+        for j in todo:
             # the "Traceback" lines since the last line read (the last few: one per worker at most)
             hi = bisect.bisect_left(heads, j)
             lo = max(bisect.bisect_right(heads, done), hi - HEADS_BACK)
-            for h in heads[lo:hi]:
-                sc.feed(base + h + 1, rows[h])  # type: ignore[index]
-            if lo == hi and done < 0 and self.tb_pending is not None:
-                sc.feed(*self.tb_pending)
-            self.tb_pending = None
+            if done < 0 and lo == hi and pending is not None:
+                reads.append((-1, False))  # the chunk before ended inside this line's traceback
+            reads += [(h, False) for h in heads[lo:hi]]
+            reads.append((j, True))
+            done = j
+        rows.fetch(j for j, _ in reads if j >= 0)
+        fresh: set[bytes] = set()
+        for j, mine in reads:
+            if j < 0:
+                sc.feed(*pending)  # type: ignore[misc]
+                continue
+            row = rows[j]
             sc.feed(base + j + 1, row)
+            if not mine:
+                continue
             k = keys[j]
             self.ignored.discard(k)
             if k not in shapes:
@@ -331,7 +334,6 @@ class BulkReader:
                 elif k not in self.texts and k not in self.hits:
                     self.quiet.add(k)
             fresh.add(k)
-            done = j
         self.read_upto = base + done + 1
         return fresh & shapes.keys()
 
@@ -474,12 +476,24 @@ def _separator(counts: collections.Counter, n: int) -> bytes | None:
     return best
 
 
-def _row(chunk: bytes, norm: bytes, key: bytes, j: int) -> bytes:
-    """Line j of the chunk, the first of its shape `key` (`norm`: the chunk masked), found without
-    cutting the chunk into lines."""
-    if j == 0:
-        return chunk[:len(key)]
-    at = norm.find(b"\n" + key + b"\n") + 1
-    if at == 0:  # the last line
-        at = len(norm) - len(key)
-    return chunk[at:at + len(key)]
+class _Rows:
+    """A chunk's lines by index, without cutting the whole chunk into lines: a line's offset is the sum of
+    the lengths of the (masked, same length) lines before it, added up once for all the lines wanted."""
+
+    def __init__(self, chunk: bytes, keys: list[bytes]) -> None:
+        self.chunk, self.keys = chunk, keys
+        self.got: dict[int, bytes] = {}
+
+    def fetch(self, js: Iterable[int]) -> None:
+        keys, chunk, got = self.keys, self.chunk, self.got
+        off = prev = 0
+        for j in sorted(set(js)):
+            off += sum(map(len, keys[prev:j])) + j - prev
+            prev = j
+            if j not in got:
+                got[j] = chunk[off:off + len(keys[j])]
+
+    def __getitem__(self, j: int) -> bytes:
+        if j not in self.got:
+            self.fetch((j,))
+        return self.got[j]
