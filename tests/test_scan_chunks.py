@@ -46,7 +46,7 @@ def test_read_whole_in_chunks_gives_grep_selections_scan(tmp_path, monkeypatch, 
 
 
 def test_a_restart_loop_is_counted_in_blocks(tmp_path, monkeypatch):
-    log = make_restart_loop_log(tmp_path / "loop.log", 3_000_000)
+    log = make_restart_loop_log(tmp_path / "loop.log", 8_000_000)
     used = []
     real = bulk.BulkReader._feed_blocks
 
@@ -55,8 +55,8 @@ def test_a_restart_loop_is_counted_in_blocks(tmp_path, monkeypatch):
         return used[-1]
 
     monkeypatch.setattr(bulk.BulkReader, "_feed_blocks", spy)
-    whole, grep = _both(log, monkeypatch, 100_000)
-    assert sum(1 for n in used if n) > 10  # most chunks never cut into lines
+    whole, grep = _both(log, monkeypatch, 1 << 20)
+    assert sum(1 for n in used if n) >= 5  # most chunks never cut into lines
     assert _fingerprint(whole) == _fingerprint(grep)
 
 
