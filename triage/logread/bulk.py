@@ -74,55 +74,41 @@ def dense(path: str) -> bool:
     return hits * (1 << 20) >= DENSE_HITS * 3 * DENSE_SAMPLE
 
 
-def file_chunks(path: str) -> Iterator[bytes]:
+def file_bodies(path: str) -> Iterator[tuple[bytes | None, bool, int]]:
+    """(a chunk of the log or None, whether its last line is left for the next chunk, the bytes of the
+    log it stands for). A chunk is read as it lies in the file: its last, partial line is read again
+    at the start of the next (a seek back), so no chunk is copied to be cut or joined. A line longer
+    than a chunk is handed on as MAX_LINE + 1 of its bytes (BulkReader.feed cuts it and says so), the
+    rest skipped: memory stays flat whatever the log holds."""
     try:
-        with open(path, "rb") as fh:
+        with open(path, "rb", buffering=0) as fh:
             while True:
-                b = fh.read(CHUNK)
-                if not b:
+                buf = fh.read(CHUNK)
+                if not buf:
                     return
-                yield b
+                if len(buf) < CHUNK:  # the end of the log
+                    yield (buf[:-1] if buf.endswith(b"\n") else buf), False, len(buf)
+                    return
+                end = buf.rfind(b"\n")
+                if end >= 0:
+                    fh.seek(end + 1 - len(buf), os.SEEK_CUR)
+                    yield buf, True, end + 1
+                    continue
+                yield buf[:MAX_LINE + 1], False, 0
+                skipped = len(buf)
+                while True:
+                    more = fh.read(CHUNK)
+                    nl = more.find(b"\n")
+                    if nl >= 0:
+                        fh.seek(nl + 1 - len(more), os.SEEK_CUR)
+                        skipped += nl + 1
+                    else:
+                        skipped += len(more)
+                    if nl >= 0 or not more:
+                        break
+                yield None, False, skipped
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
-
-def whole_lines(data: Iterable[bytes]) -> Iterator[tuple[bytes | None, int]]:
-    """(whole lines joined by newlines, without the last one's; or None while gathering) and the bytes
-    read, from chunks of any size. Memory stays flat whatever the log holds: a line longer than a
-    chunk is handed on with MAX_LINE + 1 of its bytes (BulkReader.feed cuts it and says so), the rest
-    skipped."""
-    parts: list[bytes] = []
-    have = 0
-    skipping = False
-    for chunk in data:
-        size = len(chunk)
-        if skipping:
-            nl = chunk.find(b"\n")
-            if nl < 0:
-                yield None, size
-                continue
-            chunk = chunk[nl + 1:]
-            skipping = False
-        if not chunk:
-            yield None, size
-            continue
-        parts.append(chunk)
-        have += len(chunk)
-        if have < CHUNK:
-            yield None, size
-            continue
-        buf = b"".join(parts)
-        end = buf.rfind(b"\n")
-        body, rest = (buf[:end], buf[end + 1:]) if end >= 0 else (b"", buf)
-        if len(rest) > MAX_LINE:
-            body = body + b"\n" + rest[:MAX_LINE + 1] if end >= 0 else rest[:MAX_LINE + 1]
-            rest = b""
-            skipping = True
-        parts, have = ([rest], len(rest)) if rest else ([], 0)
-        yield body, size
-    if parts:
-        buf = b"".join(parts)
-        yield (buf[:-1] if buf.endswith(b"\n") else buf), 0
 
 
 def scan_whole(src: LogSource):
@@ -133,10 +119,10 @@ def scan_whole(src: LogSource):
     rd = BulkReader(sc)
     nbytes = no = 0
     assert src.path is not None
-    for body, size in whole_lines(file_chunks(src.path)):
+    for body, tail, size in file_bodies(src.path):
         nbytes += size
         if body is not None:
-            no += rd.feed(no, body)
+            no += rd.feed(no, body, tail)
     scan = sc.finish(nbytes, no)
     if rd.cut_lines:
         scan.truncated = True
@@ -174,29 +160,32 @@ class BulkReader:
 
     # ---- a chunk ---------------------------------------------------------------------------
 
-    def feed(self, base: int, chunk: bytes) -> int:
-        """Whole lines (joined by newlines, no newline at the end) numbered base+1 onwards; returns how
-        many."""
+    def feed(self, base: int, chunk: bytes, tail: bool = False) -> int:
+        """Whole lines (joined by newlines) numbered base+1 onwards; with `tail`, the part after the last
+        newline is no line of it (the next chunk starts there). Returns how many lines."""
         norm = chunk.translate(_MASK)
         if self.sep is not None:
             if self.sep_wait:
                 self.sep_wait -= 1
             else:
-                n = self._feed_blocks(base, chunk, norm)
+                n = self._feed_blocks(base, chunk, norm, tail)
                 if n:
                     return n
         keys = norm.split(b"\n")
+        if tail:
+            keys.pop()
         n = len(keys)
         counts = collections.Counter(keys)
         if len(chunk) > MAX_LINE and max(map(len, counts)) > MAX_LINE:
             chunk = self._cut(keys, chunk)
             norm = b"\n".join(keys)
             counts = collections.Counter(keys)
+            tail = False
         self.sep = _separator(counts, n)
         self._feed_lines(base, chunk, norm, keys, counts)
         self.before = (self.before + keys[-2:])[-2:]
         if self.tb_keys:
-            self._keep_head(base + n, chunk)
+            self._keep_head(base + n, chunk, tail)
         return n
 
     def _feed_lines(self, base: int, chunk: bytes, norm: bytes, keys: list[bytes],
@@ -339,12 +328,20 @@ class BulkReader:
 
     # ---- a chunk that repeats itself -----------------------------------------------------------
 
-    def _feed_blocks(self, base: int, chunk: bytes, norm: bytes) -> int:
+    def _feed_blocks(self, base: int, chunk: bytes, norm: bytes, tail: bool) -> int:
         """feed for a chunk cut into blocks at the separator shape; only when nothing in it is new and
         no shape is selected for the first time (else 0: feed cuts it into lines)."""
         head = self.sep
         assert head is not None
         parts = norm.split(b"\n" + head)
+        if tail:  # the partial last line is no line of this chunk
+            cut = parts[-1].rfind(b"\n")
+            if cut >= 0:
+                parts[-1] = parts[-1][:cut]
+            elif len(parts) > 1:
+                parts.pop()  # the separator's line is the partial one
+            else:
+                return 0
         blocks = collections.Counter(parts[1:])
         if len(parts) < 3 or len(blocks) * BLOCK_GAIN > len(parts):
             self.sep_wait = BLOCK_WAIT  # the blocks differ: not a loop, for now
@@ -424,7 +421,7 @@ class BulkReader:
                 e[2] = no
         self.before = list(tails[-1])
         if self.tb_keys:
-            self._keep_head(base + n, chunk)
+            self._keep_head(base + n, chunk, tail)
         return n
 
     def _look(self, p2: bytes, p1: bytes, rows: list[bytes]) -> tuple[collections.Counter, dict[bytes, int]] | None:
@@ -447,21 +444,22 @@ class BulkReader:
     # ---- helpers -----------------------------------------------------------------------------
 
     def _cut(self, keys: list[bytes], chunk: bytes) -> bytes:
-        rows = chunk.split(b"\n")
+        rows = chunk.split(b"\n")[:len(keys)]
         for i, k in enumerate(keys):
             if len(k) > MAX_LINE:
                 keys[i], rows[i] = k[:MAX_LINE], rows[i][:MAX_LINE]
                 self.cut_lines += 1
         return b"\n".join(rows)
 
-    def _keep_head(self, end: int, chunk: bytes) -> None:
+    def _keep_head(self, end: int, chunk: bytes, tail: bool) -> None:
         """The chunk's last "Traceback" line, when nothing after it was read: the next chunk may hold
         new lines of the traceback it opens. `end`: the number of the chunk's last line."""
-        at = chunk.rfind(_TB_HEAD)
+        stop = len(chunk) if not tail else chunk.rfind(b"\n")
+        at = chunk.rfind(_TB_HEAD, 0, stop)
         if at < 0:
             return
         start = chunk.rfind(b"\n", 0, at) + 1
-        no = end - chunk.count(b"\n", start)
+        no = end - chunk.count(b"\n", start, stop)
         if no > self.read_upto:
             stop = chunk.find(b"\n", at)
             self.tb_pending = (no, chunk[start:stop if stop >= 0 else len(chunk)])
