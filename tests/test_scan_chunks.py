@@ -158,3 +158,25 @@ def test_dense_logs_are_read_whole_sparse_ones_through_grep(tmp_path):
     assert bulk.dense(str(make_restart_loop_log(tmp_path / "loop.log", 3_000_000)))
     assert bulk.dense(str(make_error_dense_log(tmp_path / "dense.log", 3_000_000)))
     assert not bulk.dense(str(make_log(tmp_path / "sparse.log", 3_000_000)))
+
+
+@pytest.mark.parametrize("name", ["attention.no_valid_backend.log", "quant.min_capability.log",
+                                  "dtype.bf16_before_ampere.log", "distributed.spawn_main_guard.log",
+                                  "kv_cache.negative_budget--v0-gpu-blocks-zero.log", "oom.cuda_out_of_memory.log"])
+def test_a_fixture_in_a_loop_is_diagnosed_alike_either_way(tmp_path, name):
+    from triage.diagnose import diagnose
+    from triage.pipeline import environment_from_log, mark_repeats
+
+    def report(scan):
+        env = environment_from_log(scan)
+        found, _ = diagnose(scan, env)
+        mark_repeats(found, scan)
+        return [(d.signature, [e.line for e in d.evidence], d.facts.get("repeated")) for d in found], env
+
+    data = (LOGS / name).read_bytes().rstrip(b"\n") + b"\n"
+    log = tmp_path / "loop.log"
+    log.write_bytes(data * (1_200_000 // len(data) + 2))
+    assert bulk.dense(str(log))
+    whole, grep = report(scan_path(str(log))), report(scan_path(str(log), use_grep=True))
+    assert whole == grep
+    assert whole[0][0][2]["count"] > 1  # the failure counted, not read again

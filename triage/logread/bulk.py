@@ -224,6 +224,7 @@ class BulkReader:
             if k not in self.texts and k not in self.tb_keys:
                 todo.append(ci[ck.index(k)])
         texts = counts.keys() & self.texts if self.texts else None
+        again: list[int] = []  # lines of a message read before
         if texts:
             at = set(ci)
             seen = self.texts_seen
@@ -231,11 +232,17 @@ class BulkReader:
             rows.fetch(js)
             for j in js:
                 row = rows[j]
-                if row not in seen and (keys[j] in hits or j in at or search(row) is not None):
-                    if len(seen) < MAX_TEXTS:
-                        seen.add(row)
-                    todo.append(j)
+                if keys[j] in hits or j in at or search(row) is not None:
+                    said = row[row.find(b"] ") + 1:]  # the message, as feed keys it (by_text)
+                    if said in seen:
+                        again.append(j)
+                    else:
+                        if len(seen) < MAX_TEXTS:
+                            seen.add(said)
+                        todo.append(j)
         fresh = self._read(base, keys, rows, todo) if todo else set()
+        for j in again:  # feed counts a message it has read
+            self.sc.feed(base + j + 1, rows[j])
         known = counts.keys() & shapes.keys()
         if not known:
             return

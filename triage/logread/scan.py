@@ -37,11 +37,16 @@ _RUNS = re.compile(rb"#+")  # on a first key's miss only: "pid=4188" and "pid=34
 # A traceback's first line is always read: it opens that process's traceback, and a chained exception
 # prints the same first line again.
 _TB_HEAD = b"Traceback (most recent"
-# PREFILTER's words with a number in them ("blocks: 0,"): the same line with another number has the same
-# shape but is no hit; such a line is always read.
+# Lines whose numbers are facts, not noise: the machine's rows (one per GPU, "GPU 0: ...", "GPU 1: ..."),
+# the compute capability, and PREFILTER's words with a number in them ("blocks: 0,": the same line with
+# another number is no hit). Each different message among them is read (by_text).
 _ZERO_WORDS = (b"blocks: 0,", b"size: 0 tokens", b"per request: 0")
-# Lines that state the machine (one row per GPU, "GPU 0: ...", "GPU 1: ..."): each is a fact, never a repeat.
 _GPU_ROW = re.compile(rb"GPU \d+:")
+
+
+def by_text(raw: bytes) -> bool:
+    return (b"NVIDIA" in raw or b"apability" in raw or (b"GPU " in raw and _GPU_ROW.search(raw) is not None)
+            or (b": 0" in raw and any(z in raw for z in _ZERO_WORDS)))
 COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
 COLLECT_ENV_SPAN = 400
 CUT_TB_TAIL = 3  # a traceback whose last frame is this close to the end of the log was cut by it
@@ -112,14 +117,27 @@ class Scanner:
         shapes = self._shapes
         key: bytes | None = None
         key2: bytes | None = None
-        if isinstance(raw, bytes) and len(raw) >= SHAPE_MIN and not (b": 0" in raw and any(z in raw for z in _ZERO_WORDS)):
+        if isinstance(raw, bytes) and len(raw) >= SHAPE_MIN:
+            if by_text(raw):
+                # its numbers matter (which GPU, which capability): repeats are the same message, whatever
+                # the prefix (timestamps, pids) says
+                key = b"\x00" + raw[raw.find(b"] ") + 1:]
+                seen = shapes.get(key)
+                if seen is not None:
+                    seen[0] += 1
+                    seen[2] = no
+                    return seen[3]
+                ln = self._read(no, raw)
+                if len(shapes) < MAX_SHAPES:
+                    shapes[key] = [1, no, no, ln]
+                return ln
             key = raw.translate(_DIGITS)
             seen = shapes.get(key)  # only shapes that may repeat are ever stored: a hit is a repeat
             if seen is not None:
                 seen[0] += 1
                 seen[2] = no
                 return seen[3]
-            if _TB_HEAD in raw or b"NVIDIA" in raw or b"apability" in raw or (b"GPU " in raw and _GPU_ROW.search(raw)):
+            if _TB_HEAD in raw:
                 key = None
             else:
                 key2 = _RUNS.sub(b"#", raw.translate(_HEXITS))
