@@ -355,8 +355,6 @@ class BulkReader:
             return 0
         lines = {b: (head + b).split(b"\n") for b in blocks}
         first = parts[0].split(b"\n")
-        if len(first) < 2 or any(len(r) < 2 for r in lines.values()):
-            return 0
         counts = collections.Counter(first)
         n = len(first)
         for b, m in blocks.items():
@@ -369,8 +367,15 @@ class BulkReader:
         hits, shapes = self.hits, self.shapes
         if counts.keys() - hits - self.ignored - shapes.keys() - self.quiet:
             return 0
-        if self.texts and counts.keys() & self.texts:
-            return 0
+        texts = counts.keys() & self.texts if self.texts else None
+        said: list[tuple[list, int, int]] = []
+        if texts:
+            if texts - hits:
+                return 0
+            got = self._texts_in(chunk, norm, texts, base + n, tail)
+            if got is None:
+                return 0
+            said = got
         # the selected lines of a block depend on the two lines before it: one look per distinct pair
         looks: dict[tuple[bytes, bytes, bytes], tuple[collections.Counter, dict[bytes, int]] | None] = {}
 
@@ -386,10 +391,11 @@ class BulkReader:
         if got is None:
             return 0
         ctx.update(got[0])
-        tails = [(first[-2], first[-1])]
+        # the last two lines of each part (a part of one line: the line before it, then that line)
+        tails = [(first[-2] if len(first) > 1 else self.before[-1], first[-1])]
         for b in parts[1:]:
             rows = lines[b]
-            tails.append((rows[-2], rows[-1]))
+            tails.append((rows[-2], rows[-1]) if len(rows) > 1 else (tails[-1][1], rows[-1]))
         pairs = collections.Counter(zip(tails, parts[1:]))
         for ((p2, p1), b), m in pairs.items():
             got = look(p2, p1, b)
@@ -426,10 +432,47 @@ class BulkReader:
             no = last.get(k, 0)
             if no > e[2]:
                 e[2] = no
+        for e, times, no in said:
+            e[0] += times
+            if no > e[2]:
+                e[2] = no
         self.before = list(tails[-1])
         if self.tb_keys:
             self._keep_head(base + n, chunk, tail)
         return n
+
+    def _texts_in(self, chunk: bytes, norm: bytes, texts: set[bytes], end: int,
+                  tail: bool) -> list[tuple[list, int, int]] | None:
+        """The lines of the shapes read per message (hits all) in a chunk counted in blocks: (feed's entry,
+        times, last line) for each message; None when one was not read before (then the chunk is cut
+        into lines and it is read)."""
+        stop = norm.rfind(b"\n") if tail else len(norm)
+        found: dict[bytes, list[int]] = {}  # message -> [times, offset of its last line]
+        for k in texts:
+            offs = [0] if norm.startswith(k + b"\n") or (norm == k and not tail) else []
+            pat = b"\n" + k + b"\n"
+            at = norm.find(pat, 0, stop + 1)
+            while at >= 0:
+                offs.append(at + 1)
+                at = norm.find(pat, at + len(k) + 1, stop + 1)
+            if not tail and len(norm) > len(k) and norm.endswith(b"\n" + k):
+                offs.append(len(norm) - len(k))
+            for o in offs:
+                row = chunk[o:o + len(k)]
+                msg = row[row.find(b"] ") + 1:]
+                f = found.get(msg)
+                if f is None:
+                    found[msg] = [1, o]
+                else:
+                    f[0] += 1
+                    f[1] = o
+        out = []
+        for msg, (times, o) in found.items():
+            e = self.shapes.get(b"\x00" + msg)
+            if e is None:
+                return None
+            out.append((e, times, end - norm.count(b"\n", o, stop)))
+        return out
 
     def _look(self, p2: bytes, p1: bytes, rows: list[bytes]) -> tuple[collections.Counter, dict[bytes, int]] | None:
         """For a block after (p2, p1): the counts of its selected lines that are no hits, and the index of
