@@ -31,7 +31,7 @@ from triage.logread.source import InputError, LogSource
 # A log is read here when samples of it hold at least DENSE_HITS PREFILTER words per MiB.
 DENSE_MIN_BYTES = 1 << 20
 DENSE_HITS = 256
-DENSE_SAMPLE = 64 * 1024
+DENSE_SAMPLE = 16 * 1024
 CHUNK = 4 << 20
 # A chunk is counted in blocks when at most one block in BLOCK_GAIN is distinct; when it is not, the next
 # BLOCK_WAIT chunks are cut into lines (a log that does not loop pays for a try once in a while).
@@ -63,15 +63,16 @@ def dense(path: str) -> bool:
             return False
         hits = 0
         with open(path, "rb") as fh:
-            if wrap_width(fh.read(SAMPLE)):
-                return False
             for at in (size // 4, size // 2, 3 * size // 4):
                 fh.seek(at)
                 sample = fh.read(DENSE_SAMPLE)
                 hits += sum(map(sample.count, lits))  # bytes.count per literal: C speed, unlike a regex
+            if hits * (1 << 20) < DENSE_HITS * 3 * DENSE_SAMPLE:
+                return False
+            fh.seek(0)
+            return not wrap_width(fh.read(SAMPLE))
     except OSError:
         return False  # the usual way says why
-    return hits * (1 << 20) >= DENSE_HITS * 3 * DENSE_SAMPLE
 
 
 def file_bodies(path: str) -> Iterator[tuple[bytes | None, bool, int]]:
