@@ -156,7 +156,7 @@ def test_too_many_shapes_are_said(tmp_path, monkeypatch):
     log = _loop_then(tmp_path, "".join(
         f"WARNING 10-25 13:08:43 [x.py:1] unusual message {''.join(chr(ord('g') + int(d)) for d in str(i))}\n"
         for i in range(3000)))
-    scan, sc = bulk.scan_whole(open_source(str(log)))
+    scan, sc, _ = bulk.scan_whole(open_source(str(log)))
     assert any("distinct message shapes" in w for w in scan.warnings)
     assert len({id(v) for v in sc._shapes.values()}) <= 500
 
@@ -187,3 +187,64 @@ def test_a_fixture_in_a_loop_is_diagnosed_alike_either_way(tmp_path, name):
     whole, grep = report(scan_path(str(log))), report(scan_path(str(log), use_grep=True))
     assert whole == grep
     assert whole[0][0][2]["count"] > 1  # the failure counted, not read again
+
+
+def _piped(path, monkeypatch, chunk):
+    import os
+    import threading
+
+    monkeypatch.setattr(bulk, "CHUNK", chunk)
+    r, w = os.pipe()
+
+    def write():
+        with os.fdopen(w, "wb") as fh:
+            fh.write(path.read_bytes())
+
+    t = threading.Thread(target=write)
+    t.start()
+    try:
+        return scan_mod.scan_source(open_source("-", fd=r))
+    finally:
+        t.join()
+        os.close(r)
+
+
+@pytest.mark.parametrize("chunk", [300_000, 4 << 20])
+def test_a_dense_stream_is_read_whole_too(tmp_path, monkeypatch, chunk):
+    import gzip
+
+    log = make_restart_loop_log(tmp_path / "loop.log", 3_000_000)
+    log.write_bytes(log.read_bytes().replace(b"Available KV cache memory", b"Collecting environment information\n"
+                                             b"GPU 0: NVIDIA H100\nAvailable KV cache memory", 1))
+    grep = scan_path(str(log), use_grep=True)
+    used = []
+    real = bulk.scan_whole
+    monkeypatch.setattr(bulk, "scan_whole", lambda *a: used.append(1) or real(*a))
+    assert _fingerprint(_piped(log, monkeypatch, chunk)) == _fingerprint(grep)
+    gz = tmp_path / "loop.log.gz"
+    gz.write_bytes(gzip.compress(log.read_bytes(), 1))
+    assert _fingerprint(scan_path(str(gz))) == _fingerprint(grep)
+    assert len(used) == 2
+    assert grep.facts["gpus"][0]["name"] == "NVIDIA H100"
+
+
+def test_stream_bodies_cut_long_lines_and_keep_memory_flat(monkeypatch):
+    monkeypatch.setattr(bulk, "CHUNK", 64)
+    monkeypatch.setattr(bulk, "MAX_LINE", 20)
+    rnd = random.Random(7)
+    for _ in range(300):
+        data = b"".join(rnd.choice([b"\n", b"x" * rnd.randrange(1, 200), b"ab\ncd", b"0123456789" * 3])
+                        for _ in range(rnd.randrange(1, 40)))
+        cuts = sorted({0, len(data), *(rnd.randrange(len(data) + 1) for _ in range(len(data) // 30))})
+        pieces = [data[a:b] for a, b in zip(cuts, cuts[1:])]
+        rd = bulk.BulkReader(scan_mod.Scanner())
+        got: list[bytes] = []
+        total = 0
+        for body, tail, size in bulk.stream_bodies(pieces):
+            total += size
+            assert body is None or len(body) <= 2 * (64 + max(map(len, pieces)))  # never the whole input
+            if body is not None:
+                rd.feed(len(got), body, tail)
+                got += [k[:20] for k in body.split(b"\n")][:len(body.split(b"\n")) - tail]
+        assert total == len(data)
+        assert got == list(iter_lines([data], 20)), data

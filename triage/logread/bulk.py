@@ -75,6 +75,69 @@ def dense(path: str) -> bool:
         return False  # the usual way says why
 
 
+def dense_head(head: bytes) -> bool:
+    """A stream's head (up to CHUNK bytes) holds many PREFILTER words: the stream is read here. A stream
+    cannot be sampled further in, and a fragment or a terminal-wrapped paste never is."""
+    from triage.logread.unwrap import SAMPLE, wrap_width
+
+    lits = _prefilter_literals()
+    if len(head) < min(DENSE_MIN_BYTES, CHUNK) or not lits:
+        return False
+    size = len(head)
+    samples = [head[at:at + DENSE_SAMPLE] for at in (size // 4, size // 2, 3 * size // 4)]
+    hits = sum(sum(map(sample.count, lits)) for sample in samples)
+    return hits * (1 << 20) >= DENSE_HITS * 3 * DENSE_SAMPLE and not wrap_width(head[:SAMPLE])
+
+
+def peek(data: Iterator[bytes]) -> tuple[bytes, Iterator[bytes]]:
+    """Up to CHUNK bytes of a stream (less only at its end), and all its chunks again."""
+    got: list[bytes] = []
+    have = 0
+    for b in data:
+        got.append(b)
+        have += len(b)
+        if have >= CHUNK:
+            break
+    return b"".join(got), itertools.chain(got, data)
+
+
+def stream_bodies(data: Iterable[bytes]) -> Iterator[tuple[bytes | None, bool, int]]:
+    """file_bodies for a stream (a pipe, a gzip file): chunks gathered to CHUNK bytes, the partial last
+    line carried over to the next."""
+    parts: list[bytes] = []
+    have = 0
+    skipping = False
+    for chunk in data:
+        size = len(chunk)
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                yield None, False, size
+                continue
+            yield None, False, nl + 1
+            chunk = chunk[nl + 1:]
+            size = len(chunk)
+            skipping = False
+        if not chunk:
+            continue
+        parts.append(chunk)
+        have += size
+        if have < CHUNK:
+            continue
+        buf = b"".join(parts)
+        end = buf.rfind(b"\n")
+        if end >= 0:
+            parts, have = [buf[end + 1:]], len(buf) - end - 1
+            yield buf, True, end + 1
+        else:  # a line longer than a chunk: its head, the rest skipped
+            parts, have = [], 0
+            skipping = True
+            yield buf[:MAX_LINE + 1], False, len(buf)
+    if have:
+        buf = b"".join(parts)
+        yield (buf[:-1] if buf.endswith(b"\n") else buf), False, len(buf)
+
+
 def file_bodies(path: str) -> Iterator[tuple[bytes | None, bool, int]]:
     """(a chunk of the log or None, whether its last line is left for the next chunk, the bytes of the
     log it stands for). A chunk is read as it lies in the file: its last, partial line is read again
@@ -112,18 +175,37 @@ def file_bodies(path: str) -> Iterator[tuple[bytes | None, bool, int]]:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def scan_whole(src: LogSource):
-    """scan_source for a dense regular file (see dense)."""
+def scan_whole(src: LogSource, data: Iterator[bytes] | None = None):
+    """scan_source for a dense regular file (see dense), or a dense stream's chunks (`data`, see
+    dense_head). Returns the Scan, the Scanner, and the collect-env blocks kept aside from a stream."""
     from triage.logread.scan import MAX_SHAPES, Scanner
+    from triage.logread.select import BLOCK_BYTES, BLOCK_MARKER
 
     sc = Scanner(src.name)
     rd = BulkReader(sc)
     nbytes = no = 0
-    assert src.path is not None
-    for body, tail, size in file_bodies(src.path):
+    blocks: list[tuple[int, bytes]] = []  # a stream cannot be read twice: a collect-env block, kept
+    keep = 0
+    if data is None:
+        assert src.path is not None
+        bodies = file_bodies(src.path)
+    else:
+        bodies = stream_bodies(data)
+    for body, tail, size in bodies:
         nbytes += size
-        if body is not None:
-            no += rd.feed(no, body, tail)
+        if body is None:
+            continue
+        if data is not None and keep:
+            first, got = blocks[-1]
+            blocks[-1] = (first, got + body[:keep])
+            keep = max(0, keep - len(body))
+        elif data is not None and not blocks:
+            at = body.find(BLOCK_MARKER)
+            if at >= 0:
+                start = body.rfind(b"\n", 0, at) + 1
+                blocks.append((no + body.count(b"\n", 0, start) + 1, body[start:start + BLOCK_BYTES]))
+                keep = max(0, BLOCK_BYTES - (len(body) - start))
+        no += rd.feed(no, body, tail)
     scan = sc.finish(nbytes, no)
     if rd.cut_lines:
         scan.truncated = True
@@ -131,7 +213,7 @@ def scan_whole(src: LogSource):
     if rd.overflow:
         scan.warnings.append(f"the log has more than {MAX_SHAPES} distinct message shapes: "
                              "lines of the shapes past those were read again, not counted")
-    return scan, sc
+    return scan, sc, blocks
 
 
 class BulkReader:

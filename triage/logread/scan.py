@@ -271,16 +271,23 @@ def _cut_row(prev: Line, ln: Line, prev_is_exc: bool) -> bool:
 
 
 def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
+    # A log with many lines to read (a restart loop, an error per request) is read whole, its repeats
+    # counted a chunk at a time (logread.bulk); grep's selection pays off when few lines match.
+    data = None
     if use_grep is None and src.is_plain_file and _size(src.path) >= 1 << 20:
         from triage.logread import bulk
 
         if bulk.dense(src.path):  # type: ignore[arg-type]
-            # many lines to read: the whole log, repeats counted a chunk at a time (not grep's selection)
-            scan, sc = bulk.scan_whole(src)
-            if sc.collect_env_lines:
-                _read_collect_env(src, sc.collect_env_lines[0], scan)
-            return scan
-    sel = select(src, use_grep=use_grep)
+            scan, sc, blocks = bulk.scan_whole(src)
+            return _finish_source(src, scan, sc, blocks)
+    elif use_grep is None and not src.is_plain_file:
+        from triage.logread import bulk
+
+        head, data = bulk.peek(chunks(src))  # a stream is judged by its head
+        if bulk.dense_head(head):
+            scan, sc, blocks = bulk.scan_whole(src, data)
+            return _finish_source(src, scan, sc, blocks)
+    sel = select(src, use_grep=use_grep, data=data)
     sc = Scanner(src.name)
     for no, raw in sel.lines:
         sc.feed(no, raw)
@@ -288,9 +295,13 @@ def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
     scan = sc.finish(nbytes, nlines)
     scan.warnings.extend(sel.warnings)
     scan.truncated = sel.truncated
+    return _finish_source(src, scan, sc, sel.blocks)
+
+
+def _finish_source(src: LogSource, scan: Scan, sc: Scanner, blocks: list[tuple[int, bytes]]) -> Scan:
     if sc.collect_env_lines and src.path is not None:
         _read_collect_env(src, sc.collect_env_lines[0], scan)
-    for first, data in sel.blocks:  # the same block, kept aside while a stream went by
+    for first, data in blocks:  # the same block, kept aside while a stream went by
         for i, raw in enumerate(iter_lines([data]), first):
             extract.extract(parse(i, raw), scan.facts)
         extract.finish(scan.facts)
