@@ -9,10 +9,10 @@ start, and only the distinct blocks are cut into lines.
 
 The outcome is grep's selection read by Scanner.feed: a line is selected when it holds a PREFILTER word,
 or follows one (or follows a blank line that follows one); the first line of a shape is read (feed),
-the later ones counted in its span (times, last line). The differences: a shape here is masked in one
-go (digits and hex letters, not feed's two keys), a machine row ("GPU 0: ...") or a line whose
-PREFILTER word holds a digit ("blocks: 0,") is read once per text, and a "Traceback" line only when a
-line of its traceback is read.
+the later ones counted in its span (times, last line); a line whose numbers are facts (scan.by_text) is
+read once per message and counted by feed. The differences: a shape here is masked in one go (digits
+and hex letters, where feed tries digits first), and a "Traceback" line is read only before a line of
+its traceback that is read (feed reads every one; it starts that process' traceback).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ _DIGITS = bytes.maketrans(b"0123456789", b"#" * 10)  # feed's first key
 _TB_HEAD = b"Traceback (most recent"
 _TB_KEY = _TB_HEAD.translate(_MASK)
 # Read per text: the machine's rows (one per GPU), and lines a PREFILTER word with a digit may be on.
-_TEXT_KEYS = tuple({m.translate(_MASK) for m in (b"NVIDIA", b"apability", b"GPU 0:")}
+_TEXT_KEYS = tuple({m.translate(_MASK) for m in (b"NVIDIA", b"apability", b"GPU 0")}
                    | {lit.translate(_MASK) for lit in (_prefilter_literals() or ()) if any(c in b"0123456789" for c in lit)})
 _END = b"\n"  # a key no line has: the line after a chunk's last
 
@@ -195,16 +195,19 @@ def scan_whole(src: LogSource, data: Iterator[bytes] | None = None):
         nbytes += size
         if body is None:
             continue
-        if data is not None and keep:
-            first, got = blocks[-1]
-            blocks[-1] = (first, got + body[:keep])
-            keep = max(0, keep - len(body))
-        elif data is not None and not blocks:
-            at = body.find(BLOCK_MARKER)
-            if at >= 0:
-                start = body.rfind(b"\n", 0, at) + 1
-                blocks.append((no + body.count(b"\n", 0, start) + 1, body[start:start + BLOCK_BYTES]))
-                keep = max(0, BLOCK_BYTES - (len(body) - start))
+        if data is not None and (keep or not blocks):
+            stop = body.rfind(b"\n") + 1 if tail else len(body)  # the partial last line comes again
+            if keep:
+                first, got = blocks[-1]
+                blocks[-1] = (first, got + body[:min(keep, stop)])
+                keep -= min(keep, stop)
+            else:
+                at = body.find(BLOCK_MARKER, 0, stop)
+                if at >= 0:
+                    start = body.rfind(b"\n", 0, at) + 1
+                    piece = body[start:min(start + BLOCK_BYTES, stop)]
+                    blocks.append((no + body.count(b"\n", 0, start) + 1, piece))
+                    keep = BLOCK_BYTES - len(piece)
         no += rd.feed(no, body, tail)
     scan = sc.finish(nbytes, no)
     if rd.cut_lines:
@@ -261,18 +264,16 @@ class BulkReader:
         counts = collections.Counter(keys)
         if len(chunk) > MAX_LINE and max(map(len, counts)) > MAX_LINE:
             chunk = self._cut(keys, chunk)
-            norm = b"\n".join(keys)
             counts = collections.Counter(keys)
             tail = False
         self.sep = _separator(counts, n)
-        self._feed_lines(base, chunk, norm, keys, counts)
+        self._feed_lines(base, chunk, keys, counts)
         self.before = (self.before + keys[-2:])[-2:]
         if self.tb_keys:
             self._keep_head(base + n, chunk, tail)
         return n
 
-    def _feed_lines(self, base: int, chunk: bytes, norm: bytes, keys: list[bytes],
-                    counts: collections.Counter) -> None:
+    def _feed_lines(self, base: int, chunk: bytes, keys: list[bytes], counts: collections.Counter) -> None:
         hits, ignored, shapes, quiet = self.hits, self.ignored, self.shapes, self.quiet
         n = len(keys)
         rows = _Rows(chunk, keys)
@@ -406,6 +407,8 @@ class BulkReader:
                 continue
             k = keys[j]
             self.ignored.discard(k)
+            if k in self.texts:
+                continue  # counted by feed, line by line (see `again`)
             if k not in shapes:
                 e = shapes.get(row.translate(_DIGITS))
                 if e is not None and len(shapes) < self.max:
@@ -451,29 +454,28 @@ class BulkReader:
         if counts.keys() - hits - self.ignored - shapes.keys() - self.quiet:
             return 0
         texts = counts.keys() & self.texts if self.texts else None
-        said: list[tuple[list, int, int]] = []
+        said: list[tuple[list, int, int]] | None = []
         if texts:
             if texts - hits:
                 return 0
-            got = self._texts_in(chunk, norm, texts, base + n, tail)
-            if got is None:
+            said = self._texts_in(chunk, norm, texts, base + n, tail)
+            if said is None:
                 return 0
-            said = got
         # the selected lines of a block depend on the two lines before it: one look per distinct pair
-        looks: dict[tuple[bytes, bytes, bytes], tuple[collections.Counter, dict[bytes, int]] | None] = {}
+        Look = tuple[collections.Counter, dict[bytes, int]]
+        looks: dict[tuple[bytes, bytes, bytes | None], Look | None] = {}
 
-        def look(p2: bytes, p1: bytes, b: bytes | None):
+        def look(p2: bytes, p1: bytes, b: bytes | None) -> Look | None:
             key = (p2, p1, b)
-            got = looks.get(key, False)
-            if got is False:
-                got = looks[key] = self._look(p2, p1, first if b is None else lines[b])
-            return got
+            if key not in looks:
+                looks[key] = self._look(p2, p1, first if b is None else lines[b])
+            return looks[key]
 
         ctx: collections.Counter = collections.Counter()
-        got = look(*self.before, None)
-        if got is None:
+        head_look = look(self.before[0], self.before[1], None)
+        if head_look is None:
             return 0
-        ctx.update(got[0])
+        ctx.update(head_look[0])
         # the last two lines of each part (a part of one line: the line before it, then that line)
         tails = [(first[-2] if len(first) > 1 else self.before[-1], first[-1])]
         for b in parts[1:]:
@@ -496,14 +498,15 @@ class BulkReader:
             if pair not in visited:
                 visited.add(pair)
                 top = end - len(rows) + 1
-                for k, i in looks[(*tails[t - 1], parts[t])][1].items():  # type: ignore[index]
+                seen_here = look(tails[t - 1][0], tails[t - 1][1], parts[t])
+                for k, i in (seen_here[1] if seen_here else {}).items():
                     if k in want and k not in last:
                         last[k] = top + i
                 if len(last) == len(want) or len(visited) == len(pairs):
                     break
             end -= len(rows)
         if len(last) < len(want):
-            for k, i in looks[(*self.before, None)][1].items():  # type: ignore[index]
+            for k, i in head_look[1].items():
                 if k in want and k not in last:
                     last[k] = base + 1 + i
         for k in want:
@@ -515,7 +518,7 @@ class BulkReader:
             no = last.get(k, 0)
             if no > e[2]:
                 e[2] = no
-        for e, times, no in said:
+        for e, times, no in said or ():
             e[0] += times
             if no > e[2]:
                 e[2] = no
@@ -549,9 +552,14 @@ class BulkReader:
                 else:
                     f[0] += 1
                     f[1] = o
+        from triage.logread.scan import by_text
+
         out = []
         for msg, (times, o) in found.items():
-            e = self.shapes.get(b"\x00" + msg)
+            nl = chunk.find(b"\n", o)
+            row = chunk[o:nl if nl >= 0 else len(chunk)]
+            # the entry feed counts such a line in (Scanner.feed)
+            e = self.shapes.get(b"\x00" + msg if by_text(row) else row.translate(_DIGITS))
             if e is None:
                 return None
             out.append((e, times, end - norm.count(b"\n", o, stop)))
@@ -560,7 +568,7 @@ class BulkReader:
     def _look(self, p2: bytes, p1: bytes, rows: list[bytes]) -> tuple[collections.Counter, dict[bytes, int]] | None:
         """For a block after (p2, p1): the counts of its selected lines that are no hits, and the index of
         the last selected line of each shape; None when a line is selected for the first time."""
-        hits, shapes = self.hits, self.shapes
+        hits = self.hits
         ctx: collections.Counter = collections.Counter()
         last: dict[bytes, int] = {}
         for i, k in enumerate(rows):
