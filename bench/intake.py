@@ -9,7 +9,7 @@ Peak memory of the whole run under 200 MB in every regime, whatever the size.
 
 grep and triage run in turns (each round both meet the same load on a shared machine); the best wall time
 of each makes the ratio. "cpu ratio" is the same for CPU time (user + system, children included): less
-moved by other jobs on the machine, and what two dedicated cores would show when nothing runs in parallel.
+moved by other jobs on a shared machine (where grep runs beside Python, wall time is the lower one).
 
     python bench/intake.py [--mb 200] [--repeat 3]
 """
