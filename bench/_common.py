@@ -26,7 +26,8 @@ def run_once(argv: list[str], env: dict | None = None) -> tuple[float, float, in
     # Output to a real file, not /dev/null: GNU grep stops at the first match when its output is
     # /dev/null, which would make the baseline meaningless.
     with tempfile.TemporaryFile() as sink:
-        p = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, env=e)
+        # cwd: `python -m triage` imports the tree this bench belongs to, wherever it is started from
+        p = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, env=e, cwd=str(ROOT))
         _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t
     p.returncode = os.waitstatus_to_exitcode(status)
