@@ -33,6 +33,9 @@ DENSE_MIN_BYTES = 1 << 20
 DENSE_HITS = 256
 DENSE_SAMPLE = 16 * 1024
 CHUNK = 4 << 20
+# The first chunk is cut into lines (all its shapes are new); a restart loop's later chunks are counted in
+# blocks, cheaper: the first is kept small.
+FIRST_CHUNK = 1 << 20
 # A chunk is counted in blocks when at most one block in BLOCK_GAIN is distinct; when it is not, the next
 # BLOCK_WAIT chunks are cut into lines (a log that does not loop pays for a try once in a while).
 BLOCK_GAIN = 16
@@ -144,15 +147,17 @@ def file_bodies(path: str) -> Iterator[tuple[bytes | None, bool, int]]:
     at the start of the next (a seek back), so no chunk is copied to be cut or joined. A line longer
     than a chunk is handed on as MAX_LINE + 1 of its bytes (BulkReader.feed cuts it and says so), the
     rest skipped: memory stays flat whatever the log holds."""
+    want = FIRST_CHUNK
     try:
         with open(path, "rb", buffering=0) as fh:
             while True:
-                buf = fh.read(CHUNK)
+                buf = fh.read(want)
                 if not buf:
                     return
-                if len(buf) < CHUNK:  # the end of the log
+                if len(buf) < want:  # the end of the log
                     yield (buf[:-1] if buf.endswith(b"\n") else buf), False, len(buf)
                     return
+                want = CHUNK
                 end = buf.rfind(b"\n")
                 if end >= 0:
                     fh.seek(end + 1 - len(buf), os.SEEK_CUR)
