@@ -32,6 +32,7 @@ def _fingerprint(scan):
 
 def _both(path, monkeypatch, chunk):
     monkeypatch.setattr(bulk, "CHUNK", chunk)
+    monkeypatch.setattr(bulk, "FIRST_CHUNK", min(chunk, bulk.FIRST_CHUNK))
     assert bulk.dense(str(path))
     return scan_path(str(path)), scan_path(str(path), use_grep=True)
 
@@ -115,6 +116,7 @@ def test_a_zero_is_not_hidden_by_the_shape_of_another_number(tmp_path, monkeypat
 
 def test_file_bodies_cut_long_lines_and_keep_memory_flat(tmp_path, monkeypatch):
     monkeypatch.setattr(bulk, "CHUNK", 64)
+    monkeypatch.setattr(bulk, "FIRST_CHUNK", 40)
     monkeypatch.setattr(bulk, "MAX_LINE", 20)
     rnd = random.Random(5)
     log = tmp_path / "x.log"
