@@ -183,7 +183,7 @@ def file_bodies(path: str) -> Iterator[tuple[bytes | None, bool, int]]:
 def scan_whole(src: LogSource, data: Iterator[bytes] | None = None):
     """scan_source for a dense regular file (see dense), or a dense stream's chunks (`data`, see
     dense_head). Returns the Scan, the Scanner, and the collect-env blocks kept aside from a stream."""
-    from triage.logread.scan import MAX_SHAPES, Scanner
+    from triage.logread.scan import Scanner
     from triage.logread.select import BLOCK_BYTES, BLOCK_MARKER
 
     sc = Scanner(src.name)
@@ -218,9 +218,6 @@ def scan_whole(src: LogSource, data: Iterator[bytes] | None = None):
     if rd.cut_lines:
         scan.truncated = True
         scan.warnings.append(f"{rd.cut_lines} line(s) longer than {MAX_LINE >> 10} KiB were cut there")
-    if rd.overflow:
-        scan.warnings.append(f"the log has more than {MAX_SHAPES} distinct message shapes: "
-                             "lines of the shapes past those were read again, not counted")
     return scan, sc, blocks
 
 
@@ -246,7 +243,6 @@ class BulkReader:
         self.sep_wait = 0
         self.tb_pending: tuple[int, bytes] | None = None  # the last "Traceback" line, not read
         self.read_upto = 0  # the number of the last line read
-        self.overflow = False
         self.cut_lines = 0
 
     # ---- a chunk ---------------------------------------------------------------------------
@@ -301,7 +297,7 @@ class BulkReader:
                 elif hit:
                     todo.append(j)
                 if len(hits) + len(ignored) >= 2 * self.max:
-                    self.overflow = True  # not remembered: met as new again in the next chunk
+                    self.sc.overflow = True  # not remembered: met as new again in the next chunk
                 elif hit:
                     hits.add(k)
                 else:

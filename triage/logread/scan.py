@@ -112,6 +112,7 @@ class Scanner:
         self._prev: Line | None = None  # the line fed last, and the exception it raised (if any)
         self._prev_exc: ExceptionRecord | None = None
         self._shapes: dict[bytes, list] = {}  # shape -> [times, first no, last no, first Line]
+        self.overflow = False  # a shape was not remembered (MAX_SHAPES): its lines are read again
 
     def feed(self, no: int, raw: bytes | str) -> Line:
         shapes = self._shapes
@@ -214,6 +215,9 @@ class Scanner:
                 f"read the first {MAX_HEAD} and the last {len(self._tail)}")
             s.lines.extend(self._tail)
             self._tail.clear()
+        if self.overflow or len(self._shapes) >= MAX_SHAPES:
+            s.warnings.append(f"the log has more than {MAX_SHAPES} distinct message shapes: the lines of "
+                              "those past them were read again, not counted as repeats")
         s.repeats = {k.split("\x00")[-1]: v for k, v in self._seen.items() if v > 1}
         for times, first, last, ln in {id(v): v for v in self._shapes.values()}.values():
             if times > 1:
