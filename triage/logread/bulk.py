@@ -303,7 +303,7 @@ class BulkReader:
                 else:
                     ignored.add(k)
         # The lines after hits: those not hits themselves are selected as context.
-        ci, ck = self._context(keys, counts)
+        ci, ck, at_hits = self._context(keys, counts)
         ctx = collections.Counter(ck)
         for k in ctx.keys() & ignored:
             if k not in self.texts and k not in self.tb_keys:
@@ -331,15 +331,11 @@ class BulkReader:
         known = counts.keys() & shapes.keys()
         if not known:
             return
-        if len(known) > 8:
-            last = dict(zip(keys, range(base + 1, base + n + 1)))
-        else:
-            rev = keys[::-1]  # a shape's last line, found from the end: a frequent one is near it
-            last = {k: base + n - rev.index(k) for k in known}
+        hit_last = dict(zip(map(keys.__getitem__, at_hits), at_hits))
         ctx_last = dict(zip(ck, ci)) if ck else {}
         for k in known:
             if k in hits:
-                times, no = counts[k], last[k]
+                times, no = counts[k], base + 1 + hit_last[k]
             elif k in ctx:
                 times, no = ctx[k], base + 1 + ctx_last[k]
             else:
@@ -349,16 +345,18 @@ class BulkReader:
             if no > e[2]:
                 e[2] = no
 
-    def _context(self, keys: list[bytes], counts: collections.Counter) -> tuple[list[int], list[bytes]]:
+    def _context(self, keys: list[bytes], counts: collections.Counter) -> tuple[list[int], list[bytes], list[int]]:
         """The indices and shapes of the selected lines that are no hits (the line after a hit, and the
-        next when that one is blank), in order: found with C-level operations."""
+        next when that one is blank), in order, and the indices of the hits: found with C-level
+        operations."""
         n = len(keys)
         hits = self.hits
         hit = counts.keys() & hits
         p2, p1 = self.before
         keys.append(_END)
         try:
-            s1 = list(map((1).__add__, itertools.compress(range(n), map(hit.__contains__, keys))))
+            at_hits = list(itertools.compress(range(n), map(hit.__contains__, keys)))
+            s1 = list(map((1).__add__, at_hits))
             if p1 in hits:
                 s1.insert(0, 0)
             s1k = list(map(keys.__getitem__, s1))
@@ -373,7 +371,7 @@ class BulkReader:
             ci.sort()
             while ci and ci[-1] >= n:
                 ci.pop()
-            return ci, list(map(keys.__getitem__, ci))
+            return ci, list(map(keys.__getitem__, ci)), at_hits
         finally:
             keys.pop()
 
