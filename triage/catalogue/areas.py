@@ -159,6 +159,14 @@ STRONG: list[tuple[tuple[str, ...], str]] = [
     (("speculative", "Speculative", "draft model", "num_speculative_tokens"), "speculative_decoding"),
     (("CUDA graph capture", "cudagraph capture", "capturing CUDA graph", "Capturing CUDA graph"), "cudagraph_capture"),
     (("quantization", "Quantization", "quant_method", "BitsAndBytes", "bitsandbytes"), "quantization"),
+    # the model loader's architecture lookup: the model is not one this vLLM implements
+    (("has no vLLM implementation", "are not supported for now"), "model_support"),
+]
+# A module that checks several kinds of things, and the words that say which one a message is:
+# (fragment of the module's path, words, category); before the module's own area.
+OVERRIDES: list[tuple[str, tuple[str, ...], str]] = [
+    # ensure_divisibility: heads, layers or sizes that tensor/pipeline parallelism cannot split evenly
+    ("vllm/distributed/utils.py", ("is not divisible by",), "engine_config"),
 ]
 WEAK: list[tuple[tuple[str, ...], str]] = [
     (("quantized",), "quantization"),
@@ -205,12 +213,49 @@ def category_for(module: str, message: str, exc_type: str = "") -> str | None:
     if typed is not None and typed not in VAGUE:
         return typed
     # "ImportError: ... install flashinfer" is a kernel library missing: words may refine a vague type
+    if typed is None:
+        p = "/" + module.replace("\\", "/").lstrip("/")
+        for frag, needles, cat in OVERRIDES:
+            if frag in p and any(n in message for n in needles):
+                return cat
     return by_words(message, typed or area_of(module))
 
 
+# Frames that say nothing about what failed: they pass every failure through (the CLI, import
+# machinery, process and RPC plumbing, the engine's run loops, call helpers). A traceback's category
+# comes from the innermost frame that is not one of these.
+PASS_THROUGH = (
+    "<frozen ", "/importlib/", "/runpy.py", "/argparse.py", "/threading.py", "/contextlib.py", "/functools.py",
+    "/concurrent/futures/", "/asyncio/", "/uvloop/", "/multiprocessing/", "/site-packages/click/",
+    "/vllm/entrypoints/cli/", "/vllm/scripts.py", "/bin/vllm", "/main.py", "/vllm/entrypoints/openai/api_server.py",
+    "/vllm/entrypoints/llm.py", "/vllm/entrypoints/utils.py",
+    "/vllm/v1/executor/multiproc_executor.py", "/vllm/executor/multiproc_worker_utils.py",
+    "/vllm/executor/multiproc_executor.py", "/vllm/v1/executor/abstract.py", "/vllm/executor/executor_base.py",
+    "/vllm/executor/uniproc_executor.py", "/vllm/v1/executor/uniproc_executor.py", "/vllm/executor/ray_utils.py",
+    "/vllm/v1/executor/ray_utils.py", "/vllm/worker/worker_base.py", "/vllm/v1/worker/worker_base.py",
+    "/vllm/v1/engine/core.py", "/vllm/v1/engine/core_client.py", "/vllm/v1/engine/async_llm.py",
+    "/vllm/v1/engine/llm_engine.py", "/vllm/v1/engine/utils.py", "/vllm/engine/multiprocessing/",
+    "/vllm/engine/async_llm_engine.py", "/vllm/utils.py", "/vllm/utils/__init__.py", "/vllm/v1/serial_utils.py",
+    "/vllm/v1/utils.py", "/torch/utils/_contextlib.py", "/torch/nn/modules/module.py",
+    "/ray/_private/worker.py", "/ray/_private/auto_init_hook.py", "/ray/_private/client_mode_hook.py",
+    "/ray/_private/function_manager.py", "/ray/util/tracing/",
+)
+
+
+def pass_through(path: str) -> bool:
+    p = "/" + path.replace("\\", "/").lstrip("/")
+    return any(frag in p for frag in PASS_THROUGH) or p.endswith(("/vllm", "/__main__.py"))
+
+
+def informative(files: list[str]) -> list[str]:
+    """The frames that may say where a failure lies, innermost last."""
+    return [f for f in files if not pass_through(f)]
+
+
 def area_of_frames(files: list[str]) -> tuple[str, str] | None:
-    """(category, file) from the deepest frame whose file the map knows."""
-    for f in reversed(files):
+    """(category, file) from the innermost frame the map knows, skipping frames that only pass the
+    failure through."""
+    for f in reversed(informative(files)):
         cat = area_of(f)
         if cat is not None:
             return cat, f

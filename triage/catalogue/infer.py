@@ -22,18 +22,23 @@ CONF_EXACT = 0.5  # every literal piece of the template is in the line
 CONF_PARTIAL = 0.44  # most of them: a cut line or a fragment
 CONF_WARNING = 0.38  # only a warning matched: it may be the cause, or only what came before it
 CONF_FRAMES = 0.4
+CONF_NATIVE = 0.45  # a native library's message, reviewed by hand
 MAX_LINES = 2000  # lines looked up, errors first: a long log's rest is read by the hand rules
 MAX_ROOTS = 2
 FRAGMENT_LINES = 40  # an input this short is a paste, not a whole log
 SKIP_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError")
 
 
-def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any) -> Diagnosis | None:
+def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any, frames: bool = True) -> Diagnosis | None:
     """The best catalogue match among the log's exceptions and error lines, else a cut traceback's
-    frames; None when neither says anything. `skip_lines`: harmless or already explained lines;
-    `wrapper(text)`: whether a line is only vLLM's "start-up failed" cascade."""
+    frames (unless `frames` is False: the caller reads a raised exception first); None when neither
+    says anything. `skip_lines`: harmless or already explained lines; `wrapper(text)`: whether a line
+    is only vLLM's "start-up failed" cascade."""
     from triage.catalogue.store import load
 
+    native = _native(scan, skip_lines)
+    if native is not None:  # a library's own statement of the cause (Ray's OOM killer): before its consequences
+        return native
     cat = load()
     if cat is not None:
         for text, line, exc, logged_ok in _candidates(scan, skip_lines, wrapper):
@@ -42,7 +47,7 @@ def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any) -> Diagnosi
                 matches = [m for m in matches if not m.template.logged]
             if matches:
                 return _from_match(cat, matches, text, line, exc)
-    return from_frames(scan)
+    return from_frames(scan) if frames else None
 
 
 def _candidates(scan: Scan, skip: set[int], wrapper: Any):
@@ -156,6 +161,27 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
     return Diagnosis(category=category, signature="catalogue." + _sig(t.module), title=title,
                      confidence=round(conf, 2), evidence=evidence, facts=facts, fix=fix, first_line=line.no,
                      explanation=why)
+
+
+def _native(scan: Scan, skip: set[int]) -> Diagnosis | None:
+    from triage.catalogue.native import find
+
+    for ln in scan.lines:
+        if ln.no in skip:
+            continue
+        n = find(ln.text)
+        if n is None:
+            continue
+        where = f"printed by {n.where} of {n.package}"
+        return Diagnosis(
+            category=n.category, signature=f"catalogue.native.{n.package}",
+            title=f"{n.meaning[:1].upper()}{n.meaning[1:]}", confidence=CONF_NATIVE,
+            evidence=[Evidence(ln.no, ln.shown)],
+            facts={"source": where, "catalogue": {"package": n.package, "module": n.where, "template": n.text}},
+            fix=Fix(f"This is {n.package}'s own message, {where}: {n.meaning}. triage has no hand-written rule "
+                    "for it; search upstream for its text, or file it with `triage report --log FILE`.", None),
+            first_line=ln.no, explanation=[f"{where}: the line holds its message ({n.text})"])
+    return None
 
 
 def from_frames(scan: Scan) -> Diagnosis | None:

@@ -91,6 +91,8 @@ class Line(Record):
 def clean(raw: bytes | str) -> str:
     """Decode (invalid UTF-8 replaced), drop colours, CR and other control characters."""
     s = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
+    if "#033[" in s:  # syslog (rsyslog) writes the escape character as "#033"
+        s = s.replace("#033[", "\x1b[")
     if "\x1b" in s:
         s = ANSI_RE.sub("", s)
     if "\r" in s:

@@ -40,6 +40,8 @@ PREFILTER = (
     "gpu_memory_utilization|loading took|weights took|"
     # rows of a wrapped message whose first row was kept (attention reasons, shared-memory numbers)
     "head_size|use_mla|not supported|Reasons|requires|Ray cluster|ATTENTION_BACKEND|ENABLE_KVCACHED|"
+    # native libraries' own statements of a cause (triage.catalogue.native: Ray's OOM killer, a lost node)
+    "killed due to|memory usage threshold|marked dead|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
     "File \x1b"
 )
@@ -84,9 +86,9 @@ class Selection(Record):
 
 
 def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
-    data, width = _sniff_wrap(src)
+    data, width, whole = _sniff_wrap(src)
     if width:
-        return _select_unwrapped(data, width)
+        return _select_unwrapped(data, width, whole)
     if src.fd is not None:
         whole, data = _whole_if_fragment(src, data)
         if whole is not None:
@@ -110,9 +112,10 @@ def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
     return _select_python(src, data)
 
 
-def _sniff_wrap(src: LogSource) -> tuple[Iterator[bytes], int | None]:
-    """Whether a terminal hard-wrapped the log (see unwrap.py), from its head. A stream cannot be
-    read twice: its chunks are handed back, the head included."""
+def _sniff_wrap(src: LogSource) -> tuple[Iterator[bytes], int | None, bool]:
+    """Whether a terminal hard-wrapped the log (see unwrap.py), from its head, and whether that head is
+    the whole input and a fragment (read whole). A stream cannot be read twice: its chunks are handed
+    back, the head included."""
     from triage.logread.unwrap import SAMPLE, wrap_width
 
     if src.is_plain_file:
@@ -121,11 +124,14 @@ def _sniff_wrap(src: LogSource) -> tuple[Iterator[bytes], int | None]:
             with open(src.path, "rb") as fh:
                 head = fh.read(SAMPLE)
         except OSError:
-            return chunks(src), None  # the strategies below report it
-        return chunks(src), wrap_width(head)
+            return chunks(src), None, False  # the strategies below report it
+        width = wrap_width(head)
+        return chunks(src), width, bool(width) and len(head) < SAMPLE and is_fragment(head)
     it = chunks(src)
     head = next(it, b"")
-    return _prepend(head, it), wrap_width(head[:SAMPLE])
+    width = wrap_width(head[:SAMPLE])
+    # (a stream's first chunk may not be all of it: a live pipe's fragment is read the usual way)
+    return _prepend(head, it), width, False
 
 
 def is_fragment(data: bytes) -> bool:
@@ -615,8 +621,9 @@ def _line_blocks(data: Iterable[bytes]) -> Iterator[tuple[bytes, int, int]]:
 
 # ---- a hard-wrapped paste ------------------------------------------------------------------
 
-def _select_unwrapped(data: Iterable[bytes], width: int) -> Selection:
-    """Rows re-joined into lines first (a paste: small), then the same selection as above."""
+def _select_unwrapped(data: Iterable[bytes], width: int, whole: bool = False) -> Selection:
+    """Rows re-joined into lines first (a paste: small), then the same selection as above; `whole`: a
+    fragment, every line kept (like is_fragment's)."""
     from triage.logread.unwrap import unwrap_lines
 
     state = {"bytes": 0, "lines": 0}
@@ -634,7 +641,7 @@ def _select_unwrapped(data: Iterable[bytes], width: int) -> Selection:
         want = 0
         env_until = 0  # a pasted collect-env block is kept whole
         for no, line in unwrap_lines(counted(), width, MAX_LINE):
-            hit = PREFILTER_RE.search(line) is not None
+            hit = whole or PREFILTER_RE.search(line) is not None
             if hit or want or no <= env_until:
                 yield no, line
                 if BLOCK_MARKER in line:
