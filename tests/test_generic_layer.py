@@ -173,3 +173,26 @@ def test_dev_log_through_the_cli(name):
     top = report["diagnoses"][0]
     assert top["category"] == e["category"], [(d["category"], d["title"]) for d in report["diagnoses"][:3]]
     assert top["confidence"] >= e.get("min_confidence", 0.5)
+
+
+# ---- launcher prefixes; quantized tensors' names -------------------------------------------------
+
+def test_a_launchers_timestamp_level_and_tag_before_vllms_process_tag_are_peeled():
+    from triage.logread.normalize import parse
+
+    ln = parse(1, "2026-05-08 11:47:02.257 [Error] (Process) (EngineCore pid=2651) ERROR 05-08 11:47:02 "
+                  "[core.py:1136] torch.OutOfMemoryError: HIP out of memory. Tried to allocate 12.95 GiB.")
+    assert ln.text.startswith("torch.OutOfMemoryError: HIP out of memory")
+    assert (ln.proc, ln.level, ln.src) == ("EngineCore pid=2651", "ERROR", "core.py:1136")
+    ln = parse(2, "2026-05-08 11:47:02.256 [Info] (Process) (EngineCore pid=2651)     tensor = torch.zeros(")
+    assert ln.text == "    tensor = torch.zeros(" and ln.level == "INFO"
+
+
+@pytest.mark.parametrize("name", ["layers.35.mlp.gate.g_idx", "model.layers.0.self_attn.qkv_proj.qweight",
+                                  "layers.3.mlp.down_proj.weight.absmax"])
+def test_a_missing_quantized_tensor_is_a_quantization_failure(name):
+    log = ("Traceback (most recent call last):\n"
+           f'  File "{SITE}/vllm/model_executor/models/qwen3_moe.py", line 574, in load_weights\n'
+           "    param = params_dict[name]\n"
+           f"KeyError: '{name}'\n")
+    assert _top(log).category == "quantization"

@@ -56,7 +56,9 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
       "MTP", "Medusa", "ngram"), "speculative_decoding"),
     (("quantiz", "Quantiz", "GPTQ", "gptq", "AWQ", "awq", "FP8", "fp8", "NVFP4", "nvfp4", "MXFP4", "mxfp4",
       "bitsandbytes", "compressed-tensors", "compressed_tensors", "Marlin", "marlin", "weight_scale", "modelopt",
-      "group_size"),
+      "group_size",
+      # the tensors only quantized checkpoints hold (GPTQ/AWQ, bitsandbytes, compressed-tensors, FP8)
+      "g_idx", "qweight", "qzeros", "absmax", "weight_packed", "weight_zero_point", "input_scale"),
      "quantization"),
     (("chat template", "chat_template", "tokenizer", "Tokenizer", "jinja"), "tokenizer_chat_template"),
     (("KV cache", "kv cache", "kv_cache", "num_gpu_blocks", "cache blocks", "gpu_memory_utilization"), "kv_cache_memory"),

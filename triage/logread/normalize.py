@@ -58,10 +58,12 @@ PLAIN_LEVEL_RE = lazy(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:\s+|(?=\
 # Never vLLM's own header behind a timestamp ("...Z INFO 02-14 10:12:44 [...]").
 PYLOG_RE = lazy(
     r"\[?" + _ISO_TIME + r"\]?\s+(?:[-|]\s+)?(?:[\w.]+\s+-\s+)?"
-    r"\[?(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?"
+    r"\[?(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|Debug|Info|Warning|Warn|Error|Critical)\]?"
     r"(?:\s*[-|]\s+(?:[\w.]+:[\w<>]+:\d+\s+-\s+)?|\s+\[(?P<src>[\w./-]+(?::\d+)?)\]\s?"
     r"|\s+(?:[a-z_]\w*(?:\.[a-z_]\w*)*:\s)?|:\s*)(?!\d{2}-\d{2} \d{2}:)"
 )
+# A launcher's own source tag in front of vLLM's process tag ("[Error] (Process) (EngineCore pid=2651) ").
+TAG_BEFORE_PROC_RE = lazy(r"\([A-Za-z][\w.-]*\)\s+(?=\((?:[A-Za-z_][\w-]* )?(?:rank=\d+ )?pid=\d+)")
 # Ray prints a line that several workers printed alike once, with this suffix.
 RAY_REPEAT_RE = lazy(r"\s*\[repeated \d+x across cluster\]\s*$")
 # A GitHub paste as an indented code block (or inside an indented fence): spaces before a prefix.
@@ -127,7 +129,8 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
         if not level and s[:1] in "[0123456789":
             m = PYLOG_RE.match(s)
             if m:
-                level = "WARNING" if m.group("level") == "WARN" else m.group("level")
+                level = m.group("level").upper()
+                level = "WARNING" if level == "WARN" else level
                 src = m.group("src") or ""
                 s = s[m.end():]
                 changed = True
@@ -136,6 +139,10 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
             if m and m.end() > 0:
                 s = s[m.end():]
                 changed = True
+        if s[:1] == "(" and "pid=" in s:
+            t = TAG_BEFORE_PROC_RE.match(s)
+            if t:
+                s = s[t.end():]
         m = PROC_RE.match(s) if s[:1] == "(" else None
         if m:
             name = m.group("name") or ""  # Ray's task lines: "(pid=2202490) ..."
@@ -145,7 +152,7 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
             ip = m.group("ip") or ip
             s = s[m.end():]
             changed = True
-        if not level and s.startswith(_LEVEL_WORDS):
+        if s.startswith(_LEVEL_WORDS):  # vLLM's own header wins over a launcher's level in front of it
             m = HEADER_RE.match(s)
             if m:
                 level = "WARNING" if m.group("level") == "WARN" else m.group("level")
