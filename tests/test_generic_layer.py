@@ -201,3 +201,17 @@ def test_a_missing_quantized_tensor_is_a_quantization_failure(name):
            "    param = params_dict[name]\n"
            f"KeyError: '{name}'\n")
     assert _top(log).category == "quantization"
+
+
+# ---- a warning the rules know, then an exception no rule knows -----------------------------------
+
+def test_an_exception_raised_after_warnings_outranks_them_when_its_words_decide():
+    log = ("WARNING 02-14 08:41:15 [_custom_ops.py:20] Failed to import from vllm._C with "
+           "ModuleNotFoundError(\"No module named 'vllm._C'\")\n"
+           "Traceback (most recent call last):\n"
+           f'  File "{SITE}/vllm/distributed/device_communicators/pynccl.py", line 99, in __init__\n'
+           "RuntimeError: NCCL communicator init failed for a reason no rule knows\n")
+    ds, _ = diagnose(scan_text(log))
+    assert [d.category for d in ds[:2]] == ["distributed", "install_mismatch"], [(d.signature, d.confidence) for d in ds]
+    # without the exception the warning stays the diagnosis
+    assert _top(log.split("Traceback")[0]).category == "install_mismatch"

@@ -65,12 +65,39 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
         found.append((rule, d))
     found = [(r, d) for r, d in found if not _only_harmless(d, harmless_lines)]
     found = _dedupe_same_line(found)
+    levels = {ln.no: ln.level for ln in scan.lines if ln.level}
+    raised = raised_lines(scan)
+    warned = _warned_only(found, raised, levels)
     if not any(not r.secondary for r, _ in found):
         used = {e.line for _, d in found for e in d.evidence}
         fb = unknown(scan, harmless_lines | used) or _unknown_exception(scan, harmless_lines, used)
         if fb is not None:
             found.append((Rule(fb.signature, fb.category, fb.title, "", confidence=fb.confidence), fb))
-    return rank(found, raised_lines(scan), {ln.no: ln.level for ln in scan.lines if ln.level}), notes
+    elif warned:
+        # Everything the rules know was only warned about; an exception raised after the warnings is
+        # what stopped the start-up, even when no rule knows it (a deprecated package warned about, then a
+        # crash): read it, and rank it above the warnings when its type or words decide a category of its own.
+        used = {e.line for _, d in found for e in d.evidence}
+        after = {e.line.no for e in scan.exceptions if e.in_traceback and e.line.no > warned}
+        fb = _unknown_exception(scan, harmless_lines, used | {e.line.no for e in scan.exceptions
+                                                               if e.line.no not in after})
+        if fb is not None and fb.confidence >= WORDED_CONFIDENCE and fb.first_line in after \
+                and all(d.category != fb.category for _, d in found):
+            ranked = rank(found, raised, levels)
+            fb.explanation.append("it was raised after the warnings the rules recognised, which did not stop "
+                                  "the start-up themselves")
+            return [fb] + ranked, notes
+    return rank(found, raised, levels), notes
+
+
+def _warned_only(found: list[tuple[Rule, Diagnosis]], raised: set[int], levels: dict[int, str]) -> int:
+    """The last line of the primary diagnoses when every one of them reads only WARNING lines (none of
+    them a raised exception); else 0."""
+    prim = [d for r, d in found if not r.secondary]
+    if not prim or not all(d.evidence and all(e.line not in raised and levels.get(e.line) == "WARNING"
+                                                 for e in d.evidence) for d in prim):
+        return 0
+    return max(e.line for d in prim for e in d.evidence)
 
 
 def _only_harmless(d: Diagnosis, harmless_lines: set[int]) -> bool:
