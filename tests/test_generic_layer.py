@@ -215,3 +215,32 @@ def test_an_exception_raised_after_warnings_outranks_them_when_its_words_decide(
     assert [d.category for d in ds[:2]] == ["distributed", "install_mismatch"], [(d.signature, d.confidence) for d in ds]
     # without the exception the warning stays the diagnosis
     assert _top(log.split("Traceback")[0]).category == "install_mismatch"
+
+
+# ---- Ray's own log lines; a message quoted in an HTTP error body ---------------------------------
+
+def test_rays_cpp_log_prefix_and_daemon_tags_are_peeled():
+    from triage.logread.normalize import parse
+
+    ln = parse(1, "(EngineCore_DP0 pid=3) (raylet, ip=172.27.221.101) [2025-12-12 15:10:48,697 C 42791 42791] "
+                  "(raylet) experimental_mutable_object_provider.cc:153:  An unexpected system state has occurred.")
+    assert ln.text == "An unexpected system state has occurred."
+    assert (ln.proc, ln.ip, ln.level, ln.src) == ("raylet", "172.27.221.101", "CRITICAL",
+                                                  "experimental_mutable_object_provider.cc:153")
+    ln = parse(2, "[2025-12-12 15:10:48,710 E 322780 345750] raylet_client.cc:199: Error pushing mutable object")
+    assert (ln.text, ln.level) == ("Error pushing mutable object", "ERROR")
+
+
+def test_a_failed_ray_check_is_a_distributed_failure():
+    log = ("(raylet, ip=10.0.0.7) [2025-12-12 15:10:48,697 C 42791 42791] (raylet) x.cc:153:  An unexpected "
+           "system state has occurred. You have likely discovered a bug in Ray. Check failed: ok\n")
+    d = _top(log)
+    assert d.category == "distributed" and d.signature == "catalogue.native.ray"
+
+
+def test_the_message_of_an_http_error_body_is_looked_up_in_the_catalogue():
+    log = ("openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': 'max_tokens must be at "
+           "least 1, got -344.', 'type': 'BadRequestError', 'param': None, 'code': 400}\n")
+    d = _top(log)
+    assert d.signature.startswith("catalogue.vllm.") and d.category == "engine_config"
+    assert "sampling_params" in d.facts["catalogue"]["module"]

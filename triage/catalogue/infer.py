@@ -66,6 +66,11 @@ def _candidates(scan: Scan, skip: set[int], wrapper: Any):
         seen.add(e.line.no)
         extra = " ".join(x.text.strip() for x in e.extra[:4])
         yield (e.message + (" " + extra if extra else "")) or e.text, e.line, e, False
+        # a message quoted inside it (an HTTP error body, an escaped traceback) was read as lines of
+        # their own, numbered as the line that holds them
+        for ln in scan.lines:
+            if ln.no == e.line.no and ln is not e.line and ln.text.strip() and ln.text != e.line.text:
+                yield ln.text, ln, e, False
     n = 0
     errors: list[Line] = []
     plain: list[Line] = []

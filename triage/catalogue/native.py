@@ -31,6 +31,9 @@ NATIVE: list[Native] = [
            "environment", "Ray killed the task because the host ran out of RAM (not GPU memory)"),
     Native("ray", "the raylet (C++)", "to address the out of memory issue: https://docs.ray.io",
            "environment", "Ray's memory monitor killed workers because the host ran out of RAM (not GPU memory)"),
+    # RAY_CHECK failing in Ray's core: an internal error of Ray itself, in a cluster's data path.
+    Native("ray", "Ray's C++ core (a failed RAY_CHECK)", "You have likely discovered a bug in Ray", "distributed",
+           "Ray's own core hit an internal error (a Ray bug, often a broken channel between nodes)"),
     # The GCS lost a node: its raylet died or the network between the nodes failed.
     Native("ray", "the GCS, Ray's head service (C++)",
            "has been marked dead because the detector has missed too many heartbeats", "distributed",

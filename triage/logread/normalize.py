@@ -62,6 +62,13 @@ PYLOG_RE = lazy(
     r"(?:\s*[-|]\s+(?:[\w.]+:[\w<>]+:\d+\s+-\s+)?|\s+\[(?P<src>[\w./-]+(?::\d+)?)\]\s?"
     r"|\s+(?:[a-z_]\w*(?:\.[a-z_]\w*)*:\s)?|:\s*)(?!\d{2}-\d{2} \d{2}:)"
 )
+# Ray's C++ core logs (glog style): "[2025-12-12 15:10:48,710 E 322780 345750] raylet_client.cc:199: ",
+# "[... C 42791 42791] (raylet) experimental_mutable_object_provider.cc:153: ".
+RAY_CPP_RE = lazy(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ (?P<level>[DIWEFC]) \d+ \d+\] (?:\([\w-]+\) )?"
+                  r"(?P<src>[\w./-]+\.(?:cc|cpp|h):\d+):\s*")
+# Ray forwards its daemons' output to the driver under their name: "(raylet) ", "(raylet, ip=10.0.0.7) ".
+RAY_DAEMON_RE = lazy(r"\((?P<name>raylet|gcs_server|dashboard|autoscaler|monitor)(?:, ip=(?P<ip>[\w.:-]+))?\)(?: |$)")
+_GLOG_LEVELS = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL", "C": "CRITICAL"}
 # A launcher's own source tag in front of vLLM's process tag ("[Error] (Process) (EngineCore pid=2651) ").
 TAG_BEFORE_PROC_RE = lazy(r"\([A-Za-z][\w.-]*\)\s+(?=\((?:[A-Za-z_][\w-]* )?(?:rank=\d+ )?pid=\d+)")
 # Ray prints a line that several workers printed alike once, with this suffix.
@@ -134,6 +141,12 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
                 src = m.group("src") or ""
                 s = s[m.end():]
                 changed = True
+        if not level and s[:2] == "[2":
+            m = RAY_CPP_RE.match(s)
+            if m:
+                level, src = _GLOG_LEVELS[m.group("level")], m.group("src")
+                s = s[m.end():]
+                changed = True
         for may, rx in _PREFIXES:
             m = rx.match(s) if may(s) else None
             if m and m.end() > 0:
@@ -143,6 +156,11 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
             t = TAG_BEFORE_PROC_RE.match(s)
             if t:
                 s = s[t.end():]
+        m = RAY_DAEMON_RE.match(s) if s[:1] == "(" else None
+        if m:
+            proc, ip = m.group("name"), m.group("ip") or ip
+            s = s[m.end():]
+            changed = True
         m = PROC_RE.match(s) if s[:1] == "(" else None
         if m:
             name = m.group("name") or ""  # Ray's task lines: "(pid=2202490) ..."
