@@ -244,3 +244,20 @@ def test_the_message_of_an_http_error_body_is_looked_up_in_the_catalogue():
     d = _top(log)
     assert d.signature.startswith("catalogue.vllm.") and d.category == "engine_config"
     assert "sampling_params" in d.facts["catalogue"]["module"]
+
+
+@pytest.mark.parametrize("module,category", [
+    ("vllm/third_party/tml_fa4/interface.py", "kernel_library"),
+    ("vllm/third_party/fmha_sm100/api.py", "kernel_library"),
+    ("vllm/models/deepseek_v4/nvidia/ops/sparse_attn_compress_cutedsl.py", "kernel_library"),
+    ("vllm/models/step5/nvidia/model.py", "model_support"),
+    ("vllm/models/deepseek_v4/nvidia/mtp.py", "speculative_decoding"),
+    ("vllm/models/glm5next/glm5next_mtp.py", "speculative_decoding"),
+    ("vllm/sampling_params.py", "engine_config"),
+    ("vllm/v1/core/single_type_kv_cache_manager.py", "kv_cache_memory"),
+    ("vllm/snapshot/runtime.py", "environment"),
+])
+def test_newer_vllm_layouts_have_an_area(module, category):
+    from triage.catalogue.areas import area_of
+
+    assert area_of(module) == category

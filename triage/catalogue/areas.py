@@ -19,8 +19,18 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/model_executor/models/medusa", "speculative_decoding"),
     ("vllm/model_executor/models/mlp_speculator", "speculative_decoding"),
     ("_mtp.py", "speculative_decoding"),
+    ("/mtp.py", "speculative_decoding"),  # vllm/models/<model>/<vendor>/mtp.py
+    ("mtp_validation.py", "speculative_decoding"),
     ("vllm/transformers_utils/configs/speculators", "speculative_decoding"),
     ("/fused_moe/oracle/", "quantization"),  # picks the quantized MoE kernel: a refusal there is a quant gap
+    # vendored kernels (FlashAttention 4, Blackwell FMHA, linear-attention and MoE Triton kernels)
+    ("vllm/third_party/pynvml.py", "environment"),
+    ("vllm/third_party/", "kernel_library"),
+    ("vllm/model_executor/warmup/", "kernel_library"),  # JIT warm-up of kernel libraries
+    ("vllm/model_executor/kernels/", "kernel_library"),
+    ("vllm/kernels/", "kernel_library"),
+    ("vllm/_aiter_ops.py", "kernel_library"),  # ROCm's AITER kernels
+    ("vllm/model_executor/layers/sparse_attn_indexer.py", "attention_backend"),
     ("vllm/attention/", "attention_backend"),
     ("vllm/v1/attention/", "attention_backend"),
     ("vllm/model_executor/layers/attention/", "attention_backend"),
@@ -82,7 +92,15 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/v1/core/kv_cache", "kv_cache_memory"),
     ("kv_cache_utils", "kv_cache_memory"),
     ("vllm/core/block", "kv_cache_memory"),
+    ("vllm/v1/kv_cache_interface.py", "kv_cache_memory"),
+    ("kv_cache_manager", "kv_cache_memory"),
+    ("vllm/v1/kv_offload/", "kv_cache_memory"),
     ("vllm/multimodal/", "model_support"),
+    # per-model packages (vllm/models/<model>/<vendor>/...): their own kernels, else model code
+    ("/nvidia/ops/", "kernel_library"),
+    ("/amd/ops/", "kernel_library"),
+    ("/common/ops/", "kernel_library"),
+    ("vllm/models/", "model_support"),
     ("vllm/model_executor/models/", "model_support"),
     ("vllm/model_executor/layers/rotary_embedding", "model_support"),
     ("transformers/", "model_support"),
@@ -91,6 +109,10 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/model_executor/guided_decoding/", "engine_config"),
     ("tool_parsers/", "engine_config"),
     ("vllm/reasoning/", "engine_config"),
+    ("vllm/parser/", "engine_config"),
+    ("vllm/sampling_params.py", "engine_config"),  # a request's sampling or pooling parameters
+    ("vllm/pooling_params.py", "engine_config"),
+    ("vllm/snapshot/", "environment"),  # process snapshots (CRIU): host tools and kernel features
     ("vllm/platforms/", "unsupported_gpu"),
     ("torch/cuda/", "cuda_driver"),
     ("torch/_ops.py", "install_mismatch"),
