@@ -261,3 +261,28 @@ def test_newer_vllm_layouts_have_an_area(module, category):
     from triage.catalogue.areas import area_of
 
     assert area_of(module) == category
+
+
+# ---- a notebook's error output: the .ipynb JSON, IPython's frames ------------------------------
+
+NOTEBOOK = Path(__file__).parent / "fixtures" / "notebook-error-output.json.txt"
+
+
+def test_a_notebooks_json_error_output_is_read_as_its_traceback():
+    # written from nbformat's error output (ename, evalue, traceback strings with ANSI colours escaped)
+    scan = scan_text(NOTEBOOK.read_text())
+    (rec,) = scan.exceptions
+    assert rec.type == "ValueError" and rec.message.startswith("Bfloat16 is only supported")
+    assert [f.func for f in rec.frames] == ["_check_if_gpu_supports_dtype"]
+    assert rec.frames[0].line == 489 and rec.frames[0].file.endswith("vllm/worker/worker.py")
+
+
+def test_ipython_frames_of_both_forms_are_frames():
+    log = ("ValueError                                Traceback (most recent call last)\n"
+           "Cell In[1], line 15\n"
+           "---> 15 llm = LLM(\n"
+           f"File ~/envs/x/lib/python3.11/site-packages/vllm/utils.py:1037, in deprecate_args.<locals>.inner(*a)\n"
+           f"~/envs/x/lib/python3.11/site-packages/vllm/model_executor/model_loader/loader.py in load_model(self)\n"
+           "ValueError: something new\n")
+    (rec,) = scan_text(log).exceptions
+    assert [f.func for f in rec.frames] == ["deprecate_args.<locals>.inner", "load_model"]

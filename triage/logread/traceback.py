@@ -21,6 +21,11 @@ EXC_RE = lazy(
 )
 # Inside a traceback any "dotted.Name: message" line ends it (custom exception types).
 EXC_IN_TB_RE = lazy(r"^(?P<type>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)(?::\s?(?P<msg>.*))?$")
+# IPython / Jupyter frames: "File /usr/lib/python3.10/site-packages/vllm/utils.py:1037, in inner(*args)"
+# (IPython 8) and "~/envs/x/lib/python3.10/site-packages/vllm/worker/worker.py in load_model(self)" (older).
+IPY_FRAME_RE = lazy(r"^\s*(?:File\s+)?(?P<file>(?:/|~|[A-Za-z]:\\)[^:\s]*\.py)(?::(?P<line>\d+))?,? in (?P<func>[\w<>.]+)",
+                    needles=(".py",))
+IPY_HEAD = "Traceback (most recent call last)"  # IPython: "ValueError      Traceback (most recent call last)"
 # faulthandler's stacks (a segfault, an abort, a watchdog dump): "  File "x.py", line 77 in capture_begin",
 # most recent call first, under "Fatal Python error: Segmentation fault" and "Current thread 0x... (most
 # recent call first):" (or "Stack (most recent call first):", Python 3.12+); other threads' stacks
@@ -153,7 +158,8 @@ class TracebackAssembler:
             st = self._procs[line.proc] = _ProcState()
         text = line.text
         stripped = text.strip()
-        if stripped.startswith("Traceback (most recent call last)"):
+        if stripped.startswith(IPY_HEAD) or (stripped.endswith(IPY_HEAD) and stripped.split(None, 1)[-1] == IPY_HEAD
+                                              and EXC_RE.match(stripped.split()[0]) is not None):
             st.in_tb = True
             st.frames = []
             st.tb_start = line.no
@@ -190,6 +196,12 @@ class TracebackAssembler:
                 st.last_frame = line
                 if len(self.frame_files) < 5000:
                     self.frame_files.add(m.group("file"))
+                return None
+            m = IPY_FRAME_RE.match(text) if ".py" in stripped and " in " in stripped else None
+            if m:
+                if len(st.frames) < self.MAX_FRAMES:
+                    st.frames.append(Frame(m.group("file"), int(m.group("line") or 0), m.group("func")))
+                st.last_frame = line
                 return None
             if not stripped or len(text) - len(text.lstrip()) > st.tb_indent or stripped.startswith(("^", "~", "…", "...")):
                 return None  # source line or caret marker under a frame (indented deeper than the traceback)
