@@ -281,8 +281,8 @@ def test_ipython_frames_of_both_forms_are_frames():
     log = ("ValueError                                Traceback (most recent call last)\n"
            "Cell In[1], line 15\n"
            "---> 15 llm = LLM(\n"
-           f"File ~/envs/x/lib/python3.11/site-packages/vllm/utils.py:1037, in deprecate_args.<locals>.inner(*a)\n"
-           f"~/envs/x/lib/python3.11/site-packages/vllm/model_executor/model_loader/loader.py in load_model(self)\n"
+           "File ~/envs/x/lib/python3.11/site-packages/vllm/utils.py:1037, in deprecate_args.<locals>.inner(*a)\n"
+           "~/envs/x/lib/python3.11/site-packages/vllm/model_executor/model_loader/loader.py in load_model(self)\n"
            "ValueError: something new\n")
     (rec,) = scan_text(log).exceptions
     assert [f.func for f in rec.frames] == ["deprecate_args.<locals>.inner", "load_model"]
