@@ -286,3 +286,21 @@ def test_ipython_frames_of_both_forms_are_frames():
            "ValueError: something new\n")
     (rec,) = scan_text(log).exceptions
     assert [f.func for f in rec.frames] == ["deprecate_args.<locals>.inner", "load_model"]
+
+
+# ---- a mined message from a module that says nothing: frames or words decide, quietly ---------
+
+def test_a_catalogue_match_in_an_unmapped_module_takes_its_frames_and_says_less():
+    log = ("Traceback (most recent call last):\n"
+           f'  File "{SITE}/vllm/v1/worker/gpu_model_runner.py", line 2000, in _dummy_run\n'
+           f'  File "{SITE}/vllm/v1/worker/gpu_model_runner.py", line 2100, in _gather_mm_embeddings\n'
+           "RuntimeError: Encoder cache miss for 3f2a.\n")
+    d = _top(log)
+    assert d.signature.startswith("catalogue.vllm.v1.worker.")
+    assert d.confidence <= 0.3  # neither the module, the frames nor the words place it
+    log2 = log.replace("RuntimeError: Encoder cache miss",
+                       f'  File "{SITE}/vllm/multimodal/cache.py", line 10, in get\n'
+                       "RuntimeError: Encoder cache miss")
+    d2 = _top(log2)
+    assert d2.category == "model_support" and 0.3 < d2.confidence < 0.4
+    assert any("likely" in x for x in d2.explanation)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from triage.catalogue.areas import area_of, area_of_frames, category_for
+from triage.exception_words import category_from_words
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord, phase_of
@@ -23,6 +24,8 @@ CONF_PARTIAL = 0.44  # most of them: a cut line or a fragment
 CONF_WARNING = 0.38  # only a warning matched: it may be the cause, or only what came before it
 CONF_FRAMES = 0.4
 CONF_NATIVE = 0.45  # a native library's message, reviewed by hand
+CONF_GUESSED = 0.38  # the module holding the message says nothing: its frames or words decided
+CONF_UNPLACED = 0.3  # ... and neither did they: the category is a guess by the kind of message
 MAX_LINES = 2000  # lines looked up, errors first: a long log's rest is read by the hand rules
 MAX_ROOTS = 2
 FRAGMENT_LINES = 40  # an input this short is a paste, not a whole log
@@ -123,11 +126,23 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
             votes[c] = votes.get(c, 0) + 1
     t = tied[0].template
     category = max(votes, key=lambda c: (votes[c], c == category_for(t.module, text, exc_type))) if votes else None
+    guessed = ""
     if category is None:
-        category = "engine_config" if not t.logged else "environment"
+        # Where the message lives says nothing (a module of several kinds, or unmapped): the
+        # exception's frames or words may, else the kind of message is all there is (said quietly).
+        hit = area_of_frames([f.file for f in exc.frames]) if exc is not None else None
+        worded = category_from_words(exc_type, text)
+        if hit is not None:
+            category, guessed = hit[0], f"the traceback's innermost frame that is not plumbing ({hit[1].rsplit('/', 1)[-1]})"
+        elif worded is not None:
+            category, guessed = worded[0], worded[1]
+        else:
+            category, guessed = ("engine_config" if not t.logged else "environment"), "nothing decisive"
     conf = CONF_EXACT if best.share >= 0.999 else CONF_PARTIAL
     if t.logged and exc is None and line.level == "WARNING":
         conf = CONF_WARNING
+    if guessed:
+        conf = min(conf, CONF_GUESSED if guessed != "nothing decisive" else CONF_UNPLACED)
     if len(votes) > 1:
         conf -= 0.04  # modules disagree on what it is
     same_pkg = [m.template for m in tied if m.template.package == t.package]
@@ -160,6 +175,8 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
               + " Search upstream for its text, or file it with `triage report --log FILE`.", None)
     why = [f"{where}: the line matches this message of {t.package}'s source ({t.shown()[:160]})",
            (f"category {category}: {t.module} is {category} code" if area_of(t.module) == category else
+            f"category {category}, likely: from {guessed} ({t.module} is {area_of(t.module) or 'unmapped'} code)"
+            if guessed else
             f"category {category} from the message's words ({t.module} is {area_of(t.module) or 'unmapped'} code)") + (
                f" (the modules holding it disagree: {', '.join(sorted(votes))})" if len(votes) > 1 else ""),
            _release_words(t.package, last, t.newest)]
