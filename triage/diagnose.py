@@ -201,7 +201,7 @@ def unknown(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
     try:
         from triage.catalogue.infer import diagnose_unknown
 
-        return diagnose_unknown(scan, skip_lines, is_wrapper, frames=False)
+        return diagnose_unknown(scan, skip_lines, is_wrapper, frames=False, words=category_from_words)
     except Exception as exc:  # like a broken rule: the plain fallback still answers
         scan.warnings.append(f"message catalogue failed: {type(exc).__name__}: {exc}")
         return None

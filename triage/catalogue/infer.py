@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from triage.catalogue.areas import area_of, area_of_frames, category_for
-from triage.exception_words import category_from_words
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord, phase_of
@@ -32,11 +31,13 @@ FRAGMENT_LINES = 40  # an input this short is a paste, not a whole log
 SKIP_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError")
 
 
-def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any, frames: bool = True) -> Diagnosis | None:
+def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any, frames: bool = True,
+                     words: Any = None) -> Diagnosis | None:
     """The best catalogue match among the log's exceptions and error lines, else a cut traceback's
     frames (unless `frames` is False: the caller reads a raised exception first); None when neither
     says anything. `skip_lines`: harmless or already explained lines; `wrapper(text)`: whether a line
-    is only vLLM's "start-up failed" cascade."""
+    is only vLLM's "start-up failed" cascade; `words(exc_type, text)`: (category, why) when an exception's
+    words decide it (triage.exception_words), for a message whose module says nothing."""
     from triage.catalogue.store import load
 
     native = _native(scan, skip_lines)
@@ -49,7 +50,7 @@ def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any, frames: boo
             if not logged_ok:
                 matches = [m for m in matches if not m.template.logged]
             if matches:
-                return _from_match(cat, matches, text, line, exc)
+                return _from_match(cat, matches, text, line, exc, words)
     return from_frames(scan) if frames else None
 
 
@@ -107,7 +108,8 @@ def _candidates(scan: Scan, skip: set[int], wrapper: Any):
             yield ln.text, ln, None, True
 
 
-def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: ExceptionRecord | None) -> Diagnosis:
+def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: ExceptionRecord | None,
+                words: Any = None) -> Diagnosis:
     best = matches[0]
     # The same message in several modules (or releases): vote among those as good as the best.
     tied = [m for m in matches if m.matched == best.matched]
@@ -131,7 +133,7 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
         # Where the message lives says nothing (a module of several kinds, or unmapped): the
         # exception's frames or words may, else the kind of message is all there is (said quietly).
         hit = area_of_frames([f.file for f in exc.frames]) if exc is not None else None
-        worded = category_from_words(exc_type, text)
+        worded = words(exc_type, text) if words is not None else None
         if hit is not None:
             category, guessed = hit[0], f"the traceback's innermost frame that is not plumbing ({hit[1].rsplit('/', 1)[-1]})"
         elif worded is not None:
