@@ -304,3 +304,24 @@ def test_a_catalogue_match_in_an_unmapped_module_takes_its_frames_and_says_less(
     d2 = _top(log2)
     assert d2.category == "model_support" and 0.3 < d2.confidence < 0.4
     assert any("likely" in x for x in d2.explanation)
+
+
+def test_a_frame_cut_after_its_file_name_still_names_the_file():
+    log = (f'  File "{SITE}/vllm/v1/worker/gpu_model_runner.py", line 6209,in _get_spec_decode_draft_probs\n'
+           "    return get_aligned_draft_probs(\n"
+           f'  File "{SITE}/vllm/v1/spec_decode/draft_prob_alignment.py", li\n'
+           "ne 115, in get_aligned_draft_probs\n"
+           "RuntimeError: Missing cached draft probabilities for request 7\n")
+    (rec,) = scan_text(log).exceptions
+    assert [f.file.rsplit("/", 1)[-1] for f in rec.frames] == ["gpu_model_runner.py", "draft_prob_alignment.py"]
+    assert rec.frames[0].func == "_get_spec_decode_draft_probs"
+    assert _top(log).category == "speculative_decoding"
+
+
+def test_the_call_into_a_compiled_op_does_not_decide():
+    log = ("Traceback (most recent call last):\n"
+           f'  File "{SITE}/vllm/_custom_ops.py", line 230, in advance_step_flashattn\n'
+           f'  File "{SITE}/torch/_ops.py", line 1116, in __call__\n'
+           "RuntimeError: tensor: name = sampled_token_ids, shape = [27, 1] is not as expected\n")
+    d = _top(log)
+    assert d.confidence <= 0.2 and d.facts["category_decided"] is False

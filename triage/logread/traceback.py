@@ -11,7 +11,8 @@ from triage.logread.normalize import Line
 from triage.record import Record
 
 # Compiled on first use (start-up); the needles are literals every match contains (triage.lazyre).
-FRAME_RE = lazy(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)(?:, in (?P<func>.+))?', needles=('File "',))
+# (a paste may cut a frame after its file name, or lose the space in ",in": the file still counts)
+FRAME_RE = lazy(r'^\s*File "(?P<file>[^"]+)"(?:, line (?P<line>\d+)(?:, ?in (?P<func>.+))?)?', needles=('File "',))
 # "ValueError: msg", "torch.OutOfMemoryError: CUDA out of memory", "KeyError: 'x'", "SystemExit: 1",
 # "triton.runtime.errors.OutOfResources: out of resource", "RuntimeError" (no message).
 EXC_RE = lazy(
@@ -180,7 +181,7 @@ class TracebackAssembler:
             got = self._native(st, line, stripped)
             if got is not False:
                 return got  # type: ignore[return-value]
-            if stripped.startswith('File "') and ", in " in stripped and FRAME_RE.match(text):
+            if stripped.startswith('File "') and ", line " in stripped and FRAME_RE.match(text):
                 # A paste that starts inside a traceback (its head cut off): the frames still lead to
                 # the exception line below them.
                 st.in_tb = True
@@ -192,7 +193,7 @@ class TracebackAssembler:
             m = FRAME_RE.match(text)
             if m:
                 if len(st.frames) < self.MAX_FRAMES:
-                    st.frames.append(Frame(m.group("file"), int(m.group("line")), (m.group("func") or "").strip()))
+                    st.frames.append(Frame(m.group("file"), int(m.group("line") or 0), (m.group("func") or "").strip()))
                 st.last_frame = line
                 if len(self.frame_files) < 5000:
                     self.frame_files.add(m.group("file"))
