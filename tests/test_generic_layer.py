@@ -163,6 +163,7 @@ KNOWN_MISSES = {
     "tpu-qwen2vl-dynamo-ray-repeated.log": "a hand rule outside the generic layer decides this log",
     "bnb-keyerror-down-proj-fragment.log": "a plain weight name: nothing says the checkpoint is quantized",
     "xpu-iris-xe-ur-error.log": "'UR error' alone does not say the GPU is unsupported",
+    "multistep-advance-step-max-tokens-zero.log": "an op's shape check: nothing names the flag combination",
 }
 
 
