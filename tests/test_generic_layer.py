@@ -326,3 +326,20 @@ def test_the_call_into_a_compiled_op_does_not_decide():
            "RuntimeError: tensor: name = sampled_token_ids, shape = [27, 1] is not as expected\n")
     d = _top(log)
     assert d.confidence <= 0.2 and d.facts["category_decided"] is False
+
+
+# ---- a paste with no level and no exception line -------------------------------------------------
+
+@pytest.mark.parametrize("text,category", [
+    ("Cannot find NCCL library libnccl.so.2 in your environment\n", "distributed"),
+    ("   some context line\nFailed to load the tokenizer from /models/x: the file is corrupt\n", "tokenizer_chat_template"),
+])
+def test_a_fragment_line_that_calls_itself_an_error_is_read(text, category):
+    d = _top(text)
+    assert d.signature == "generic.error_line" and d.category == category and d.confidence <= 0.25
+
+
+def test_an_error_word_inside_a_long_logs_plain_line_is_not_a_failure():
+    lines = [f"INFO 02-14 10:12:{i % 60:02d} [engine.py:1] step {i}: no error callback registered" for i in range(60)]
+    ds, _ = diagnose(scan_text("\n".join(lines) + "\n"))
+    assert not ds

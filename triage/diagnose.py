@@ -31,6 +31,12 @@ PLACED_CONFIDENCE = 0.4  # where it was raised is code of one subsystem (a quant
 FRAMED_CONFIDENCE = 0.35
 UNDECIDED_CONFIDENCE = 0.2
 WRAPPED_ERROR_RE = lazy(r"failed with error '(.+?)'(?:,|$)")
+# A line that calls itself an error, when no level says so; at its start in a whole log, anywhere in a paste.
+ERRORISH_RE = lazy(r"(?:\b(?:[Ee]rror|ERROR|FAILED|[Ff]atal)\b|\b[Ff]ailed (?:to|with)\b|[Nn]ot supported|"
+                   r"\b[Cc]annot\b|\b[Uu]nable to\b)", needles=("rror", "RROR", "FAILED", "atal", "ailed", "ot supported",
+                                                              "annot", "nable to"))
+ERRORISH_START_RE = lazy(r"\s*(?:(?:fatal )?error:|Error:|ERROR:|FAILED|Fatal error)")
+FRAGMENT_LINES = 40  # an input this short is a paste: every line of it may be the message
 EARLIEST_BONUS = 0.06
 
 _RULES: list[Rule] | None = None
@@ -303,8 +309,14 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
         return None
     # an INFO line ("Parent process exited, terminating worker") is how a clean shutdown reads too
     wrappers = [ln for ln in scan.lines if ln.level not in ("INFO", "DEBUG") and is_wrapper(ln.text)]
-    for ln in scan.lines:
-        if ln.level in ("ERROR", "CRITICAL") and not is_wrapper(ln.text) and ln.no not in harmless_lines \
+    # Error lines by level first; without any, a line that says it is an error in its own words ("error:",
+    # "Error ...", "FAILED"): a pasted fragment has no levels, a build tool or launcher prints none.
+    fragment = scan.lines_total <= FRAGMENT_LINES
+    errorish = [ln for ln in scan.lines if ln.level in ("ERROR", "CRITICAL")] or \
+        [ln for ln in scan.lines if not ln.level and ERRORISH_RE.search(ln.text) is not None
+         and (fragment or ERRORISH_START_RE.match(ln.text) is not None)]
+    for ln in errorish:
+        if not is_wrapper(ln.text) and ln.no not in harmless_lines \
                 and ln.no not in used_lines and not ln.text.startswith((" ", "Traceback")):
             worded = category_from_words("", ln.text)
             return Diagnosis(
