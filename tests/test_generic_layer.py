@@ -343,3 +343,11 @@ def test_an_error_word_inside_a_long_logs_plain_line_is_not_a_failure():
     lines = [f"INFO 02-14 10:12:{i % 60:02d} [engine.py:1] step {i}: no error callback registered" for i in range(60)]
     ds, _ = diagnose(scan_text("\n".join(lines) + "\n"))
     assert not ds
+
+
+def test_an_illegal_instruction_is_the_cpu():
+    log = ("INFO 02-14 10:12:44 [__init__.py:216] Automatically detected platform cpu.\n"
+           "Illegal instruction (core dumped)\n")
+    d = _top(log)
+    assert d.category == "environment" and d.signature == "catalogue.native.shell"
+    assert "CPU" in d.title

@@ -202,7 +202,7 @@ def _native(scan: Scan, skip: set[int]) -> Diagnosis | None:
             title=f"{n.meaning[:1].upper()}{n.meaning[1:]}", confidence=CONF_NATIVE,
             evidence=[Evidence(ln.no, ln.shown)],
             facts={"source": where, "catalogue": {"package": n.package, "module": n.where, "template": n.text}},
-            fix=Fix(f"This is {n.package}'s own message, {where}: {n.meaning}. triage has no hand-written rule "
+            fix=Fix(f"This message is {where}: {n.meaning}. triage has no hand-written rule "
                     "for it; search upstream for its text, or file it with `triage report --log FILE`.", None),
             first_line=ln.no, explanation=[f"{where}: the line holds its message ({n.text})"])
     return None

@@ -34,6 +34,10 @@ NATIVE: list[Native] = [
     # RAY_CHECK failing in Ray's core: an internal error of Ray itself, in a cluster's data path.
     Native("ray", "Ray's C++ core (a failed RAY_CHECK)", "You have likely discovered a bug in Ray", "distributed",
            "Ray's own core hit an internal error (a Ray bug, often a broken channel between nodes)"),
+    # The shell's report of SIGILL: the process ran an instruction this CPU does not have (a wheel or a
+    # CPU backend built for AVX-512/AVX2 on an older CPU).
+    Native("shell", "the shell's report of a fatal signal (SIGILL)", "Illegal instruction (core dumped)",
+           "environment", "the process used a CPU instruction this CPU lacks (a build for a newer CPU, e.g. AVX-512)"),
     # The GCS lost a node: its raylet died or the network between the nodes failed.
     Native("ray", "the GCS, Ray's head service (C++)",
            "has been marked dead because the detector has missed too many heartbeats", "distributed",
