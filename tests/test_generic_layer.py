@@ -351,3 +351,12 @@ def test_an_illegal_instruction_is_the_cpu():
     d = _top(log)
     assert d.category == "environment" and d.signature == "catalogue.native.shell"
     assert "CPU" in d.title
+
+
+def test_a_warning_before_a_bare_failure_cascade_names_its_likely_part():
+    log = ("WARNING 02-14 10:12:44 [utils.py:1] Failed to build the FlashInfer sampling kernels, falling back\n"
+           "ERROR 02-14 10:12:50 [core.py:700] EngineCore failed to start.\n"
+           "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
+    d = _top(log)
+    assert d.signature == "generic.root_cause_missing" and d.category == "kernel_library"
+    assert d.confidence <= 0.2 and "warning" in d.facts["category_guessed_from"]

@@ -332,12 +332,25 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
         # vLLM says it failed, but the worker's own error is not in this log (some wrappers quote it).
         quoted = next((m.group(1) for ln in wrappers if (m := WRAPPED_ERROR_RE.search(ln.text))), None)
         worded = category_from_words("", quoted) if quoted else None
+        hint = None
+        if worded is None:
+            # a warning the process printed on its way down may still say which part failed
+            for ln in scan.lines:
+                if ln.no >= wrappers[0].no:
+                    break
+                if ln.level == "WARNING" and ln.no not in harmless_lines and ERRORISH_RE.search(ln.text):
+                    worded = category_from_words("", ln.text) or worded
+                    hint = ln if worded else hint
+        said: dict[str, Any] = {"wrapped_error": quoted} if quoted else {}
+        if hint is not None and worded is not None:
+            said["category_guessed_from"] = f"a warning before the failure: {worded[1]}"
         return Diagnosis(
             category=worded[0] if worded else "environment", signature="generic.root_cause_missing",
             title="vLLM failed to start, but the root cause is not in this log"
                   + (f" (a worker reported: {quoted[:120]})" if quoted else ""),
-            confidence=0.2, evidence=[Evidence(ln.no, ln.shown) for ln in wrappers[:3]],
-            facts={"wrapped_error": quoted} if quoted else {},
+            confidence=0.2, evidence=([Evidence(hint.no, hint.shown)] if hint is not None else [])
+            + [Evidence(ln.no, ln.shown) for ln in wrappers[:3]],
+            facts=said,
             fix=Fix("Only the wrapper lines of the failure cascade are here: the failing worker printed its error "
                     "elsewhere. Capture the whole start-up with stderr (`vllm serve ... 2>&1 | tee vllm.log`), or "
                     "rerun with VLLM_LOGGING_LEVEL=DEBUG, and diagnose that log.", None),
