@@ -14,10 +14,10 @@ from __future__ import annotations
 from triage.lazyre import lazy
 from typing import Any
 
-from triage.catalogue.areas import TYPE_AREAS, area_of_frames
-from triage.exception_words import category_from_words
+from triage.catalogue.areas import TYPE_AREAS, VAGUE, area_of_frames
+from triage.exception_words import category_from_words, decisive
 from triage.logread.scan import Scan
-from triage.logread.traceback import ExceptionRecord
+from triage.logread.traceback import ExceptionRecord, phase_of
 from triage.model import Diagnosis, Evidence, Fix, Note
 from triage.rules import all_rules
 from triage.rules.base import Rule
@@ -27,9 +27,16 @@ SECONDARY_FACTOR = 0.6
 # The fallback's confidence: its category decided by the exception's type or message words, guessed
 # from where it was raised, or not decided at all (then the diagnosis says "unrecognised", no more).
 WORDED_CONFIDENCE = 0.45
+PLACED_CONFIDENCE = 0.4  # where it was raised is code of one subsystem (a quantization method, a kernel wrapper)
 FRAMED_CONFIDENCE = 0.35
 UNDECIDED_CONFIDENCE = 0.2
 WRAPPED_ERROR_RE = lazy(r"failed with error '(.+?)'(?:,|$)")
+# A line that calls itself an error, when no level says so; at its start in a whole log, anywhere in a paste.
+ERRORISH_RE = lazy(r"(?:\b(?:[Ee]rror|ERROR|FAILED|[Ff]atal)\b|\b[Ff]ailed (?:to|with)\b|[Nn]ot supported|"
+                   r"\b[Cc]annot\b|\b[Uu]nable to\b)", needles=("rror", "RROR", "FAILED", "atal", "ailed", "ot supported",
+                                                              "annot", "nable to"))
+ERRORISH_START_RE = lazy(r"\s*(?:(?:fatal )?error:|Error:|ERROR:|FAILED|Fatal error)")
+FRAGMENT_LINES = 40  # an input this short is a paste: every line of it may be the message
 EARLIEST_BONUS = 0.06
 
 _RULES: list[Rule] | None = None
@@ -64,12 +71,39 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
         found.append((rule, d))
     found = [(r, d) for r, d in found if not _only_harmless(d, harmless_lines)]
     found = _dedupe_same_line(found)
+    levels = {ln.no: ln.level for ln in scan.lines if ln.level}
+    raised = raised_lines(scan)
+    warned = _warned_only(found, raised, levels)
     if not any(not r.secondary for r, _ in found):
         used = {e.line for _, d in found for e in d.evidence}
-        fb = unknown(scan, harmless_lines | used) or fallback(scan, harmless_lines, used)
+        fb = unknown(scan, harmless_lines | used) or _unknown_exception(scan, harmless_lines, used)
         if fb is not None:
             found.append((Rule(fb.signature, fb.category, fb.title, "", confidence=fb.confidence), fb))
-    return rank(found, raised_lines(scan), {ln.no: ln.level for ln in scan.lines if ln.level}), notes
+    elif warned:
+        # Everything the rules know was only warned about; an exception raised after the warnings is
+        # what stopped the start-up, even when no rule knows it (a deprecated package warned about, then a
+        # crash): read it, and rank it above the warnings when its type or words decide a category of its own.
+        used = {e.line for _, d in found for e in d.evidence}
+        after = {e.line.no for e in scan.exceptions if e.in_traceback and e.line.no > warned}
+        fb = _unknown_exception(scan, harmless_lines, used | {e.line.no for e in scan.exceptions
+                                                               if e.line.no not in after})
+        if fb is not None and fb.confidence >= WORDED_CONFIDENCE and fb.first_line in after \
+                and all(d.category != fb.category for _, d in found):
+            ranked = rank(found, raised, levels)
+            fb.explanation.append("it was raised after the warnings the rules recognised, which did not stop "
+                                  "the start-up themselves")
+            return [fb] + ranked, notes
+    return rank(found, raised, levels), notes
+
+
+def _warned_only(found: list[tuple[Rule, Diagnosis]], raised: set[int], levels: dict[int, str]) -> int:
+    """The last line of the primary diagnoses when every one of them reads only WARNING lines (none of
+    them a raised exception); else 0."""
+    prim = [d for r, d in found if not r.secondary]
+    if not prim or not all(d.evidence and all(e.line not in raised and levels.get(e.line) == "WARNING"
+                                                 for e in d.evidence) for d in prim):
+        return 0
+    return max(e.line for d in prim for e in d.evidence)
 
 
 def _only_harmless(d: Diagnosis, harmless_lines: set[int]) -> bool:
@@ -173,13 +207,70 @@ def unknown(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
     try:
         from triage.catalogue.infer import diagnose_unknown
 
-        return diagnose_unknown(scan, skip_lines, is_wrapper)
+        return diagnose_unknown(scan, skip_lines, is_wrapper, frames=False, words=category_from_words)
     except Exception as exc:  # like a broken rule: the plain fallback still answers
         scan.warnings.append(f"message catalogue failed: {type(exc).__name__}: {exc}")
         return None
 
 
-def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diagnosis | None:
+def _cut(scan: Scan) -> Diagnosis | None:
+    try:
+        from triage.catalogue.infer import from_frames
+
+        return from_frames(scan)
+    except Exception as exc:
+        scan.warnings.append(f"frame reading failed: {type(exc).__name__}: {exc}")
+        return None
+
+
+def _unknown_exception(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diagnosis | None:
+    """No rule and no mined message: the first real exception read by its type, words and frames; a
+    traceback the log ends inside read by its frames; else an error line or the wrappers alone."""
+    exc = fallback(scan, harmless_lines, used_lines, lines=False)
+    if exc is not None and exc.confidence > UNDECIDED_CONFIDENCE:
+        return exc
+    return _cut(scan) or exc or fallback(scan, harmless_lines, used_lines)
+
+
+def _decide(exc: ExceptionRecord, words: str) -> tuple[str, str, float]:
+    """(category, what decided it, confidence) for an exception no rule or template knows. Surest
+    first: its type; words that name a subsystem whatever raised them (out of memory, the driver, NCCL, a
+    package that does not import); the innermost frame that is not plumbing, when it lies in one
+    subsystem's code; the message's topical words; a frame in code of several kinds; words that hint."""
+    short = exc.short_type
+    if short in TYPE_AREAS and short not in ("ImportError", "ModuleNotFoundError"):
+        return TYPE_AREAS[short], f"the exception type {short}", WORDED_CONFIDENCE
+    worded = category_from_words(exc.type, words)
+    if worded is not None and decisive(*worded):
+        return worded[0], worded[1], WORDED_CONFIDENCE
+    hit = area_of_frames([fr.file for fr in exc.frames])
+    if hit is not None and hit[0] not in VAGUE:
+        where = f"it was raised in {_short_path(hit[1])}, {hit[0]} code"
+        if worded is None:
+            return hit[0], where, PLACED_CONFIDENCE
+        if worded[0] == hit[0]:
+            return hit[0], f"{where}, and {worded[1]}", WORDED_CONFIDENCE
+        # the words point elsewhere: the place is the better guess, said with less certainty
+        return hit[0], f"{where} (though {worded[1]})", FRAMED_CONFIDENCE
+    if worded is not None:
+        return worded[0], worded[1], WORDED_CONFIDENCE
+    if hit is not None:
+        return hit[0], f"it was raised in {_short_path(hit[1])}", FRAMED_CONFIDENCE
+    weak = category_from_words(exc.type, words, weak=True)
+    if weak is not None:
+        return weak[0], weak[1], FRAMED_CONFIDENCE
+    return guess_category(exc), "exception type", UNDECIDED_CONFIDENCE
+
+
+def _short_path(file: str) -> str:
+    p = file.replace("\\", "/")
+    for pkg in ("/site-packages/", "/dist-packages/", "/vllm/"):
+        if pkg in p:
+            return ("vllm/" if pkg == "/vllm/" else "") + p.rsplit(pkg, 1)[-1]
+    return "/".join(p.rsplit("/", 2)[-2:])
+
+
+def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: bool = True) -> Diagnosis | None:
     candidates = [e for e in scan.exceptions
                   if not is_wrapper(e.text) and e.line.no not in harmless_lines and e.line.no not in used_lines
                   and e.short_type not in ("KeyboardInterrupt", "SystemExit", "CancelledError")]
@@ -191,23 +282,8 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
             exc = exc.caused_by
         # What decides the category, surest first: the exception's type, its decisive words, where it
         # was raised, words that only hint; else it is unrecognised (a prior by type, said quietly).
-        words = exc.message + _raise_site(scan, exc)
-        framed = exc.short_type not in TYPE_AREAS and area_of_frames([fr.file for fr in exc.frames]) is not None
-        worded: tuple[str, str] | None
-        if exc.short_type in TYPE_AREAS and exc.short_type not in ("ImportError", "ModuleNotFoundError"):
-            worded = TYPE_AREAS[exc.short_type], f"the exception type {exc.short_type}"
-        else:
-            worded = category_from_words(exc.type, words)
-        conf = WORDED_CONFIDENCE
-        if worded is None and not framed:
-            worded = category_from_words(exc.type, words, weak=True)
-            conf = FRAMED_CONFIDENCE  # a hint, as sure as the place it was raised
-        if worded is not None:
-            cat, basis = worded
-        else:
-            cat = guess_category(exc)
-            basis = "traceback frames" if framed else "exception type"
-            conf = FRAMED_CONFIDENCE if framed else UNDECIDED_CONFIDENCE
+        words = " ".join([exc.message] + [x.text.strip() for x in exc.extra]) + _raise_site(scan, exc)
+        cat, basis, conf = _decide(exc, words)
         where = ""
         for fr in reversed(exc.frames):
             if "/vllm/" in fr.file:
@@ -215,19 +291,32 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
                 break
         title = f"Unrecognised failure: {exc.text[:160]}"
         evidence = [Evidence(exc.line.no, exc.line.shown)]
+        facts: dict[str, Any] = {"exception": exc.type, "message": exc.message[:500], "raised_at": where or None,
+                                 "category_guessed_from": basis, "category_decided": conf > UNDECIDED_CONFIDENCE}
+        phase = phase_of(exc.frames) if exc.frames else None
+        if phase:
+            facts["phase"] = phase
+        why = ([f"category {cat}: {'likely, ' if conf < WORDED_CONFIDENCE else ''}because {basis}"]
+               if conf > UNDECIDED_CONFIDENCE else [])
         return Diagnosis(
             category=cat, signature="generic.unrecognized_exception", title=title, confidence=conf,
-            evidence=evidence,
-            facts={"exception": exc.type, "message": exc.message[:500], "raised_at": where or None,
-                   "category_guessed_from": basis,
-                   "category_decided": conf > UNDECIDED_CONFIDENCE},
+            evidence=evidence, explanation=why,
+            facts=facts,
             fix=Fix("triage has no rule for this failure yet; the exception above is the first real error. "
                     "Search upstream for its message, or file it with `triage report --log FILE`.", None),
             first_line=exc.line.no)
+    if not lines:
+        return None
     # an INFO line ("Parent process exited, terminating worker") is how a clean shutdown reads too
     wrappers = [ln for ln in scan.lines if ln.level not in ("INFO", "DEBUG") and is_wrapper(ln.text)]
-    for ln in scan.lines:
-        if ln.level in ("ERROR", "CRITICAL") and not is_wrapper(ln.text) and ln.no not in harmless_lines \
+    # Error lines by level first; without any, a line that says it is an error in its own words ("error:",
+    # "Error ...", "FAILED"): a pasted fragment has no levels, a build tool or launcher prints none.
+    fragment = scan.lines_total <= FRAGMENT_LINES
+    errorish = [ln for ln in scan.lines if ln.level in ("ERROR", "CRITICAL")] or \
+        [ln for ln in scan.lines if not ln.level and ERRORISH_RE.search(ln.text) is not None
+         and (fragment or ERRORISH_START_RE.match(ln.text) is not None)]
+    for ln in errorish:
+        if not is_wrapper(ln.text) and ln.no not in harmless_lines \
                 and ln.no not in used_lines and not ln.text.startswith((" ", "Traceback")):
             worded = category_from_words("", ln.text)
             return Diagnosis(
@@ -243,12 +332,25 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int]) -> Diag
         # vLLM says it failed, but the worker's own error is not in this log (some wrappers quote it).
         quoted = next((m.group(1) for ln in wrappers if (m := WRAPPED_ERROR_RE.search(ln.text))), None)
         worded = category_from_words("", quoted) if quoted else None
+        hint = None
+        if worded is None:
+            # a warning the process printed on its way down may still say which part failed
+            for ln in scan.lines:
+                if ln.no >= wrappers[0].no:
+                    break
+                if ln.level == "WARNING" and ln.no not in harmless_lines and ERRORISH_RE.search(ln.text):
+                    worded = category_from_words("", ln.text) or worded
+                    hint = ln if worded else hint
+        said: dict[str, Any] = {"wrapped_error": quoted} if quoted else {}
+        if hint is not None and worded is not None:
+            said["category_guessed_from"] = f"a warning before the failure: {worded[1]}"
         return Diagnosis(
             category=worded[0] if worded else "environment", signature="generic.root_cause_missing",
             title="vLLM failed to start, but the root cause is not in this log"
                   + (f" (a worker reported: {quoted[:120]})" if quoted else ""),
-            confidence=0.2, evidence=[Evidence(ln.no, ln.shown) for ln in wrappers[:3]],
-            facts={"wrapped_error": quoted} if quoted else {},
+            confidence=0.2, evidence=([Evidence(hint.no, hint.shown)] if hint is not None else [])
+            + [Evidence(ln.no, ln.shown) for ln in wrappers[:3]],
+            facts=said,
             fix=Fix("Only the wrapper lines of the failure cascade are here: the failing worker printed its error "
                     "elsewhere. Capture the whole start-up with stderr (`vllm serve ... 2>&1 | tee vllm.log`), or "
                     "rerun with VLLM_LOGGING_LEVEL=DEBUG, and diagnose that log.", None),

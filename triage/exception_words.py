@@ -55,14 +55,18 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
     (("speculative", "Speculative", "draft model", "draft_model", "EAGLE", "Eagle", "eagle", "num_speculative_tokens",
       "MTP", "Medusa", "ngram"), "speculative_decoding"),
     (("quantiz", "Quantiz", "GPTQ", "gptq", "AWQ", "awq", "FP8", "fp8", "NVFP4", "nvfp4", "MXFP4", "mxfp4",
-      "bitsandbytes", "compressed-tensors", "compressed_tensors", "Marlin", "marlin", "weight_scale", "modelopt"),
+      "bitsandbytes", "compressed-tensors", "compressed_tensors", "Marlin", "marlin", "weight_scale", "modelopt",
+      "group_size",
+      # the tensors only quantized checkpoints hold (GPTQ/AWQ, bitsandbytes, compressed-tensors, FP8)
+      "g_idx", "qweight", "qzeros", "absmax", "weight_packed", "weight_zero_point", "input_scale"),
      "quantization"),
     (("chat template", "chat_template", "tokenizer", "Tokenizer", "jinja"), "tokenizer_chat_template"),
     (("KV cache", "kv cache", "kv_cache", "num_gpu_blocks", "cache blocks", "gpu_memory_utilization"), "kv_cache_memory"),
     (("attention backend", "Attention backend", "head_size", "head size", "AttentionBackend", "FLASH_ATTN", "FLASHINFER",
       "TRITON_ATTN", "FLASHMLA", "sliding window"), "attention_backend"),
     (("FlashInfer", "flashinfer", "FlashAttention", "flash_attn", "DeepGEMM", "deep_gemm", "CUTLASS", "cutlass",
-      "cuBLAS", "CUBLAS", "cuDNN", "CUDNN", "illegal memory access", "device-side assert", "CUDA error"),
+      "cuBLAS", "CUBLAS", "cuDNN", "CUDNN", "illegal memory access", "device-side assert", "CUDA error",
+      "nvcc", "NVCC"),
      "kernel_library"),
     (("Triton", "triton", "ptxas", "Inductor", "inductor", "torch.compile", "dynamo"), "triton_compile"),
     (("CUDA graph", "cudagraph", "CUDAGraph", "cuda_graph", "stream is capturing"), "cudagraph_capture"),
@@ -82,6 +86,18 @@ WEAK_WORDS: list[tuple[tuple[str, ...], str]] = [
       "max_num_batched_tokens", "--", "argument", "LoRA", "lora"), "engine_config"),
     (("transformers",), "model_support"),
 ]
+
+
+# Subsystems a message's words name whatever code raised it: out of memory is out of memory in any module.
+# Other words (a quantization method, a tokenizer, a kernel library) are topical: code of one subsystem
+# often mentions another, so where the exception was raised counts for more.
+DECISIVE = ("gpu_oom", "cuda_driver", "environment", "distributed", "unsupported_gpu")
+
+
+def decisive(category: str, why: str) -> bool:
+    """Whether (category, why) from category_from_words names the subsystem whatever raised it: an
+    import that fails, a library's own exception type, or words of a DECISIVE subsystem."""
+    return not why.startswith("its message mentions") or category in DECISIVE
 
 
 def imported_package(message: str) -> str | None:

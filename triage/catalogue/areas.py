@@ -19,8 +19,18 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/model_executor/models/medusa", "speculative_decoding"),
     ("vllm/model_executor/models/mlp_speculator", "speculative_decoding"),
     ("_mtp.py", "speculative_decoding"),
+    ("/mtp.py", "speculative_decoding"),  # vllm/models/<model>/<vendor>/mtp.py
+    ("mtp_validation.py", "speculative_decoding"),
     ("vllm/transformers_utils/configs/speculators", "speculative_decoding"),
     ("/fused_moe/oracle/", "quantization"),  # picks the quantized MoE kernel: a refusal there is a quant gap
+    # vendored kernels (FlashAttention 4, Blackwell FMHA, linear-attention and MoE Triton kernels)
+    ("vllm/third_party/pynvml.py", "environment"),
+    ("vllm/third_party/", "kernel_library"),
+    ("vllm/model_executor/warmup/", "kernel_library"),  # JIT warm-up of kernel libraries
+    ("vllm/model_executor/kernels/", "kernel_library"),
+    ("vllm/kernels/", "kernel_library"),
+    ("vllm/_aiter_ops.py", "kernel_library"),  # ROCm's AITER kernels
+    ("vllm/model_executor/layers/sparse_attn_indexer.py", "attention_backend"),
     ("vllm/attention/", "attention_backend"),
     ("vllm/v1/attention/", "attention_backend"),
     ("vllm/model_executor/layers/attention/", "attention_backend"),
@@ -82,7 +92,15 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/v1/core/kv_cache", "kv_cache_memory"),
     ("kv_cache_utils", "kv_cache_memory"),
     ("vllm/core/block", "kv_cache_memory"),
+    ("vllm/v1/kv_cache_interface.py", "kv_cache_memory"),
+    ("kv_cache_manager", "kv_cache_memory"),
+    ("vllm/v1/kv_offload/", "kv_cache_memory"),
     ("vllm/multimodal/", "model_support"),
+    # per-model packages (vllm/models/<model>/<vendor>/...): their own kernels, else model code
+    ("/nvidia/ops/", "kernel_library"),
+    ("/amd/ops/", "kernel_library"),
+    ("/common/ops/", "kernel_library"),
+    ("vllm/models/", "model_support"),
     ("vllm/model_executor/models/", "model_support"),
     ("vllm/model_executor/layers/rotary_embedding", "model_support"),
     ("transformers/", "model_support"),
@@ -91,6 +109,10 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/model_executor/guided_decoding/", "engine_config"),
     ("tool_parsers/", "engine_config"),
     ("vllm/reasoning/", "engine_config"),
+    ("vllm/parser/", "engine_config"),
+    ("vllm/sampling_params.py", "engine_config"),  # a request's sampling or pooling parameters
+    ("vllm/pooling_params.py", "engine_config"),
+    ("vllm/snapshot/", "environment"),  # process snapshots (CRIU): host tools and kernel features
     ("vllm/platforms/", "unsupported_gpu"),
     ("torch/cuda/", "cuda_driver"),
     ("torch/_ops.py", "install_mismatch"),
@@ -159,6 +181,14 @@ STRONG: list[tuple[tuple[str, ...], str]] = [
     (("speculative", "Speculative", "draft model", "num_speculative_tokens"), "speculative_decoding"),
     (("CUDA graph capture", "cudagraph capture", "capturing CUDA graph", "Capturing CUDA graph"), "cudagraph_capture"),
     (("quantization", "Quantization", "quant_method", "BitsAndBytes", "bitsandbytes"), "quantization"),
+    # the model loader's architecture lookup: the model is not one this vLLM implements
+    (("has no vLLM implementation", "are not supported for now"), "model_support"),
+]
+# A module that checks several kinds of things, and the words that say which one a message is:
+# (fragment of the module's path, words, category); before the module's own area.
+OVERRIDES: list[tuple[str, tuple[str, ...], str]] = [
+    # ensure_divisibility: heads, layers or sizes that tensor/pipeline parallelism cannot split evenly
+    ("vllm/distributed/utils.py", ("is not divisible by",), "engine_config"),
 ]
 WEAK: list[tuple[tuple[str, ...], str]] = [
     (("quantized",), "quantization"),
@@ -205,12 +235,51 @@ def category_for(module: str, message: str, exc_type: str = "") -> str | None:
     if typed is not None and typed not in VAGUE:
         return typed
     # "ImportError: ... install flashinfer" is a kernel library missing: words may refine a vague type
+    if typed is None:
+        p = "/" + module.replace("\\", "/").lstrip("/")
+        for frag, needles, cat in OVERRIDES:
+            if frag in p and any(n in message for n in needles):
+                return cat
     return by_words(message, typed or area_of(module))
 
 
+# Frames that say nothing about what failed: they pass every failure through (the CLI, import
+# machinery, process and RPC plumbing, the engine's run loops, call helpers). A traceback's category
+# comes from the innermost frame that is not one of these.
+PASS_THROUGH = (
+    "<frozen ", "/importlib/", "/runpy.py", "/argparse.py", "/threading.py", "/contextlib.py", "/functools.py",
+    "/concurrent/futures/", "/asyncio/", "/uvloop/", "/multiprocessing/", "/site-packages/click/",
+    "/vllm/entrypoints/cli/", "/vllm/scripts.py", "/bin/vllm", "/main.py", "/vllm/entrypoints/openai/api_server.py",
+    "/vllm/entrypoints/llm.py", "/vllm/entrypoints/utils.py",
+    "/vllm/v1/executor/multiproc_executor.py", "/vllm/executor/multiproc_worker_utils.py",
+    "/vllm/executor/multiproc_executor.py", "/vllm/v1/executor/abstract.py", "/vllm/executor/executor_base.py",
+    "/vllm/executor/uniproc_executor.py", "/vllm/v1/executor/uniproc_executor.py", "/vllm/executor/ray_utils.py",
+    "/vllm/v1/executor/ray_utils.py", "/vllm/worker/worker_base.py", "/vllm/v1/worker/worker_base.py",
+    "/vllm/v1/engine/core.py", "/vllm/v1/engine/core_client.py", "/vllm/v1/engine/async_llm.py",
+    "/vllm/v1/engine/llm_engine.py", "/vllm/v1/engine/utils.py", "/vllm/engine/multiprocessing/",
+    "/vllm/engine/async_llm_engine.py", "/vllm/utils.py", "/vllm/utils/__init__.py", "/vllm/v1/serial_utils.py",
+    "/vllm/v1/utils.py", "/torch/utils/_contextlib.py", "/torch/nn/modules/module.py",
+    # the call into a compiled op: what fails there is the op's own check, not the install
+    "/torch/_ops.py", "/vllm/_custom_ops.py",
+    "/ray/_private/worker.py", "/ray/_private/auto_init_hook.py", "/ray/_private/client_mode_hook.py",
+    "/ray/_private/function_manager.py", "/ray/util/tracing/",
+)
+
+
+def pass_through(path: str) -> bool:
+    p = "/" + path.replace("\\", "/").lstrip("/")
+    return any(frag in p for frag in PASS_THROUGH) or p.endswith(("/vllm", "/__main__.py"))
+
+
+def informative(files: list[str]) -> list[str]:
+    """The frames that may say where a failure lies, innermost last."""
+    return [f for f in files if not pass_through(f)]
+
+
 def area_of_frames(files: list[str]) -> tuple[str, str] | None:
-    """(category, file) from the deepest frame whose file the map knows."""
-    for f in reversed(files):
+    """(category, file) from the innermost frame the map knows, skipping frames that only pass the
+    failure through."""
+    for f in reversed(informative(files)):
         cat = area_of(f)
         if cat is not None:
             return cat, f

@@ -22,18 +22,27 @@ CONF_EXACT = 0.5  # every literal piece of the template is in the line
 CONF_PARTIAL = 0.44  # most of them: a cut line or a fragment
 CONF_WARNING = 0.38  # only a warning matched: it may be the cause, or only what came before it
 CONF_FRAMES = 0.4
+CONF_NATIVE = 0.45  # a native library's message, reviewed by hand
+CONF_GUESSED = 0.38  # the module holding the message says nothing: its frames or words decided
+CONF_UNPLACED = 0.3  # ... and neither did they: the category is a guess by the kind of message
 MAX_LINES = 2000  # lines looked up, errors first: a long log's rest is read by the hand rules
 MAX_ROOTS = 2
 FRAGMENT_LINES = 40  # an input this short is a paste, not a whole log
 SKIP_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError")
 
 
-def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any) -> Diagnosis | None:
+def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any, frames: bool = True,
+                     words: Any = None) -> Diagnosis | None:
     """The best catalogue match among the log's exceptions and error lines, else a cut traceback's
-    frames; None when neither says anything. `skip_lines`: harmless or already explained lines;
-    `wrapper(text)`: whether a line is only vLLM's "start-up failed" cascade."""
+    frames (unless `frames` is False: the caller reads a raised exception first); None when neither
+    says anything. `skip_lines`: harmless or already explained lines; `wrapper(text)`: whether a line
+    is only vLLM's "start-up failed" cascade; `words(exc_type, text)`: (category, why) when an exception's
+    words decide it (triage.exception_words), for a message whose module says nothing."""
     from triage.catalogue.store import load
 
+    native = _native(scan, skip_lines)
+    if native is not None:  # a library's own statement of the cause (Ray's OOM killer): before its consequences
+        return native
     cat = load()
     if cat is not None:
         for text, line, exc, logged_ok in _candidates(scan, skip_lines, wrapper):
@@ -41,8 +50,8 @@ def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any) -> Diagnosi
             if not logged_ok:
                 matches = [m for m in matches if not m.template.logged]
             if matches:
-                return _from_match(cat, matches, text, line, exc)
-    return from_frames(scan)
+                return _from_match(cat, matches, text, line, exc, words)
+    return from_frames(scan) if frames else None
 
 
 def _candidates(scan: Scan, skip: set[int], wrapper: Any):
@@ -61,6 +70,11 @@ def _candidates(scan: Scan, skip: set[int], wrapper: Any):
         seen.add(e.line.no)
         extra = " ".join(x.text.strip() for x in e.extra[:4])
         yield (e.message + (" " + extra if extra else "")) or e.text, e.line, e, False
+        # a message quoted inside it (an HTTP error body, an escaped traceback) was read as lines of
+        # their own, numbered as the line that holds them
+        for ln in scan.lines:
+            if ln.no == e.line.no and ln is not e.line and ln.text.strip() and ln.text != e.line.text:
+                yield ln.text, ln, e, False
     n = 0
     errors: list[Line] = []
     plain: list[Line] = []
@@ -94,7 +108,8 @@ def _candidates(scan: Scan, skip: set[int], wrapper: Any):
             yield ln.text, ln, None, True
 
 
-def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: ExceptionRecord | None) -> Diagnosis:
+def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: ExceptionRecord | None,
+                words: Any = None) -> Diagnosis:
     best = matches[0]
     # The same message in several modules (or releases): vote among those as good as the best.
     tied = [m for m in matches if m.matched == best.matched]
@@ -113,11 +128,23 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
             votes[c] = votes.get(c, 0) + 1
     t = tied[0].template
     category = max(votes, key=lambda c: (votes[c], c == category_for(t.module, text, exc_type))) if votes else None
+    guessed = ""
     if category is None:
-        category = "engine_config" if not t.logged else "environment"
+        # Where the message lives says nothing (a module of several kinds, or unmapped): the
+        # exception's frames or words may, else the kind of message is all there is (said quietly).
+        hit = area_of_frames([f.file for f in exc.frames]) if exc is not None else None
+        worded = words(exc_type, text) if words is not None else None
+        if hit is not None:
+            category, guessed = hit[0], f"the traceback's innermost frame that is not plumbing ({hit[1].rsplit('/', 1)[-1]})"
+        elif worded is not None:
+            category, guessed = worded[0], worded[1]
+        else:
+            category, guessed = ("engine_config" if not t.logged else "environment"), "nothing decisive"
     conf = CONF_EXACT if best.share >= 0.999 else CONF_PARTIAL
     if t.logged and exc is None and line.level == "WARNING":
         conf = CONF_WARNING
+    if guessed:
+        conf = min(conf, CONF_GUESSED if guessed != "nothing decisive" else CONF_UNPLACED)
     if len(votes) > 1:
         conf -= 0.04  # modules disagree on what it is
     same_pkg = [m.template for m in tied if m.template.package == t.package]
@@ -150,12 +177,35 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
               + " Search upstream for its text, or file it with `triage report --log FILE`.", None)
     why = [f"{where}: the line matches this message of {t.package}'s source ({t.shown()[:160]})",
            (f"category {category}: {t.module} is {category} code" if area_of(t.module) == category else
+            f"category {category}, likely: from {guessed} ({t.module} is {area_of(t.module) or 'unmapped'} code)"
+            if guessed else
             f"category {category} from the message's words ({t.module} is {area_of(t.module) or 'unmapped'} code)") + (
                f" (the modules holding it disagree: {', '.join(sorted(votes))})" if len(votes) > 1 else ""),
            _release_words(t.package, last, t.newest)]
     return Diagnosis(category=category, signature="catalogue." + _sig(t.module), title=title,
                      confidence=round(conf, 2), evidence=evidence, facts=facts, fix=fix, first_line=line.no,
                      explanation=why)
+
+
+def _native(scan: Scan, skip: set[int]) -> Diagnosis | None:
+    from triage.catalogue.native import find
+
+    for ln in scan.lines:
+        if ln.no in skip:
+            continue
+        n = find(ln.text)
+        if n is None:
+            continue
+        where = f"printed by {n.where} of {n.package}"
+        return Diagnosis(
+            category=n.category, signature=f"catalogue.native.{n.package}",
+            title=f"{n.meaning[:1].upper()}{n.meaning[1:]}", confidence=CONF_NATIVE,
+            evidence=[Evidence(ln.no, ln.shown)],
+            facts={"source": where, "catalogue": {"package": n.package, "module": n.where, "template": n.text}},
+            fix=Fix(f"This message is {where}: {n.meaning}. triage has no hand-written rule "
+                    "for it; search upstream for its text, or file it with `triage report --log FILE`.", None),
+            first_line=ln.no, explanation=[f"{where}: the line holds its message ({n.text})"])
+    return None
 
 
 def from_frames(scan: Scan) -> Diagnosis | None:

@@ -28,7 +28,7 @@ MIN_SPECIFIC_AT_START = 4
 GENERIC = ("object has no attribute", "has no attribute", "No such file or directory", "cannot open shared object file",
            "Could not find", "could not find", "is not supported yet", "is not supported", "not supported yet",
            "not supported", "does not support", "is not a valid", "is not available", "not available",
-           "is required", "must be", "not found", "Failed to", "failed to", "Unsupported", "unsupported", "Invalid",
+           "is required", "must be", "not found", "Failed to", "failed to", "failed with", "Failed with", "Unsupported", "unsupported", "Invalid",
            "invalid", "Unknown", "unknown", "Expected", "expected", "got ", "Cannot", "cannot", "Please", "please",
            "No module named", "cannot import name", "CUDA error", "Error", "error")
 MAX_CANDIDATES = 400

@@ -58,10 +58,19 @@ PLAIN_LEVEL_RE = lazy(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?:\s+|(?=\
 # Never vLLM's own header behind a timestamp ("...Z INFO 02-14 10:12:44 [...]").
 PYLOG_RE = lazy(
     r"\[?" + _ISO_TIME + r"\]?\s+(?:[-|]\s+)?(?:[\w.]+\s+-\s+)?"
-    r"\[?(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?"
+    r"\[?(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|Debug|Info|Warning|Warn|Error|Critical)\]?"
     r"(?:\s*[-|]\s+(?:[\w.]+:[\w<>]+:\d+\s+-\s+)?|\s+\[(?P<src>[\w./-]+(?::\d+)?)\]\s?"
     r"|\s+(?:[a-z_]\w*(?:\.[a-z_]\w*)*:\s)?|:\s*)(?!\d{2}-\d{2} \d{2}:)"
 )
+# Ray's C++ core logs (glog style): "[2025-12-12 15:10:48,710 E 322780 345750] raylet_client.cc:199: ",
+# "[... C 42791 42791] (raylet) experimental_mutable_object_provider.cc:153: ".
+RAY_CPP_RE = lazy(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ (?P<level>[DIWEFC]) \d+ \d+\] (?:\([\w-]+\) )?"
+                  r"(?P<src>[\w./-]+\.(?:cc|cpp|h):\d+):\s*")
+# Ray forwards its daemons' output to the driver under their name: "(raylet) ", "(raylet, ip=10.0.0.7) ".
+RAY_DAEMON_RE = lazy(r"\((?P<name>raylet|gcs_server|dashboard|autoscaler|monitor)(?:, ip=(?P<ip>[\w.:-]+))?\)(?: |$)")
+_GLOG_LEVELS = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL", "C": "CRITICAL"}
+# A launcher's own source tag in front of vLLM's process tag ("[Error] (Process) (EngineCore pid=2651) ").
+TAG_BEFORE_PROC_RE = lazy(r"\([A-Za-z][\w.-]*\)\s+(?=\((?:[A-Za-z_][\w-]* )?(?:rank=\d+ )?pid=\d+)")
 # Ray prints a line that several workers printed alike once, with this suffix.
 RAY_REPEAT_RE = lazy(r"\s*\[repeated \d+x across cluster\]\s*$")
 # A GitHub paste as an indented code block (or inside an indented fence): spaces before a prefix.
@@ -91,6 +100,8 @@ class Line(Record):
 def clean(raw: bytes | str) -> str:
     """Decode (invalid UTF-8 replaced), drop colours, CR and other control characters."""
     s = raw.decode("utf-8", "replace") if isinstance(raw, (bytes, bytearray)) else raw
+    if "#033[" in s:  # syslog (rsyslog) writes the escape character as "#033"
+        s = s.replace("#033[", "\x1b[")
     if "\x1b" in s:
         s = ANSI_RE.sub("", s)
     if "\r" in s:
@@ -125,8 +136,15 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
         if not level and s[:1] in "[0123456789":
             m = PYLOG_RE.match(s)
             if m:
-                level = "WARNING" if m.group("level") == "WARN" else m.group("level")
+                level = m.group("level").upper()
+                level = "WARNING" if level == "WARN" else level
                 src = m.group("src") or ""
+                s = s[m.end():]
+                changed = True
+        if not level and s[:2] == "[2":
+            m = RAY_CPP_RE.match(s)
+            if m:
+                level, src = _GLOG_LEVELS[m.group("level")], m.group("src")
                 s = s[m.end():]
                 changed = True
         for may, rx in _PREFIXES:
@@ -134,6 +152,15 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
             if m and m.end() > 0:
                 s = s[m.end():]
                 changed = True
+        if s[:1] == "(" and "pid=" in s:
+            t = TAG_BEFORE_PROC_RE.match(s)
+            if t:
+                s = s[t.end():]
+        m = RAY_DAEMON_RE.match(s) if s[:1] == "(" else None
+        if m:
+            proc, ip = m.group("name"), m.group("ip") or ip
+            s = s[m.end():]
+            changed = True
         m = PROC_RE.match(s) if s[:1] == "(" else None
         if m:
             name = m.group("name") or ""  # Ray's task lines: "(pid=2202490) ..."
@@ -143,7 +170,7 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
             ip = m.group("ip") or ip
             s = s[m.end():]
             changed = True
-        if not level and s.startswith(_LEVEL_WORDS):
+        if s.startswith(_LEVEL_WORDS):  # vLLM's own header wins over a launcher's level in front of it
             m = HEADER_RE.match(s)
             if m:
                 level = "WARNING" if m.group("level") == "WARN" else m.group("level")

@@ -40,6 +40,8 @@ PREFILTER = (
     "gpu_memory_utilization|loading took|weights took|"
     # rows of a wrapped message whose first row was kept (attention reasons, shared-memory numbers)
     "head_size|use_mla|not supported|Reasons|requires|Ray cluster|ATTENTION_BACKEND|ENABLE_KVCACHED|"
+    # native libraries' own statements of a cause (triage.catalogue.native: Ray's OOM killer, a lost node)
+    "killed due to|memory usage threshold|marked dead|Check failed|discovered a bug|Illegal instruction|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
     "File \x1b"
 )
@@ -85,9 +87,9 @@ class Selection(Record):
 
 def select(src: LogSource, *, use_grep: bool | None = None, data: Iterator[bytes] | None = None) -> Selection:
     """`data`: a stream's chunks when the caller has read some already (they are handed back in order)."""
-    data, width = _sniff_wrap(src, data)
+    data, width, whole = _sniff_wrap(src, data)
     if width:
-        return _select_unwrapped(data, width)
+        return _select_unwrapped(data, width, whole)
     if src.fd is not None:
         whole, data = _whole_if_fragment(src, data)
         if whole is not None:
@@ -111,9 +113,10 @@ def select(src: LogSource, *, use_grep: bool | None = None, data: Iterator[bytes
     return _select_python(src, data)
 
 
-def _sniff_wrap(src: LogSource, data: Iterator[bytes] | None = None) -> tuple[Iterator[bytes], int | None]:
-    """Whether a terminal hard-wrapped the log (see unwrap.py), from its head. A stream cannot be
-    read twice: its chunks are handed back, the head included."""
+def _sniff_wrap(src: LogSource, data: Iterator[bytes] | None = None) -> tuple[Iterator[bytes], int | None, bool]:
+    """Whether a terminal hard-wrapped the log (see unwrap.py), from its head, and whether that head is
+    the whole input and a fragment (read whole). A stream cannot be read twice: its chunks are handed
+    back, the head included."""
     from triage.logread.unwrap import SAMPLE, wrap_width
 
     if src.is_plain_file:
@@ -122,11 +125,14 @@ def _sniff_wrap(src: LogSource, data: Iterator[bytes] | None = None) -> tuple[It
             with open(src.path, "rb") as fh:
                 head = fh.read(SAMPLE)
         except OSError:
-            return chunks(src), None  # the strategies below report it
-        return chunks(src), wrap_width(head)
+            return chunks(src), None, False  # the strategies below report it
+        width = wrap_width(head)
+        return chunks(src), width, bool(width) and len(head) < SAMPLE and is_fragment(head)
     it = chunks(src) if data is None else data
     head = next(it, b"")
-    return _prepend(head, it), wrap_width(head[:SAMPLE])
+    width = wrap_width(head[:SAMPLE])
+    # (a stream's first chunk may not be all of it: a live pipe's fragment is read the usual way)
+    return _prepend(head, it), width, False
 
 
 def is_fragment(data: bytes) -> bool:
@@ -616,8 +622,9 @@ def _line_blocks(data: Iterable[bytes]) -> Iterator[tuple[bytes, int, int]]:
 
 # ---- a hard-wrapped paste ------------------------------------------------------------------
 
-def _select_unwrapped(data: Iterable[bytes], width: int) -> Selection:
-    """Rows re-joined into lines first (a paste: small), then the same selection as above."""
+def _select_unwrapped(data: Iterable[bytes], width: int, whole: bool = False) -> Selection:
+    """Rows re-joined into lines first (a paste: small), then the same selection as above; `whole`: a
+    fragment, every line kept (like is_fragment's)."""
     from triage.logread.unwrap import unwrap_lines
 
     state = {"bytes": 0, "lines": 0}
@@ -635,7 +642,7 @@ def _select_unwrapped(data: Iterable[bytes], width: int) -> Selection:
         want = 0
         env_until = 0  # a pasted collect-env block is kept whole
         for no, line in unwrap_lines(counted(), width, MAX_LINE):
-            hit = PREFILTER_RE.search(line) is not None
+            hit = whole or PREFILTER_RE.search(line) is not None
             if hit or want or no <= env_until:
                 yield no, line
                 if BLOCK_MARKER in line:

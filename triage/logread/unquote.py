@@ -8,6 +8,8 @@
   `\\n`. The message is decoded and split into its lines (often a whole traceback).
 - A traceback quoted as one string with `\\n` escapes.
 - A log kept by Docker's json-file driver (`{"log":"INFO ...\\n","stream":"stderr","time":...}`).
+- A Jupyter notebook's error output pasted from the .ipynb JSON: `"evalue": "..."`, and the
+  `"traceback": [...]` strings with their colours escaped (`"\\u001b[0;31mValueError\\u001b[0m: ..."`).
 
 `expand` returns the lines a line stands for, or None when it quotes nothing. It is called only for
 lines that `may_quote` lets through (a few substring checks), so ordinary lines cost next to nothing.
@@ -23,13 +25,15 @@ from triage.logread.literal import literal_eval
 MAX_TEXT = 32 * 1024  # a quoted message longer than this is not decoded (a paste is short)
 MAX_LINES = 400
 # A JSON/dict key holding the message, and its string value (possibly cut off by the paste).
-_KEY_RE = lazy(r"""["']?(?:message|detail|msg)["']?\s*:\s*(?P<q>["'])(?P<s>(?:[^"'\\]|\\.|(?!(?P=q))["'])*)""",
-               needles=("message", "detail", "msg"))
+_KEY_RE = lazy(r"""["']?(?:message|detail|msg|evalue)["']?\s*:\s*(?P<q>["'])(?P<s>(?:[^"'\\]|\\.|(?!(?P=q))["'])*)""",
+               needles=("message", "detail", "msg", "evalue"))
+# One string of a JSON list on its own line: `  "\u001b[0;31mValueError\u001b[0m: msg",`
+_JSON_ITEM_RE = lazy(r'^\s*"(?P<s>(?:[^"\\]|\\.)*)",?\s*$', needles=('"',))
 
 
 def may_quote(text: str) -> bool:
     return ("('" in text or '("' in text or "message" in text or "detail" in text or "\\n" in text
-            or text.startswith('{"log":'))
+            or text.startswith('{"log":') or "\\u001b" in text or '"evalue"' in text)
 
 
 def expand(text: str) -> tuple[bool, list[str]] | None:
@@ -49,6 +53,18 @@ def _expand(text: str) -> tuple[bool, list[str]] | None:
         val = _json(text.rstrip())
         if isinstance(val, dict) and isinstance(val.get("log"), str):
             return True, val["log"].rstrip("\n").split("\n")
+    if "\\u001b" in text:
+        m = _JSON_ITEM_RE.match(text)
+        if m:  # a notebook traceback's line, colours and all: the terminal text it stands for
+            lines = [ln for ln in _decode(m.group("s")).split("\n") if ln.strip()]
+            if lines:
+                return True, lines[:MAX_LINES]
+    if text.lstrip().startswith('"evalue"'):
+        m = _KEY_RE.search(text)
+        if m:
+            lines = [ln for ln in _decode(m.group("s")).split("\n") if ln.strip()]
+            if lines:
+                return True, lines[:MAX_LINES]
     if "('" in text or '("' in text:
         out = _tuple(text)
         if out:
