@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
 
 
@@ -217,6 +222,73 @@ RULES += [
          fix="The model class does not implement pipeline parallelism (SupportsPP): drop "
              "--pipeline-parallel-size and use --tensor-parallel-size (or data parallelism) instead, or upgrade "
              "vLLM if a newer release adds it.",
-         patterns=[r"Pipeline parallelism is not supported for this model\. Supported models implement the `SupportsPP`"],
+         # ModelConfig.verify_with_parallel_config (0.6 .. 0.33); the second sentence ("Supported models implement
+         # the `SupportsPP` interface.") is often pasted on its own line
+         patterns=[r"Pipeline parallelism is not supported for this model\."],
          playbook="engine-config", confidence=0.9),
+]
+
+
+# ModelConfig._init_multimodal_config (0.6 .. 0.10): a multimodal option on a model the registry does not call
+# multimodal. Either the model is text-only (drop the option), or it is a vision/audio model whose architecture this
+# vLLM does not register yet (registry.is_multimodal_model is False for unknown architectures), so the option is
+# refused before the architecture itself is.
+MM_ONLY_RE = re.compile(r"`(?P<opt>limit_mm_per_prompt|mm_processor_kwargs|disable_mm_preprocessor_cache|media_io_kwargs)` "
+                        r"is only supported for multimodal models")
+MULTIMODAL_NAME_RE = re.compile(
+    r"(?i)VL\b|VL-|-VL|vision|omni|llava|pixtral|idefics|paligemma|mllama|molmo|internvl|minicpm-?[vo]|\d(?:\.\d)?V\b|"
+    r"-V-|audio|whisper|voxtral|ultravox|gemma-?3n|gemma-3-(?:4|12|27)b|llama-?4|deepseek-vl|janus|fuyu|chameleon|"
+    r"blip|smolvlm|nvlm|glm-?4v|kimi-vl|phi-?4-multimodal")
+
+
+def _model_named(scan: Scan) -> str:
+    model = scan.facts.get("model")
+    if model:
+        return str(model)
+    for ln in scan.lines:
+        m = re.search(r"vllm serve\s+(\S+)|--model[= ](\S+)", ln.text)
+        if m:
+            return m.group(1) or m.group(2)
+    return ""
+
+
+def _mm_option(scan: Scan, env: dict[str, Any], multimodal: bool) -> Diagnosis | None:
+    for ln in scan.lines:
+        m = MM_ONLY_RE.search(ln.text)
+        if m is None:
+            continue
+        opt, model = m.group("opt"), _model_named(scan)
+        flag = "--" + opt.replace("_", "-")
+        if bool(model and MULTIMODAL_NAME_RE.search(model)) != multimodal:
+            return None
+        if multimodal:
+            return Diagnosis(
+                category="model_support", signature="model_support.multimodal_not_recognised",
+                title=f"This vLLM does not recognise {model} as a multimodal model (so {flag} is refused)",
+                confidence=0.85, evidence=[Evidence(ln.no, ln.shown)], facts={"option": opt, "model": model},
+                fix=Fix(f"{model} is a vision/audio model, but this vLLM's model registry has no multimodal class for "
+                        f"its architecture, so it treats the model as text-only and refuses {flag}. The vLLM release "
+                        "predates the model: upgrade vLLM to one that lists the architecture under supported "
+                        "multimodal models (the model card names the version; new models may need a nightly "
+                        "build).", "model-support"),
+                first_line=ln.no)
+        return Diagnosis(
+            category="engine_config", signature="config.mm_option_text_only",
+            title=f"{flag} was given for a model this vLLM treats as text-only",
+            confidence=0.85, evidence=[Evidence(ln.no, ln.shown)], facts={"option": opt, "model": model},
+            fix=Fix(f"{flag} only applies to multimodal (image/audio/video) models, and vLLM's registry does not list "
+                    f"{model or 'this model'}'s architecture as one: drop {flag} for a text-only model; if the model "
+                    "does take images or audio, this vLLM predates its multimodal support, so upgrade vLLM.",
+                    "engine-config"),
+            first_line=ln.no)
+    return None
+
+
+RULES += [
+    Rule(signature="config.mm_option_text_only", category="engine_config",
+         title="A multimodal option was given for a text-only model", fix="",
+         check=lambda scan, env: _mm_option(scan, env, multimodal=False), playbook="engine-config", confidence=0.85),
+    Rule(signature="model_support.multimodal_not_recognised", category="model_support",
+         title="This vLLM does not recognise the model as multimodal", fix="",
+         check=lambda scan, env: _mm_option(scan, env, multimodal=True), playbook="model-support", confidence=0.85),
 ]

@@ -47,10 +47,36 @@ ARCH_UNSUPPORTED = Rule(
 INSPECTION_CRASHED = ("Error in inspecting model architecture", "failed to be inspected")
 
 
+# Draft-model classes in vLLM's registry (_SPECULATIVE_DECODING_MODELS, 0.6 .. 0.33: EAGLEModel, EagleLlamaForCausalLM,
+# Eagle3LlamaForCausalLM, DeepSeekMTPModel, Qwen3NextMTP, MedusaModel, MLPSpeculatorPreTrainedModel, DFlashDraftModel,
+# DSparkV41DraftModel, PEagleDraftModel, MuseGlimmerAssistantModel, ...): when the unsupported architecture is one of
+# these, it is the --speculative-config draft that this vLLM cannot load, not the served model.
+DRAFT_ARCH_RE = re.compile(r"(?i:eagle)|MTP|Medusa|Speculator|Draft|DFlash|DSpark|NextN|AssistantModel")
+
+
+def _draft_arch_unsupported(scan: Scan) -> Diagnosis | None:
+    d = ARCH_UNSUPPORTED.match_lines(scan)
+    arch = str(d.facts.get("arch") or "") if d else ""
+    if d is None or not DRAFT_ARCH_RE.search(arch):
+        return None
+    d.category = "speculative_decoding"
+    d.signature = "speculative.draft_architecture_unsupported"
+    d.title = f"This vLLM cannot load the draft model: its architecture {arch} is not a drafter it knows"
+    d.fix = Fix(f"{arch} is a draft-model (EAGLE/MTP/Medusa) class that this vLLM does not register. Use a draft "
+                "checkpoint whose architecture this vLLM lists for the --speculative-config method (for EAGLE, a "
+                "Llama-style EAGLE or EAGLE3 head, i.e. EagleLlamaForCausalLM or Eagle3LlamaForCausalLM; for MTP, "
+                "method mtp with the target model's own MTP layers), or the vLLM release the draft's model card "
+                "names.", "speculative-decoding")
+    d.facts["draft_model"] = True
+    return d
+
+
 def _arch_unsupported(scan: Scan) -> Diagnosis | None:
     d = ARCH_UNSUPPORTED.match_lines(scan)
     if d is None:
         return None
+    if DRAFT_ARCH_RE.search(str(d.facts.get("arch") or "")):
+        return None  # speculative.draft_architecture_unsupported
     if any(any(m in ln.text for m in INSPECTION_CRASHED) for ln in scan.lines):
         arch = d.facts.get("arch", "the model")
         d.title = f"vLLM could not import the model class for {arch} (its inspection subprocess crashed)"
@@ -135,6 +161,9 @@ RULES = [
     Rule(signature="model_support.architecture_unsupported", category="model_support",
          title="This vLLM does not support the model architecture {arch}", fix="", check=lambda scan, env: _arch_unsupported(scan),
          playbook="model-support", confidence=0.95),
+    Rule(signature="speculative.draft_architecture_unsupported", category="speculative_decoding",
+         title="This vLLM cannot load the draft model's architecture", fix="",
+         check=lambda scan, env: _draft_arch_unsupported(scan), playbook="speculative-decoding", confidence=0.95),
     Rule(signature="model_support.transformers_unknown_type", category="model_support",
          title="transformers does not know model type {model_type}",
          fix="The installed transformers is older than the model: upgrade transformers (and vLLM to a version "
@@ -181,6 +210,10 @@ RULES = [
                    r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<what>/[^']+)'",
                    r"(?P<what>Cannot find any model weights with `[^`]+`)",
                    r"(?P<what>Repository Not Found for url)", r"(?P<what>Can't load the configuration of '[^']+')",
+                   # huggingface_hub's EntryNotFoundError (a file the repo does not have at that revision), and the
+                   # plain requests error older hubs re-raised from
+                   r"(?P<what>Entry Not Found for url)",
+                   r"(?P<what>404 Client Error: Not Found for url): https?://(?:huggingface\.co|hf\.co|hf-mirror\.com)/",
                    r"(?P<what>Invalid repository ID or local directory specified)",
                    r"(?P<what>No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer[^']*)')"],
          playbook="model-loading", confidence=0.9),
@@ -201,7 +234,10 @@ RULES = [
          title="{headline}",
          fix="{advice}", facts=_weight_mismatch_facts,
          patterns=[r"(?P<detail>size mismatch for [\w.]+)", r"(?P<detail>There is no module or parameter named '[\w.]+')",
-                   r"KeyError: '(?P<detail>model\.layers\.[\w.]+)'"],
+                   # a model's load_weights indexes params_dict[name] with each checkpoint name it does not map
+                   # ('lm_head.weight', 'layers.0.mlp.down_proj.weight_scale', 'blocks.0.attn.qkv.weight')
+                   r"KeyError: '(?P<detail>(?:[\w]+\.)+(?:\w*weight\w*|\w*bias|\w*scales?|\w*zeros|g_idx|inv_freq|"
+                   r"SCB|\w*_proj))'"],
          playbook="model-loading", confidence=0.8),
     Rule(signature="model_loading.disk_full", category="model_loading",
          title="No space left on device while downloading or loading",
@@ -405,4 +441,75 @@ CONFIG_ATTR_MISSING: Rule = Rule(
 
 RULES += [
     CONFIG_ATTR_MISSING,
+]
+
+
+# transformers 5 renames legacy layer types while it builds the config (configuration_utils._LEGACY_LAYER_TYPE_REMAP:
+# attention -> full_attention, mamba -> linear_attention, deepseek_sparse_attention -> indexed_attention); a vLLM model
+# that indexes its own table by the old names (granitemoehybrid's ALL_DECODER_LAYER_TYPES[config.layer_types[i]],
+# up to 0.25; 0.28 lists both) then raises KeyError on the new one. The other way round, an older transformers refuses a layer type
+# it does not know yet ("The `layer_types` entries must be in (...)").
+NEW_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention", "indexed_attention",
+                   "compressed_sparse_attention", "heavily_compressed_attention", "hybrid_sliding")
+
+
+def _layer_types_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    name = m.groupdict().get("layer_type")
+    if name:
+        return {"headline": f"This vLLM's model code does not know the layer type '{name}' that transformers now writes",
+                "advice": (f"The installed transformers renames the model's layer types while it reads config.json "
+                           f"(transformers 5 calls them '{name}'), and this vLLM's model code still looks up the old "
+                           "names: install the transformers version your vLLM release pins (`pip show vllm` lists "
+                           "the range), or upgrade vLLM to a release that knows the new names.")}
+    return {"headline": "The installed transformers does not know a layer type in this model's config",
+            "advice": ("The model's config.json lists layer types newer than the installed transformers accepts: upgrade "
+                       "transformers (within the range your vLLM pins), or upgrade vLLM together with it.")}
+
+
+RULES += [
+    Rule(signature="model_support.layer_types_mismatch", category="model_support",
+         title="{headline}",
+         fix="{advice}",
+         patterns=[r"KeyError: '(?P<layer_type>" + "|".join(NEW_LAYER_TYPES) + r")'",
+                   r"The `layer_types` entries must be in \("],
+         facts=_layer_types_facts, playbook="model-support", confidence=0.85),
+]
+
+
+# Speculative decoding and pipeline parallelism: V0's SpecDecodeWorker refuses PP outright (0.5 .. 0.8); V1 copies the
+# target's pipeline size into the draft's parallel config and verifies the draft (an MTP/EAGLE head, no SupportsPP)
+# against it (config/speculative.py _verify_args -> ModelConfig.verify_with_parallel_config), so the model-level
+# message "Pipeline parallelism is not supported for this model" is then about the draft, not the served model.
+SPEC_PP_DIRECT = re.compile(r"Speculative decoding is (?:currently )?incompatible with pipeline parallelism")
+PP_MODEL_MSG = "Pipeline parallelism is not supported for this model"
+SPEC_CONTEXT = re.compile(r"speculative[_-]config|speculative\.py|draft_model_config|draft_parallel_config|"
+                          r"num[_-]speculative[_-]tokens|--speculative-model|SpecDecodeWorker|spec_decode")
+
+
+def _spec_pp(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    joined = scan.joined_text()
+    if "pipeline parallelism" not in joined.lower():
+        return None
+    hit = next((ln for ln in scan.lines if SPEC_PP_DIRECT.search(ln.text)), None)
+    if hit is None and PP_MODEL_MSG in joined and (
+            SPEC_CONTEXT.search(joined) or any("speculative" in f for f in scan.frame_files)):
+        hit = next(ln for ln in scan.lines if PP_MODEL_MSG in ln.text)
+    if hit is None:
+        return None
+    return Diagnosis(
+        category="speculative_decoding", signature="speculative.pipeline_parallel_unsupported",
+        title="Speculative decoding cannot run with pipeline parallelism in this vLLM",
+        confidence=0.92, evidence=[Evidence(hit.no, hit.shown)], facts={},
+        fix=Fix("The draft model or MTP head is checked against --pipeline-parallel-size and has no pipeline-parallel "
+                "support here (V0 refuses the combination; V1 copies the target's PP size into the draft's config): "
+                "serve with tensor parallelism only (--tensor-parallel-size, or data parallelism across nodes) when "
+                "speculative decoding is on, or drop --speculative-config to keep pipeline parallelism.",
+                "speculative-decoding"),
+        first_line=hit.no)
+
+
+RULES += [
+    Rule(signature="speculative.pipeline_parallel_unsupported", category="speculative_decoding",
+         title="Speculative decoding cannot run with pipeline parallelism", fix="", check=_spec_pp,
+         playbook="speculative-decoding", confidence=0.92),
 ]

@@ -385,3 +385,25 @@ RULES += [
          patterns=[r"No operator found for `memory_efficient_attention_(?:forward|backward)` with inputs"],
          playbook="attention-backend", confidence=0.85),
 ]
+
+# The FlashAttention kernels' own checks (TORCH_CHECK in vllm-flash-attention's flash_api.cpp, the same
+# strings in the flash-attn package): the backend was selected, then its kernel refused the head size or dtype.
+# ("FlashAttention only supports Ampere GPUs or newer" is the GPU's age: gpu.compute_capability_too_low.)
+FA_KERNEL_REFUSALS = [
+    r"(?P<what>This flash attention build does not support headdim not being a multiple of 32)",
+    r"(?P<what>FlashAttention forward only supports head dimension at most \d+)",
+    r"(?P<what>FlashAttention (?:on Ampere/Ada cards )?only supports? fp16(?:, bf16,? and fp8_e4m3| and bf16) data type)",
+    r"(?P<what>If V headdim is different from Q/K dim, we only support)",
+    r"(?P<what>Only Hopper supports different V headdim)",
+]
+
+RULES += [
+    Rule(signature="attention.flash_attn_kernel_refused", category="attention_backend",
+         title="The FlashAttention kernel cannot run this model's attention ({what})",
+         fix="FlashAttention was chosen but its kernel does not take this model's head size or dtype (a head "
+             "dimension that is not a multiple of 32 or above 256, different Q/K and V head sizes, or fp32): use "
+             "another attention backend (--attention-backend TRITON_ATTN or FLEX_ATTENTION; older vLLM: "
+             "VLLM_ATTENTION_BACKEND=XFORMERS or VLLM_USE_V1=0), run in float16/bfloat16, or upgrade vLLM, whose "
+             "selector checks the head size before picking FlashAttention.",
+         patterns=FA_KERNEL_REFUSALS, playbook="attention-backend", confidence=0.85),
+]
