@@ -68,6 +68,8 @@ OUTCOME_WORDS = {
     "manual:loop-limit": "stopped: the playbook went round too many times",
     "manual:fix-arguments": "correct the launch arguments by hand",
     "manual:fix-model-path": "correct the model path by hand",
+    "manual:set-hf-token": "give vLLM a Hugging Face token with access to the model",
+    "manual:download-model": "download the model where the Hub is reachable and serve it from a folder",
     "manual:freed-memory": "launch again now that the GPU memory is free",
     "manual:indexer-needs-deepgemm": "install DeepGEMM for the DSA indexer",
     "manual:install-build": "install a torch/vLLM build for this driver's CUDA",

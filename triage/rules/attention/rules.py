@@ -326,11 +326,14 @@ RULES = [
          patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?"],
          playbook="attention-backend", confidence=0.9),
     Rule(signature="attention.fa_version_unsupported", category="attention_backend",
-         title="FlashAttention cannot run on this GPU (Unsupported FA version: {version})",
+         title="FlashAttention cannot run on this GPU ({version_words})",
          fix="This GPU (e.g. V100/T4, compute capability below 8.0) has no FlashAttention build, and this vLLM version "
              "still picked it: choose another backend (--attention-backend TRITON_ATTN, older: "
              "VLLM_ATTENTION_BACKEND=XFORMERS) or upgrade vLLM, whose selector skips FlashAttention there.",
          patterns=[r"Unsupported FA version: (?P<version>\w+)"],
+         # get_flash_attn_version() returns None on GPUs no FlashAttention build supports
+         facts=lambda m, line, scan: {"version_words": "no FlashAttention version supports it"
+                                      if m.group("version") == "None" else f"FA version {m.group('version')}"},
          playbook="attention-backend", confidence=0.85),
     Rule(signature="attention.head_size_unsupported", category="attention_backend",
          title="Head size {head_size} is not supported by the attention backend",
