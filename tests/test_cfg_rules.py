@@ -1,0 +1,151 @@
+"""Configuration, model, speculative-decoding and attention rules against the messages vLLM and its libraries
+really print (each small log is written from the raising code), and the real thread logs they were fixed from
+(tests/logs/dev-cfg/, through the CLI)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import run_triage
+from triage.diagnose import diagnose
+from triage.logread import scan_text
+
+DEV = Path(__file__).parent / "logs" / "dev-cfg"
+EXPECTED: dict[str, dict] = yaml.safe_load((DEV / "expected.yaml").read_text())
+# A traceback pasted without its header and with its frames at column 0 (no exception line): the frames are not
+# read as a traceback yet, so nothing names the spec-decode worker it died in.
+FRAMES_ONLY = {"speculative_decoding--v055-multistep-worker-kwarg.log"}
+
+
+def top(text: str):
+    ds, _ = diagnose(scan_text(text))
+    assert ds, "nothing diagnosed"
+    return ds[0]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED), ids=sorted(EXPECTED))
+def test_dev_log_through_the_cli(name):
+    if name in FRAMES_ONLY:
+        pytest.xfail("frames without a Traceback header are not parsed (triage/logread)")
+    p = run_triage("--log", str(DEV / name), "--json", "--offline", "--no-probe")
+    report = json.loads(p.stdout)
+    assert report["diagnoses"], p.stderr
+    assert report["diagnoses"][0]["category"] == EXPECTED[name]["category"], report["diagnoses"][0]["title"]
+
+
+# vllm/model_executor/models/registry.py _raise_for_unsupported: a draft class (_SPECULATIVE_DECODING_MODELS)
+# is the --speculative-config draft, a target class the served model.
+@pytest.mark.parametrize("arch,sig", [
+    ("EagleQwen2ForCausalLM", "speculative.draft_architecture_unsupported"),
+    ("Eagle3Qwen3ForCausalLM", "speculative.draft_architecture_unsupported"),
+    ("DeepSeekMTPModel", "speculative.draft_architecture_unsupported"),
+    ("MLPSpeculatorPreTrainedModel", "speculative.draft_architecture_unsupported"),
+    ("DFlashDraftModel", "speculative.draft_architecture_unsupported"),
+    ("Qwen3NextForCausalLM", "model_support.architecture_unsupported"),
+    ("Glm4vForConditionalGeneration", "model_support.architecture_unsupported"),
+])
+def test_unsupported_architecture_draft_or_target(arch, sig):
+    d = top(f"ValueError: Model architectures ['{arch}'] are not supported for now. Supported architectures: "
+            "dict_keys(['LlamaForCausalLM', 'Qwen2ForCausalLM'])\n")
+    assert d.signature == sig, d.title
+    assert arch in d.title
+
+
+# V0 spec_decode_worker.create_spec_worker (0.5 .. 0.8), and V1 config/speculative.py _verify_args checking the
+# MTP/EAGLE draft against the target's pipeline size (ModelConfig.verify_with_parallel_config).
+def test_spec_decode_with_pipeline_parallel_v0():
+    d = top("NotImplementedError: Speculative decoding is currently incompatible with pipeline parallelism\n")
+    assert (d.category, d.signature) == ("speculative_decoding", "speculative.pipeline_parallel_unsupported")
+    assert "--tensor-parallel-size" in d.fix.summary
+
+
+def test_pp_unsupported_is_the_draft_when_spec_decode_is_on():
+    log = ("(APIServer pid=1) INFO 08-12 10:00:00 [utils.py:1] non-default args: {'pipeline_parallel_size': 4, "
+           "'speculative_config': {'method': 'mtp', 'num_speculative_tokens': 3}}\n"
+           "(APIServer pid=1) NotImplementedError: Pipeline parallelism is not supported for this model. "
+           "Supported models implement the `SupportsPP` interface.\n")
+    assert top(log).signature == "speculative.pipeline_parallel_unsupported"
+
+
+def test_pp_unsupported_without_spec_decode_is_the_model():
+    d = top("NotImplementedError: Pipeline parallelism is not supported for this model.\n"
+            "Supported models implement the `SupportsPP` interface.\n")
+    assert (d.category, d.signature) == ("engine_config", "config.pp_unsupported_model")
+
+
+# vllm-flash-attention csrc/flash_attn/flash_api.cpp TORCH_CHECKs (strings of _vllm_fa2_C / _vllm_fa3_C).
+@pytest.mark.parametrize("msg", [
+    "This flash attention build does not support headdim not being a multiple of 32.",
+    "FlashAttention forward only supports head dimension at most 256",
+    "FlashAttention only support fp16 and bf16 data type",
+    "FlashAttention only supports fp16, bf16, and fp8_e4m3 data type",
+    "If V headdim is different from Q/K dim, we only support Q/K headdim in (128, 192] and V headdim in (96, 128], "
+    "or (Q/K <= 64 and V <= 512).",
+])
+def test_flash_attention_kernel_refusals(msg):
+    d = top(f"ERROR 05-06 09:15:43 [core.py:396] RuntimeError: {msg}\n")
+    assert (d.category, d.signature) == ("attention_backend", "attention.flash_attn_kernel_refused")
+    assert "TRITON_ATTN" in d.fix.summary
+
+
+def test_flash_attention_on_a_pre_ampere_gpu_stays_the_gpus_age():
+    d = top("RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    assert d.category == "unsupported_gpu"
+
+
+# transformers 5 configuration_utils._LEGACY_LAYER_TYPE_REMAP renames layer types; vLLM's
+# granitemoehybrid ALL_DECODER_LAYER_TYPES (up to 0.25) only has the old names.
+@pytest.mark.parametrize("name", ["full_attention", "linear_attention", "indexed_attention"])
+def test_renamed_layer_type_keyerror(name):
+    d = top(f"(EngineCore pid=9824) ERROR 09-08 10:02:31 [core.py:708] KeyError: '{name}'\n")
+    assert (d.category, d.signature) == ("model_support", "model_support.layer_types_mismatch")
+    assert name in d.title and "transformers" in d.fix.summary
+
+
+def test_layer_type_unknown_to_an_old_transformers():
+    d = top("ValueError: The `layer_types` entries must be in ('full_attention', 'sliding_attention', "
+            "'chunked_attention', 'linear_attention')\n")
+    assert d.signature == "model_support.layer_types_mismatch" and "upgrade transformers" in d.fix.summary
+
+
+# A model's load_weights: param = params_dict[name] with a checkpoint tensor the model does not have.
+@pytest.mark.parametrize("name", ["lm_head.weight", "layers.0.mlp.down_proj.weight_scale",
+                                  "blocks.0.attn.qkv.weight", "layers.0.mlp.experts.w13_bias"])
+def test_checkpoint_tensor_keyerror(name):
+    d = top(f"    param = params_dict[name]\nKeyError: '{name}'\n")
+    assert (d.category, d.signature) == ("model_loading", "model_loading.weight_mismatch")
+
+
+def test_plain_keyerror_is_not_a_checkpoint_tensor():
+    ds, _ = diagnose(scan_text("KeyError: 'choices'\n"))
+    assert all(d.signature != "model_loading.weight_mismatch" for d in ds)
+
+
+# ModelConfig._init_multimodal_config (0.6 .. 0.10).
+def test_mm_option_on_a_text_model():
+    d = top("$ vllm serve meta-llama/Llama-3.1-8B-Instruct --limit-mm-per-prompt image=2\n"
+            "ValueError: `limit_mm_per_prompt` is only supported for multimodal models.\n")
+    assert (d.category, d.signature) == ("engine_config", "config.mm_option_text_only")
+    assert "--limit-mm-per-prompt" in d.fix.summary
+
+
+def test_mm_option_on_a_vision_model_this_vllm_does_not_know():
+    d = top("$ vllm serve THUDM/GLM-4.1V-9B-Thinking --limit-mm-per-prompt '{\"image\":32}'\n"
+            "  Value error, `limit_mm_per_prompt` is only supported for multimodal models. [type=value_error]\n")
+    assert (d.category, d.signature) == ("model_support", "model_support.multimodal_not_recognised")
+    assert "upgrade vLLM" in d.fix.summary
+
+
+# huggingface_hub utils/_http.py hf_raise_for_status (EntryNotFoundError), and the requests error older hubs wrapped.
+@pytest.mark.parametrize("line", [
+    "huggingface_hub.errors.EntryNotFoundError: 404 Client Error. (Request ID: Root=1-abc)\n\n"
+    "Entry Not Found for url: https://huggingface.co/org/model/resolve/main/config.json.\n",
+    "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: "
+    "https://huggingface.co/HuggingFaceH4/gemma-2-2b-gkd/resolve/main/config.json\n",
+])
+def test_hub_file_not_found(line):
+    assert top(line).signature == "model_loading.files_missing"
