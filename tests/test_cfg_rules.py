@@ -149,3 +149,56 @@ def test_mm_option_on_a_vision_model_this_vllm_does_not_know():
 ])
 def test_hub_file_not_found(line):
     assert top(line).signature == "model_loading.files_missing"
+
+
+# v1/attention/backends/*.py: "<backend> [backend] [currently] does not support <feature>[ yet]", and cascade
+# attention's assert in flash_attn.py (0.8 .. 0.33).
+@pytest.mark.parametrize("msg,feature", [
+    ("NotImplementedError: FlexAttention does not support sliding window yet.", "sliding window"),
+    ("NotImplementedError: FlexAttention does not support logits soft cap yet.", "logits soft cap"),
+    ("NotImplementedError: b12x does not support ALiBi.", "ALiBi"),
+    ("AssertionError: Cascade attention does not support sliding window.", "sliding window"),
+    ("NotImplementedError: FlashInfer backend currently does not support attention sinks, please use trtllm on "
+     "blackwell or flash attention on earlier GPUs.", "attention sinks"),
+])
+def test_backend_lacks_a_feature(msg, feature):
+    d = top(msg + "\n")
+    assert (d.category, d.signature) == ("attention_backend", "attention.backend_feature_unsupported")
+    assert d.facts["feature"] == feature
+
+
+def test_cascade_attention_fix_is_the_flag_not_a_backend():
+    d = top("AssertionError: Cascade attention does not support sliding window.\n")
+    assert "--disable-cascade-attn" in d.fix.summary and d.title.startswith("Cascade attention cannot")
+
+
+# vllm/transformers_utils/tokenizer.py get_tokenizer (vllm/tokenizers/hf.py from 0.13): both hints.
+def test_tokenizer_failed_custom_class_needs_remote_code():
+    d = top("RuntimeError: Failed to load the tokenizer. If the tokenizer is a custom tokenizer not yet available in "
+            "the HuggingFace transformers library, consider setting `trust_remote_code=True` in LLM or using the "
+            "`--trust-remote-code` flag in the CLI.\n")
+    assert d.signature == "tokenizer.load_failed" and "--trust-remote-code" in d.fix.summary
+
+
+def test_tokenizer_class_of_transformers_5():
+    d = top("ValueError: Tokenizer class TokenizersBackend does not exist or is not currently imported.\n")
+    assert d.signature == "tokenizer.load_failed" and "transformers 5" in d.fix.summary
+
+
+# A checkpoint tensor the model lacks while a draft model is configured: the draft's, unless the traceback shows
+# the target's own loader.
+def test_keyerror_with_a_draft_configured_is_the_draft():
+    log = ("INFO 05-29 10:12:03 [cli_args.py:297] non-default args: {'speculative_config': {'method': 'eagle3', "
+           "'model': 'yuhuili/EAGLE3-LLaMA3.3-Instruct-70B'}}\n"
+           "KeyError: 'embed_tokens.weight'\n")
+    assert top(log).signature == "speculative.draft_weights_mismatch"
+
+
+def test_keyerror_in_the_targets_loader_stays_model_loading():
+    log = ("INFO 05-29 10:12:03 [cli_args.py:297] non-default args: {'speculative_config': {'method': 'ngram'}}\n"
+           "Traceback (most recent call last):\n"
+           '  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/qwen2.py", line 371, in '
+           "load_weights\n"
+           "    param = params_dict[name]\n"
+           "KeyError: 'layers.0.mlp.down_proj.weight_scale'\n")
+    assert top(log).signature == "model_loading.weight_mismatch"

@@ -157,6 +157,25 @@ def _weight_mismatch_facts(m, line, scan) -> dict:
                        "needs.")}
 
 
+def _tokenizer_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    text = line.text
+    if "custom tokenizer" in text or ("does not exist or is not currently imported" in text
+                                      and "TokenizersBackend" not in text and "trust_remote_code" in scan.joined_text()):
+        return {"advice": "The tokenizer is a custom class shipped in the model repository: launch with "
+                          "--trust-remote-code (after reading that code), or point --tokenizer at a tokenizer "
+                          "transformers knows."}
+    if "LLaMA-based" in text:
+        return {"advice": "This early vLLM cannot convert this LLaMA tokenizer: pass --tokenizer "
+                          "hf-internal-testing/llama-tokenizer (or the base model's repo), or upgrade vLLM."}
+    if "TokenizersBackend" in text:
+        return {"advice": "The model's tokenizer_config.json names TokenizersBackend, the tokenizer class of transformers 5: "
+                          "the installed transformers 4.x does not have it. Upgrade transformers (with a vLLM release "
+                          "that supports transformers 5), or set \"tokenizer_class\" to \"PreTrainedTokenizerFast\" in a "
+                          "local copy of tokenizer_config.json."}
+    return {"advice": "Install what the tokenizer needs (sentencepiece, tiktoken, mistral_common) or a newer "
+                      "tokenizers/transformers; for Mistral models try --tokenizer-mode mistral."}
+
+
 RULES = [
     Rule(signature="model_support.architecture_unsupported", category="model_support",
          title="This vLLM does not support the model architecture {arch}", fix="", check=lambda scan, env: _arch_unsupported(scan),
@@ -278,13 +297,14 @@ RULES = [
          playbook="model-support", confidence=0.8),
     Rule(signature="tokenizer.load_failed", category="tokenizer_chat_template",
          title="The tokenizer could not be loaded ({detail})",
-         fix="Install what the tokenizer needs (sentencepiece, tiktoken, mistral_common) or a newer tokenizers/"
-             "transformers; for Mistral models try --tokenizer-mode mistral.",
+         fix="{advice}", facts=_tokenizer_advice,
          patterns=[r"(?P<detail>Tokenizer class \w+ does not exist or is not currently imported)",
                    r"(?P<detail>Couldn't instantiate the backend tokenizer)",
                    r"(?P<detail>data did not match any variant of untagged enum \w+)",
                    r"(?P<detail>requires the (?:SentencePiece|tiktoken|protobuf) library)",
-                   r"(?P<detail>No module named '(?:sentencepiece|tiktoken|mistral_common)')"],
+                   r"(?P<detail>No module named '(?:sentencepiece|tiktoken|mistral_common)')",
+                   # vLLM's get_tokenizer: the LLaMA hint (0.1) and the custom-tokenizer hint (0.2 .. 0.33)
+                   r"(?P<detail>Failed to load the tokenizer)\. If (?:you are using a LLaMA|the tokenizer is a custom)"],
          playbook="tokenizer-chat-template", confidence=0.85),
     Rule(signature="speculative.unsupported", category="speculative_decoding",
          title="Speculative decoding cannot run this configuration ({detail})",
@@ -512,4 +532,46 @@ RULES += [
     Rule(signature="speculative.pipeline_parallel_unsupported", category="speculative_decoding",
          title="Speculative decoding cannot run with pipeline parallelism", fix="", check=_spec_pp,
          playbook="speculative-decoding", confidence=0.92),
+]
+
+
+# A checkpoint tensor the model does not define, while speculative decoding is configured: unless the traceback shows
+# the target's own loader, it is the draft head's checkpoint (EAGLE/EAGLE3 heads carry their own embed_tokens, lm_head,
+# fc or d2t tensors; llama_eagle3.load_weights learnt to take embed_tokens in 0.9.1).
+DRAFT_FILE_RE = re.compile(r"eagle|mtp|medusa|draft|spec_decode|speculat", re.I)
+
+
+def _draft_weights(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    joined = scan.joined_text()
+    if not SPEC_CONTEXT.search(joined):
+        return None
+    weights = next(r for r in RULES if r.signature == "model_loading.weight_mismatch")
+    d = weights.match_lines(scan)
+    if d is None or d.facts.get("loader_bug"):
+        return None
+    exc = next((e for e in scan.exceptions if e.line.no == d.first_line), None)
+    files = [f.file for f in exc.frames] if exc else []
+    if any("/model_executor/models/" in f and not DRAFT_FILE_RE.search(f) for f in files) and not any(
+            DRAFT_FILE_RE.search(f) for f in files):
+        return None  # the served model's own load_weights
+    param = d.facts.get("param") or (d.evidence[0].text if d.evidence else "")
+    quoted = re.search(r"'([\w.]+)'", d.evidence[0].text) if d.evidence else None
+    name = quoted.group(1) if quoted else param
+    return Diagnosis(
+        category="speculative_decoding", signature="speculative.draft_weights_mismatch",
+        title=f"The draft model's checkpoint does not fit the draft model vLLM builds ({name})",
+        confidence=0.85, evidence=d.evidence, facts={"param": name},
+        fix=Fix(f"Speculative decoding is on, and the draft (EAGLE/EAGLE3/MTP) checkpoint has a tensor this vLLM's draft "
+                f"model does not define ({name}): the head was saved in another layout (its own embed_tokens or "
+                "lm_head, a head trained with another tool or for a newer vLLM) or for another target model. Use the "
+                "draft published for this target and vLLM version, or upgrade vLLM (newer EAGLE3 loaders take a "
+                "head's own embed_tokens); run once without --speculative-config to confirm the target loads.",
+                "speculative-decoding"),
+        first_line=d.first_line)
+
+
+RULES += [
+    Rule(signature="speculative.draft_weights_mismatch", category="speculative_decoding",
+         title="The draft model's checkpoint does not fit", fix="", check=_draft_weights,
+         playbook="speculative-decoding", confidence=0.85),
 ]

@@ -305,6 +305,21 @@ def _custom_unregistered(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     )
 
 
+def _feature_advice(m, line, scan) -> dict[str, Any]:
+    """Cascade attention is not a backend anyone picks: vLLM turns it on for batches with a shared prefix."""
+    if m.group("backend").lower().startswith("cascade"):
+        return {"backend_words": "Cascade attention", "advice": ("vLLM applied cascade attention (used for batches that share a long prefix) to a model whose "
+                           f"layers need {m.group('feature')}, which cascade attention lacks: a vLLM bug of this release. "
+                           "Launch with --disable-cascade-attn (or upgrade vLLM, which skips cascade attention for "
+                           "these models).")}
+    return {"backend_words": f"The {m.group('backend')} attention backend", "advice": (f"The model needs a feature ({m.group('feature')}) this backend lacks: drop the "
+                       "--attention-backend / VLLM_ATTENTION_BACKEND override (or pick a backend that has it, e.g. "
+                       "TRITON_ATTN; FlashInfer sinks need its TRTLLM kernels on Blackwell), or use a vLLM version "
+                       "where the default selection handles it. On GPUs older than Ampere vLLM falls back to "
+                       "FlexAttention or xFormers, which lack sliding window and sinks: such models need an Ampere "
+                       "or newer GPU there.")}
+
+
 RULES = [
     Rule(signature="attention.no_valid_backend", category="attention_backend",
          title="No valid attention backend", fix="", check=_diagnose, confidence=0.95,
@@ -342,15 +357,17 @@ RULES = [
          patterns=[r"Head size (?P<head_size>\d+) is not supported by (?:\w+)", r"[Hh]ead size (?P<head_size>\d+) (?:is )?not supported"],
          playbook="attention-backend", confidence=0.85),
     Rule(signature="attention.backend_feature_unsupported", category="attention_backend",
-         title="The {backend} attention backend cannot run this model's {feature}",
-         fix="The model needs a feature ({feature}) this backend lacks: drop the --attention-backend / "
-             "VLLM_ATTENTION_BACKEND override (or pick a backend that has it, e.g. TRITON_ATTN; FlashInfer sinks need "
-             "its TRTLLM kernels on Blackwell), or use a vLLM version where the default selection handles it.",
-         # raised from the backend's metadata builder, after selection let it through
-         patterns=[r"(?P<backend>FlashInfer|FlashAttention|FLASHINFER|FLASH_ATTN|Triton|TRITON_ATTN|FlexAttention|FLEX_ATTENTION)"
-                   r" backend (?:currently )?does not support (?P<feature>attention sinks|sinks|sliding window|alibi|"
-                   r"logits soft ?cap|block-?sparse|encoder|cross[- ]attention|[\w -]{3,30}?)(?:[,.;]|$)"],
-         playbook="attention-backend", confidence=0.85),
+         title="{backend_words} cannot run this model's {feature}",
+         fix="{advice}",
+         # raised from the backend's metadata builder or forward, after selection let it through: "<backend>
+         # [backend] [currently] does not support <feature>[ yet]" (v1/attention/backends/*.py, 0.8 .. 0.33;
+         # cascade attention's asserts in flash_attn.py)
+         patterns=[r"(?P<backend>FlashInfer|FlashAttention|FLASHINFER|FLASH_ATTN|Triton|TRITON_ATTN|FlexAttention|"
+                   r"FLEX_ATTENTION|Cascade attention|b12x|CPU_ATTN|FA[234]|[xX][fF]ormers|XFORMERS)"
+                   r"(?: backend)? (?:currently )?does not support (?P<feature>attention sinks|sinks|sliding window|"
+                   r"ALiBi|alibi(?: slopes)?|logits soft ?cap|block-?sparse|encoder|cross[- ]attention|kv sharing|"
+                   r"quantized kv-cache|[\w -]{3,30}?)(?: yet)?(?:[,.;]|$)"],
+         facts=_feature_advice, playbook="attention-backend", confidence=0.85),
     # Sparse MLA backends that only take a packed KV layout (vllm/v1/attention/backends/mla/
     # flashinfer_mla_sparse_sm120.py; the B12X path): a bf16 KV cache reaches them when the model's
     # KV dtype was forced (--kv-cache-dtype bfloat16) or not canonicalised by this vLLM.
