@@ -134,6 +134,8 @@ DIAGNOSES: dict[str, dict[str, Any]] = {
     "model_loading_disk": {"category": "model_loading", "signature": "model_loading.disk_full", "facts": {}},
     "model_support_remote_code": {"category": "model_support", "signature": "model_support.trust_remote_code",
                                   "facts": {}},
+    "model_support_removed": {"category": "model_support", "signature": "model_support.architecture_removed",
+                              "facts": {"advice": "vLLM removed Phi3SmallForCausalLM after v0.9.2."}},
     "model_support_pin": {"category": "model_support", "signature": "model_support.layer_types_mismatch", "facts": {}},
     "tokenizer_chat_template": {"category": "tokenizer_chat_template", "signature": "tokenizer.chat_template_missing",
                                 "facts": {}},

@@ -202,3 +202,23 @@ def test_keyerror_in_the_targets_loader_stays_model_loading():
            "    param = params_dict[name]\n"
            "KeyError: 'layers.0.mlp.down_proj.weight_scale'\n")
     assert top(log).signature == "model_loading.weight_mismatch"
+
+
+# registry.py _PREVIOUSLY_SUPPORTED_MODELS / _OOT_SUPPORTED_MODELS (0.10 .. 0.33).
+def test_architecture_vllm_dropped():
+    d = top("ValueError: Model architecture Phi3SmallForCausalLM was supported in vLLM until v0.9.2, and is not "
+            "supported anymore. Please use an older version of vLLM if you want to use this model architecture.\n")
+    assert d.signature == "model_support.architecture_removed" and "vLLM 0.9.2" in d.fix.summary
+
+
+def test_architecture_moved_to_a_plugin():
+    d = top("ValueError: Model architecture BartForConditionalGeneration is not supported in-tree anymore. Please "
+            "install the plugin at https://github.com/vllm-project/bart-plugin if you want to use this model "
+            "architecture.\n")
+    assert d.signature == "model_support.architecture_removed" and "bart-plugin" in d.fix.summary
+
+
+# transformers < 5 modeling_gguf_pytorch_utils.load_gguf_checkpoint (5.x: "GGUF model with architecture X is not
+# supported yet.").
+def test_transformers_gguf_architecture_not_supported():
+    assert top("ValueError: Architecture chatglm not supported\n").signature == "model_loading.gguf_unsupported"

@@ -68,6 +68,7 @@ OUTCOME_WORDS = {
     "manual:loop-limit": "stopped: the playbook went round too many times",
     "manual:fix-arguments": "correct the launch arguments by hand",
     "manual:fix-model-path": "correct the model path by hand",
+    "manual:older-vllm": "install the vLLM release that still supports the model",
     "manual:set-hf-token": "give vLLM a Hugging Face token with access to the model",
     "manual:download-model": "download the model where the Hub is reachable and serve it from a folder",
     "manual:freed-memory": "launch again now that the GPU memory is free",

@@ -218,6 +218,9 @@ RULES = [
              "--hf-config-path of the original model, or upgrade vLLM/gguf.",
          patterns=[r"(?P<detail>GGUF model with architecture \w+ is not supported yet)",
                    r"(?P<detail>Unknown gguf model_type: \w+)", r"(?P<detail>No module named 'gguf')",
+                   # transformers' GGUF reader before 5.x (modeling_gguf_pytorch_utils.load_gguf_checkpoint)
+                   r"(?P<detail>Architecture [\w.-]+ not supported)(?:\s*$|[.'\"])",
+                   r"(?P<detail>From file name, cannot determine the number of parameters for \w+ architecture)",
                    # a vLLM without GGUF support (before 0.5.5) reads the .gguf file as config.json
                    r"(?P<detail>It looks like the config file at '[^']+\.gguf' is not a valid JSON file)"],
          playbook="model-loading", confidence=0.9),
@@ -574,4 +577,22 @@ RULES += [
     Rule(signature="speculative.draft_weights_mismatch", category="speculative_decoding",
          title="The draft model's checkpoint does not fit", fix="", check=_draft_weights,
          playbook="speculative-decoding", confidence=0.85),
+]
+
+
+# registry.py (0.10 .. 0.33): architectures vLLM dropped, and those moved out of tree into a plugin.
+RULES += [
+    Rule(signature="model_support.architecture_removed", category="model_support",
+         title="This vLLM no longer supports the model architecture {arch}",
+         fix="{advice}",
+         patterns=[r"Model architecture (?P<arch>\w+) was supported in vLLM until v(?P<version>[\w.]+), and is not "
+                   r"supported anymore",
+                   r"Model architecture (?P<arch>\w+) is not supported in-tree anymore\. Please install the plugin at "
+                   r"(?P<plugin>\S+?)\.? if"],
+         facts=lambda m, line, scan: {"advice": (
+             f"vLLM removed {m.group('arch')} after v{m.groupdict()['version']}: install vLLM {m.groupdict()['version']} "
+             "(or older) to serve this model, or a newer model of the same family." if m.groupdict().get("version") else
+             f"{m.group('arch')} moved out of vLLM into a plugin: install the plugin the message names "
+             f"({m.groupdict().get('plugin')}) into the same environment, or use the last vLLM release that had it.")},
+         playbook="model-support", confidence=0.9),
 ]
