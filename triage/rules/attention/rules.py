@@ -417,13 +417,16 @@ FA_KERNEL_REFUSALS = [
     r"(?P<what>Only Hopper supports different V headdim)",
 ]
 
-RULES += [
-    Rule(signature="attention.flash_attn_kernel_refused", category="attention_backend",
-         title="The FlashAttention kernel cannot run this model's attention ({what})",
-         fix="FlashAttention was chosen but its kernel does not take this model's head size or dtype (a head "
+FA_KERNEL_ADVICE = ("FlashAttention was chosen but its kernel does not take this model's head size or dtype (a head "
              "dimension that is not a multiple of 32 or above 256, different Q/K and V head sizes, or fp32): use "
              "another attention backend (--attention-backend TRITON_ATTN or FLEX_ATTENTION; older vLLM: "
              "VLLM_ATTENTION_BACKEND=XFORMERS or VLLM_USE_V1=0), run in float16/bfloat16, or upgrade vLLM, whose "
-             "selector checks the head size before picking FlashAttention.",
-         patterns=FA_KERNEL_REFUSALS, playbook="attention-backend", confidence=0.85),
+             "selector checks the head size before picking FlashAttention.")
+
+RULES += [
+    Rule(signature="attention.flash_attn_kernel_refused", category="attention_backend",
+         title="The FlashAttention kernel cannot run this model's attention ({what})",
+         fix="{advice}",
+         patterns=FA_KERNEL_REFUSALS, playbook="attention-backend", confidence=0.85,
+         facts=lambda m, line, scan: {"advice": FA_KERNEL_ADVICE}),
 ]
