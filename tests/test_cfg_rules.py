@@ -222,3 +222,32 @@ def test_architecture_moved_to_a_plugin():
 # supported yet.").
 def test_transformers_gguf_architecture_not_supported():
     assert top("ValueError: Architecture chatglm not supported\n").signature == "model_loading.gguf_unsupported"
+
+
+# vllm/transformers_utils/processor.py get_processor (0.6 .. 0.33; "proceesor" in some releases) and
+# multimodal/processing's config check.
+@pytest.mark.parametrize("msg", [
+    "TypeError: Invalid type of HuggingFace processor. Expected type: <class 'transformers.processing_utils."
+    "ProcessorMixin'>, but found type: <class 'transformers.models.llama.tokenization_llama_fast.LlamaTokenizerFast'>",
+    "TypeError: Invalid type of HuggingFace proceesor. Expected type: <class 'transformers.processing_utils."
+    "ProcessorMixin'>, but found type: <class 'transformers.tokenization_utils_fast.PreTrainedTokenizerFast'>",
+    "TypeError: Invalid type of HuggingFace config. Expected type: <class 'transformers.models.qwen3_5_moe."
+    "Qwen3_5MoeConfig'>, but found type: <class 'transformers.models.qwen3_6.Qwen3_6Config'>",
+])
+def test_processor_or_config_class_vllm_did_not_expect(msg):
+    d = top(msg + "\n")
+    assert (d.category, d.signature) == ("model_support", "model_support.mm_processor_failed")
+    assert "transformers version this vLLM pins" in d.fix.summary
+
+
+def test_custom_processor_needs_remote_code():
+    d = top("RuntimeError: Failed to load the processor. If the processor is a custom processor not yet available in "
+            "the HuggingFace transformers library, consider setting `trust_remote_code=True` in LLM or using the "
+            "`--trust-remote-code` flag in the CLI.\n")
+    assert d.signature == "model_support.mm_processor_failed" and "--trust-remote-code" in d.fix.summary
+
+
+def test_inspection_failure_with_the_brackets_lost():
+    d = top("error: Model architectures Qwen2 5 VLForConditionalGeneration' failed to be inspected. Please check the "
+            "logs for more details.\n")
+    assert d.signature == "model_support.architecture_unsupported"

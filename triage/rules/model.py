@@ -39,6 +39,7 @@ ARCH_UNSUPPORTED = Rule(
         "--model-impl transformers if transformers supports it.",
     patterns=[r"Model architectures \['(?P<arch>\w+)'(?:, [^\]]*)?\] are not supported for now",
               r"Model architectures \['(?P<arch>\w+)'\] failed to be inspected",
+              r"Model architectures \[?'?(?P<arch>\w[\w ]*?)'?\]? failed to be inspected",
               r"Cannot find model module\. '(?P<arch>\w+)' is not a registered model"],
     playbook="model-support", confidence=0.95)
 # vLLM imports each model class in a subprocess first; when that import crashes (broken install, missing
@@ -155,6 +156,24 @@ def _weight_mismatch_facts(m, line, scan) -> dict:
             "advice": ("The checkpoint does not match what vLLM builds (another quantization, a fine-tune with renamed "
                        "layers, or the wrong --quantization): check the model's config.json and the vLLM version it "
                        "needs.")}
+
+
+def _processor_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    what = m.group("processor")
+    if "custom" in line.text or (what in ("processor", "feature extractor", "image processor") and "Failed to load" in line.text):
+        return {"what": f"the custom {what} did not load", "advice": f"The model ships its own {what} code: launch with --trust-remote-code (after reading that "
+                          "code), or install the transformers version that has the class built in."}
+    if what in ("processor", "proceesor", "config"):
+        kind = "config" if what == "config" else "processor"
+        return {"what": f"transformers gave another {kind} class than vLLM expects",
+                "advice": f"transformers returned another {kind} class than "
+                          "this vLLM's model implementation expects (the line names both): the installed transformers "
+                          "is not the one this vLLM release was made for (a class renamed or moved), or the model's "
+                          "custom processor did not load (it needs --trust-remote-code). Install the transformers "
+                          "version this vLLM pins (`pip show vllm`), or upgrade vLLM."}
+    return {"what": what, "advice": "The Hugging Face processor this model uses does not work with the installed transformers: install "
+                      "the transformers version this vLLM pins (`pip show vllm`), and check the model's "
+                      "preprocessor_config.json."}
 
 
 def _tokenizer_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
@@ -293,10 +312,12 @@ RULES = [
                    r"Expected there to be \d+ prompt (?:updates|replacements) corresponding to \d+ (?P<modality>\w+) items"],
          playbook="tokenizer-chat-template", confidence=0.85),
     Rule(signature="model_support.mm_processor_failed", category="model_support",
-         title="The model's multimodal processor failed ({processor})",
-         fix="The Hugging Face processor this model uses does not work with the installed transformers: install the "
-             "transformers version this vLLM pins (`pip show vllm`), and check the model's preprocessor_config.json.",
-         patterns=[r"Failed to apply (?P<processor>\w+Processor) on data="],
+         title="The model's multimodal processor failed ({what})",
+         fix="{advice}", facts=_processor_advice,
+         patterns=[r"Failed to apply (?P<processor>\w+Processor) on data=",
+                   # transformers_utils/processor.py and multimodal/processing (0.6 .. 0.33; "proceesor" in some)
+                   r"Invalid type of HuggingFace (?P<processor>processor|proceesor|config)\. Expected type",
+                   r"Failed to load the (?P<processor>processor|feature extractor|image processor)\. If the"],
          playbook="model-support", confidence=0.8),
     Rule(signature="tokenizer.load_failed", category="tokenizer_chat_template",
          title="The tokenizer could not be loaded ({detail})",
