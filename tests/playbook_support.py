@@ -154,6 +154,8 @@ DIAGNOSES: dict[str, dict[str, Any]] = {
     "environment_port": {"category": "environment", "signature": "environment.port_in_use", "facts": {"port": 8000}},
     "engine_config_flag": {"category": "engine_config", "signature": "config.unrecognized_argument",
                            "facts": {"flag": "--enable-reasoning"}},
+    "engine_config_value": {"category": "engine_config", "signature": "config.argument_invalid",
+                            "facts": {"flag": "--max-model-len", "advice": "--max-model-len takes a whole number."}},
     "engine_config_mm": {"category": "engine_config", "signature": "config.mm_option_text_only", "facts": {}},
     "engine_config_maxlen": {"category": "engine_config", "signature": "config.max_model_len_too_large",
                              "facts": {"max_model_len": 262144, "max_position_embeddings": 131072}},

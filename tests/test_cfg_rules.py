@@ -251,3 +251,37 @@ def test_inspection_failure_with_the_brackets_lost():
     d = top("error: Model architectures Qwen2 5 VLForConditionalGeneration' failed to be inspected. Please check the "
             "logs for more details.\n")
     assert d.signature == "model_support.architecture_unsupported"
+
+
+# Lib/argparse.py: "argument X: invalid <type> value", "expected one argument", "the following arguments are
+# required"; vllm/engine/arg_utils.py parse_type's ArgumentTypeError; Enum values of older vLLM configs.
+@pytest.mark.parametrize("line,what", [
+    ("api_server.py: error: argument --max-model-len: invalid int value: '32k'", "'32k' is not a whole number"),
+    ("vllm serve: error: argument --speculative-config/-sc: invalid loads value: '{method:ngram}'", "not valid JSON"),
+    ("error: argument --tensor-parallel-size/-tp: expected one argument", "its value is missing"),
+    ("vllm serve: error: argument --limit-mm-per-prompt: Value image=4 cannot be converted to <function loads at "
+     "0x7f0>.", "not valid JSON"),
+    ("vllm serve: error: argument --compilation-config/-O: 1 validation error for CompilationConfig",
+     "a field it does not accept"),
+])
+def test_argument_value_refused(line, what):
+    d = top(line + "\n")
+    assert (d.category, d.signature) == ("engine_config", "config.argument_invalid")
+    assert what in d.title
+
+
+def test_invalid_choice_keeps_its_own_rule():
+    assert top("vllm serve: error: argument --dtype: invalid choice: 'bf' (choose from 'auto', 'half')\n"
+               ).signature == "config.invalid_choice"
+
+
+def test_required_argument_missing():
+    d = top("vllm serve: error: the following arguments are required: model_tag\n")
+    assert d.signature == "config.argument_missing" and "vllm serve ORG/MODEL" in d.fix.summary
+
+
+def test_enum_value_of_an_older_vllm():
+    d = top("ValueError: 'gguf' is not a valid LoadFormat\n")
+    assert (d.category, d.signature) == ("engine_config", "config.enum_value_invalid")
+    ds, _ = diagnose(scan_text("ValueError: 'fp4' is not a valid QuantizationMethods\n"))
+    assert all(x.signature != "config.enum_value_invalid" for x in ds)

@@ -292,3 +292,70 @@ RULES += [
          title="This vLLM does not recognise the model as multimodal", fix="",
          check=lambda scan, env: _mm_option(scan, env, multimodal=True), playbook="model-support", confidence=0.85),
 ]
+
+
+# argparse's other refusals ("argument --flag: <message>", Lib/argparse.py): a value of the wrong type ("invalid int
+# value: '32k'"), a flag without its value ("expected one argument"), and vLLM's own type parsers, whose
+# ArgumentTypeError text replaces argparse's (engine/arg_utils.py parse_type: "Value X cannot be converted to T.";
+# JSON options: the json/pydantic error itself). "invalid choice" is config.invalid_choice.
+ARG_ERROR_RE = r"error: argument (?P<flag>--?[\w.-]+)(?:/-?[\w.-]+)*: (?!invalid choice)(?P<detail>.{1,200})"
+
+
+def _argument_advice(m, line, scan) -> dict:
+    flag, detail = m.group("flag"), m.group("detail").strip()
+    typed = re.match(r"invalid (?P<type>\w+) value: (?P<value>.+)", detail)
+    if typed:
+        kind = {"int": "a whole number", "float": "a number", "human_readable_int": "a number (32768, or 32k / 1M)",
+                "loads": "JSON", "parse_int": "a whole number"}.get(typed.group("type"), f"a {typed.group('type')} value")
+        if typed.group("type") == "loads":
+            return {"what": "not valid JSON", "advice": _json_advice(flag)}
+        return {"what": f"{typed.group('value')} is not {kind}",
+                "advice": f"{flag} takes {kind}; {typed.group('value')} is not one. Pass the value in that form."}
+    if detail.startswith("expected") and "argument" in detail:
+        return {"what": "its value is missing",
+                "advice": f"{flag} needs a value right after it: put it there (quote values with spaces or JSON; in a "
+                          "docker compose or Kubernetes list, the value goes in the next list item or as "
+                          f"{flag}=VALUE)."}
+    if re.search(r"JSON|[Ee]xpecting (?:property name|value|',' delimiter)|loads|Extra data", detail):
+        return {"what": "not valid JSON", "advice": _json_advice(flag)}
+    if "validation error" in detail:
+        return {"what": "a field it does not accept",
+                "advice": f"The value of {flag} was parsed, but vLLM's config refuses a field in it (the lines after "
+                          f"this name the field and the expected form): fix that field; keys and shapes of {flag} "
+                          "change between releases, so check `vllm serve --help=all` of the installed version."}
+    return {"what": detail[:80],
+            "advice": f"{flag} exists, but the value given cannot be read ({detail[:120]}): pass it in the form "
+                      "`vllm serve --help=all` of this vLLM shows."}
+
+
+def _json_advice(flag: str) -> str:
+    return (f"{flag} takes JSON: single-quote the whole value for the shell and use double quotes inside, e.g. "
+            f"{flag} '{{\"key\": 1}}' (in docker compose or YAML, quote it once more); newer vLLM also takes "
+            f"{flag}.key=value.")
+
+
+RULES += [
+    Rule(signature="config.argument_invalid", category="engine_config",
+         title="vLLM cannot read the value of {flag} ({what})",
+         fix="{advice}", patterns=[ARG_ERROR_RE], facts=_argument_advice,
+         playbook="engine-config", confidence=0.9),
+    Rule(signature="config.argument_missing", category="engine_config",
+         title="The launch command lacks a required argument ({args})",
+         fix="{advice}",
+         patterns=[r"error: the following arguments are required: (?P<args>[\w ,/-]+)"],
+         facts=lambda m, line, scan: {"advice": (
+             f"argparse needs {m.group('args').strip()}: for `vllm serve` the model is the first positional argument "
+             "(`vllm serve ORG/MODEL [options]`); in an image whose entrypoint already runs the server, pass it as "
+             "--model.")},
+         playbook="engine-config", confidence=0.9),
+    # Python's Enum: a config value older vLLM kept as an enum (LoadFormat, ConfigFormat, TokenizerMode, ...)
+    Rule(signature="config.enum_value_invalid", category="engine_config",
+         title="'{value}' is not a {enum} this vLLM knows",
+         fix="{advice}",
+         patterns=[r"ValueError: '(?P<value>[^']{1,60})' is not a valid (?P<enum>(?!Quant)[A-Z]\w+)\s*$"],
+         facts=lambda m, line, scan: {"advice": (
+             f"'{m.group('value')}' is not one of this vLLM's {m.group('enum')} values (added in a later release, or "
+             "misspelt): use a value `vllm serve --help=all` lists for the option, or upgrade vLLM if its "
+             f"documentation names '{m.group('value')}'.")},
+         playbook="engine-config", confidence=0.75),
+]
