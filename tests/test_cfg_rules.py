@@ -285,3 +285,35 @@ def test_enum_value_of_an_older_vllm():
     assert (d.category, d.signature) == ("engine_config", "config.enum_value_invalid")
     ds, _ = diagnose(scan_text("ValueError: 'fp4' is not a valid QuantizationMethods\n"))
     assert all(x.signature != "config.enum_value_invalid" for x in ds)
+
+
+# transformers configuration_auto CONFIG_MAPPING.__getitem__: raise KeyError(key) for a model type it predates.
+@pytest.mark.parametrize("key,sig", [("qwen2", "model_support.model_type_keyerror"),
+                                     ("gemma3", "model_support.model_type_keyerror"),
+                                     ("deepseek_v3", "model_support.model_type_keyerror")])
+def test_bare_model_type_keyerror(key, sig):
+    assert top(f"KeyError: '{key}'\n").signature == sig
+
+
+def test_other_keyerrors_are_not_model_types():
+    ds, _ = diagnose(scan_text("KeyError: 'choices'\n"))
+    assert all(d.signature != "model_support.model_type_keyerror" for d in ds)
+
+
+def test_model_types_list_comes_from_transformers():
+    from triage.rules.model import _known_model_types
+    names = _known_model_types()
+    assert {"llama", "qwen2", "gemma3", "mistral"} <= names and len(names) > 500
+
+
+@pytest.mark.parametrize("line,sig", [
+    ("ValueError: Cannot use apply_chat_template() because tokenizer.chat_template is not set and no template "
+     "argument was passed!", "tokenizer.chat_template_missing"),
+    ("OSError: [Errno 122] Disk quota exceeded", "model_loading.disk_full"),
+    ("huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': "
+     "'models/Qwen2.5-7B/instruct'. Use `repo_type` argument if needed.", "model_loading.files_missing"),
+    ("ModuleNotFoundError: No module named 'transformers_modules.Qwen-7B-Chat'",
+     "model_support.remote_code_module_missing"),
+])
+def test_more_library_messages(line, sig):
+    assert top(line + "\n").signature == sig

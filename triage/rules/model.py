@@ -248,7 +248,9 @@ RULES = [
          fix="Check the model path or repo id (mounted into the container?), HF_HOME/HF_HUB_OFFLINE, and that the "
              "download completed.",
          patterns=[r"(?P<what>does not appear to have a file named [\w.-]+)",
-                   r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<what>/[^']+)'",
+                   # a local path that does not exist is validated as a repo id (absolute, ./, ~, or with 2+ slashes)
+                   r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<what>(?:/|\./|\.\./|~|"
+                   r"[^'/]+/[^'/]+/)[^']*)'",
                    r"(?P<what>Cannot find any model weights with `[^`]+`)",
                    r"(?P<what>Repository Not Found for url)", r"(?P<what>Can't load the configuration of '[^']+')",
                    # huggingface_hub's EntryNotFoundError (a file the repo does not have at that revision), and the
@@ -283,14 +285,14 @@ RULES = [
     Rule(signature="model_loading.disk_full", category="model_loading",
          title="No space left on device while downloading or loading",
          fix="Free disk space where HF_HOME/the model cache lives (or point HF_HOME to a larger volume).",
-         patterns=[r"No space left on device(?!.{0,60}/dev/shm)"],
+         patterns=[r"No space left on device(?!.{0,60}/dev/shm)", r"\[Errno 122\] Disk quota exceeded"],
          playbook="model-loading", confidence=0.85),
     Rule(signature="tokenizer.chat_template_missing", category="tokenizer_chat_template",
          title="The tokenizer has no chat template",
          fix="Pass --chat-template <file.jinja> (the model card or vLLM's examples/ folder has one), or use the "
              "completions endpoint for base models.",
          patterns=[r"default chat template is no longer allowed, so you must provide a chat template",
-                   r"Cannot use chat template functions because tokenizer\.chat_template is not set",
+                   r"Cannot use (?:chat template functions|apply_chat_template\(\)) because tokenizer\.chat_template is not set",
                    r"[Nn]o chat template (?:is )?(?:found|defined|set)"],
          playbook="tokenizer-chat-template", confidence=0.9),
     Rule(signature="tokenizer.template_error", category="tokenizer_chat_template",
@@ -616,4 +618,63 @@ RULES += [
              f"{m.group('arch')} moved out of vLLM into a plugin: install the plugin the message names "
              f"({m.groupdict().get('plugin')}) into the same environment, or use the last vLLM release that had it.")},
          playbook="model-support", confidence=0.9),
+]
+
+
+# transformers' CONFIG_MAPPING[config_dict["model_type"]] raises a bare KeyError with the model type when the
+# installed transformers predates the model ("KeyError: 'qwen2'"); pasted without its frames it is told apart from
+# any other KeyError by the list of model types transformers knows (model_types.txt, scripts/model_types.py).
+MODEL_TYPE_KEYERROR_RE = re.compile(r"KeyError: '(?P<model_type>[a-z][a-z0-9_-]{2,40})'\s*$")
+
+
+def _known_model_types() -> frozenset[str]:
+    global _MODEL_TYPES
+    if _MODEL_TYPES is None:
+        from pathlib import Path
+        path = Path(__file__).with_name("model_types.txt")
+        _MODEL_TYPES = frozenset(path.read_text().split()) if path.exists() else frozenset()
+    return _MODEL_TYPES
+
+
+_MODEL_TYPES: frozenset[str] | None = None
+
+
+def _model_type_keyerror(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    joined = scan.joined_text()
+    if "KeyError: '" not in joined or "CONFIG_MAPPING[" in joined:
+        return None  # with its frame the lookup is model_support.transformers_config_unknown
+    for ln in scan.lines:
+        m = MODEL_TYPE_KEYERROR_RE.search(ln.text)
+        if m and m.group("model_type") in _known_model_types():
+            mt = m.group("model_type")
+            return Diagnosis(
+                category="model_support", signature="model_support.model_type_keyerror",
+                title=f"The installed transformers does not know model type {mt}",
+                confidence=0.85, evidence=[Evidence(ln.no, ln.shown)], facts={"model_type": mt},
+                fix=Fix(f"'{mt}' is the model's config.json model_type; transformers looks it up in its table of "
+                        "model types and raises KeyError when it is older than the model. Upgrade transformers "
+                        "(within the range your vLLM pins) or upgrade vLLM with it; a model newer than every "
+                        "transformers release needs the version its model card names.", "model-support"),
+                first_line=ln.no)
+    return None
+
+
+RULES += [
+    Rule(signature="model_support.model_type_keyerror", category="model_support",
+         title="The installed transformers does not know the model type", fix="", check=_model_type_keyerror,
+         playbook="model-support", confidence=0.85),
+]
+
+
+# transformers imports a model's own code as transformers_modules.<repo folder>; in a worker process that did not
+# run the import (multiprocessing, Ray on another node) or for a folder name with dots, that module is missing.
+RULES += [
+    Rule(signature="model_support.remote_code_module_missing", category="model_support",
+         title="The model's own code could not be imported in a worker ({module})",
+         fix="transformers keeps a model's custom code as the module transformers_modules.<folder>; the worker that "
+             "failed could not import it. Launch with --trust-remote-code; if the model folder's name has dots "
+             "(e.g. Qwen2.5-7B) rename it without them; with Ray or several nodes, make HF_MODULES_CACHE (by default "
+             "~/.cache/huggingface/modules) the same shared path on every node.",
+         patterns=[r"No module named '(?P<module>transformers_modules\.[^']+)'"],
+         playbook="model-support", confidence=0.8),
 ]
