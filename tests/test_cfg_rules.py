@@ -317,3 +317,14 @@ def test_model_types_list_comes_from_transformers():
 ])
 def test_more_library_messages(line, sig):
     assert top(line + "\n").signature == sig
+
+
+def test_docker_option_after_the_image_reaches_vllm():
+    d = top("api_server.py: error: argument --pipeline-parallel-size/-pp: invalid int value: '8000:8000'\n")
+    assert d.signature == "config.argument_invalid" and "before the image name" in d.fix.summary
+
+
+def test_shell_command_passed_to_the_server_entrypoint():
+    d = top("api_server.py: error: unrecognized arguments: /bin/bash -c cd / && python3 -m "
+            "vllm.entrypoints.openai.api_server --port 80\n")
+    assert d.signature == "config.unrecognized_argument" and "--entrypoint" in d.fix.summary

@@ -13,7 +13,12 @@ from triage.rules.base import Rule
 def _argv_hint(m, line, scan) -> dict:
     """What usually produced the unknown argument: a removed flag, or arguments glued into one token."""
     flag = (m.groupdict().get("flag") or "").strip()
-    if flag.split(" ", 1)[0] == "serve" or line.text.startswith("api_server.py"):
+    first = flag.split(" ", 1)[0]
+    if first in ("bash", "sh", "/bin/bash", "/bin/sh", "python", "python3") or first.startswith(("/bin/", "/usr/bin/")):
+        return {"hint": "The image's entrypoint is the API server, so the shell command was passed to it as arguments: "
+                        "pass only vLLM's arguments after the image, or override the entrypoint "
+                        "(`docker run --entrypoint /bin/bash IMAGE -c '...'`; `entrypoint:` in docker compose)."}
+    if first == "serve" or line.text.startswith("api_server.py"):
         return {"hint": "The image's entrypoint already starts the API server: drop the leading `serve` (and pass the "
                         "model as --model) or run the `vllm serve` entrypoint; in docker compose put each flag and its "
                         "value in separate list items (or write --flag=value)."}
@@ -309,8 +314,15 @@ def _argument_advice(m, line, scan) -> dict:
                 "loads": "JSON", "parse_int": "a whole number"}.get(typed.group("type"), f"a {typed.group('type')} value")
         if typed.group("type") == "loads":
             return {"what": "not valid JSON", "advice": _json_advice(flag)}
-        return {"what": f"{typed.group('value')} is not {kind}",
-                "advice": f"{flag} takes {kind}; {typed.group('value')} is not one. Pass the value in that form."}
+        value = typed.group("value")
+        if re.fullmatch(r"'?(?:\d+:\d+|/[^:']*:/[^']*)'?`?", value.strip()):
+            # docker's -p 8000:8000 or -v /host:/ctr written after the image name reach vLLM's parser
+            return {"what": f"{value} is a docker option's value",
+                    "advice": f"{value} is a docker port or volume mapping: docker options written after the image name "
+                              f"are passed to vLLM, which read this one as {flag}. Put -p/-v/-e and the other docker "
+                              "options before the image name."}
+        return {"what": f"{value} is not {kind}",
+                "advice": f"{flag} takes {kind}; {value} is not one. Pass the value in that form."}
     if detail.startswith("expected") and "argument" in detail:
         return {"what": "its value is missing",
                 "advice": f"{flag} needs a value right after it: put it there (quote values with spaces or JSON; in a "
