@@ -328,3 +328,17 @@ def test_shell_command_passed_to_the_server_entrypoint():
     d = top("api_server.py: error: unrecognized arguments: /bin/bash -c cd / && python3 -m "
             "vllm.entrypoints.openai.api_server --port 80\n")
     assert d.signature == "config.unrecognized_argument" and "--entrypoint" in d.fix.summary
+
+
+# attention/selector.py (0.6: "Invalid attention backend 'X'. Available backends: ..."), platforms/cuda.py (0.8 ..
+# 0.10: "Invalid attention backend for cuda, with use_v1: ... use_mla: ...").
+def test_forced_backend_missing_for_the_engine():
+    d = top("ValueError: Invalid attention backend for cuda, with use_v1: True use_mla: True\n")
+    assert d.signature == "attention.invalid_backend_legacy" and "MLA" in d.fix.summary
+    assert "VLLM_ATTENTION_BACKEND" in d.fix.summary
+
+
+def test_backend_name_unknown_to_an_old_selector():
+    d = top("ValueError: Invalid attention backend 'FLASHINFER_VLLM_V1'. Available backends: FLASH_ATTN, XFORMERS, "
+            "ROCM_FLASH, TORCH_SDPA, FLASHINFER (case-sensitive).\n")
+    assert d.signature == "attention.unknown_backend_name" and d.facts["backend"] == "FLASHINFER_VLLM_V1"

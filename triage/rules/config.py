@@ -251,9 +251,11 @@ def _model_named(scan: Scan) -> str:
     if model:
         return str(model)
     for ln in scan.lines:
-        m = re.search(r"vllm serve\s+(\S+)|--model[= ](\S+)", ln.text)
+        # the command line, or vLLM's own echo of it (Namespace(model='...'), non-default args: {'model': '...'})
+        m = re.search(r"vllm serve\s+([^\s-]\S*)|--model[= ](\S+)|\bmodel(?:_tag)?='([^']+)'|'model(?:_tag)?': '([^']+)'",
+                      ln.text)
         if m:
-            return m.group(1) or m.group(2)
+            return next(g for g in m.groups() if g)
     return ""
 
 

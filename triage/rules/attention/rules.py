@@ -40,13 +40,22 @@ def _diagnose(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                           {m.group("backend"): reasons}, used, "cuda", selected=m.group("backend"))
         m = OLD_INVALID_RE.search(t)
         if m:
+            fix = ("This old vLLM hard-codes its backends and prints no reasons: check VLLM_ATTENTION_BACKEND, "
+                   "the dtype and head size against the GPU, or upgrade vLLM for a detailed reason list.")
+            if m.group("v1"):
+                engine = "the V1 engine" if m.group("v1") == "True" else "the V0 engine"
+                kind = "MLA" if m.group("mla") == "True" else "standard (non-MLA)"
+                fix = (f"VLLM_ATTENTION_BACKEND forces a backend this vLLM has no {kind} implementation of for "
+                       f"{engine}: unset VLLM_ATTENTION_BACKEND to let vLLM choose, or set one of the backends its "
+                       "documentation lists for this engine and model type (older names such as XFORMERS or "
+                       "FLASHINFER_VLLM_V1 were removed or renamed).")
             return Diagnosis(
                 category="attention_backend", signature="attention.invalid_backend_legacy",
                 title="vLLM found no attention backend for this model on this device",
-                confidence=0.8, evidence=[Evidence(ln.no, ln.shown)], facts={"device": m.group("device")},
-                fix=Fix("This old vLLM hard-codes its backends and prints no reasons: check VLLM_ATTENTION_BACKEND, "
-                        "the dtype and head size against the GPU, or upgrade vLLM for a detailed reason list.",
-                        "attention-backend"),
+                confidence=0.8, evidence=[Evidence(ln.no, ln.shown)],
+                facts={"device": m.group("device"), **({"use_v1": m.group("v1"), "use_mla": m.group("mla")}
+                                                       if m.group("v1") else {})},
+                fix=Fix(fix, "attention-backend"),
                 first_line=ln.no)
     return None
 
@@ -338,7 +347,9 @@ RULES = [
          title="Unknown attention backend name {backend}",
          fix="The name passed to --attention-backend / VLLM_ATTENTION_BACKEND is not a backend of this vLLM "
              "version: use one of the names the error lists (a plugin backend registers as CUSTOM).",
-         patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?"],
+         patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?",
+                   # selector.py 0.6 .. 0.7
+                   r"Invalid attention backend '(?P<backend>[\w.]+)'\. Available backends"],
          playbook="attention-backend", confidence=0.9),
     Rule(signature="attention.fa_version_unsupported", category="attention_backend",
          title="FlashAttention cannot run on this GPU ({version_words})",
