@@ -7,6 +7,7 @@ from typing import Any
 
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
+from triage.lazyre import lazy
 from triage.rules.base import Rule
 
 
@@ -238,9 +239,9 @@ RULES += [
 # multimodal. Either the model is text-only (drop the option), or it is a vision/audio model whose architecture this
 # vLLM does not register yet (registry.is_multimodal_model is False for unknown architectures), so the option is
 # refused before the architecture itself is.
-MM_ONLY_RE = re.compile(r"`(?P<opt>limit_mm_per_prompt|mm_processor_kwargs|disable_mm_preprocessor_cache|media_io_kwargs)` "
+MM_ONLY_RE = lazy(r"`(?P<opt>limit_mm_per_prompt|mm_processor_kwargs|disable_mm_preprocessor_cache|media_io_kwargs)` "
                         r"is only supported for multimodal models")
-MULTIMODAL_NAME_RE = re.compile(
+MULTIMODAL_NAME_RE = lazy(
     r"(?i)VL\b|VL-|-VL|vision|omni|llava|pixtral|idefics|paligemma|mllama|molmo|internvl|minicpm-?[vo]|\d(?:\.\d)?V\b|"
     r"-V-|audio|whisper|voxtral|ultravox|gemma-?3n|gemma-3-(?:4|12|27)b|llama-?4|deepseek-vl|janus|fuyu|chameleon|"
     r"blip|smolvlm|nvlm|glm-?4v|kimi-vl|phi-?4-multimodal")

@@ -8,6 +8,7 @@ from typing import Any
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
+from triage.lazyre import lazy
 from triage.rules.base import Rule, not_in_passing
 from triage.rules.wrappers import is_wrapper
 
@@ -52,7 +53,7 @@ INSPECTION_CRASHED = ("Error in inspecting model architecture", "failed to be in
 # Eagle3LlamaForCausalLM, DeepSeekMTPModel, Qwen3NextMTP, MedusaModel, MLPSpeculatorPreTrainedModel, DFlashDraftModel,
 # DSparkV41DraftModel, PEagleDraftModel, MuseGlimmerAssistantModel, ...): when the unsupported architecture is one of
 # these, it is the --speculative-config draft that this vLLM cannot load, not the served model.
-DRAFT_ARCH_RE = re.compile(r"(?i:eagle)|MTP|Medusa|Speculator|Draft|DFlash|DSpark|NextN|AssistantModel")
+DRAFT_ARCH_RE = lazy(r"(?i:eagle)|MTP|Medusa|Speculator|Draft|DFlash|DSpark|NextN|AssistantModel")
 
 
 def _draft_arch_unsupported(scan: Scan) -> Diagnosis | None:
@@ -526,9 +527,9 @@ RULES += [
 # target's pipeline size into the draft's parallel config and verifies the draft (an MTP/EAGLE head, no SupportsPP)
 # against it (config/speculative.py _verify_args -> ModelConfig.verify_with_parallel_config), so the model-level
 # message "Pipeline parallelism is not supported for this model" is then about the draft, not the served model.
-SPEC_PP_DIRECT = re.compile(r"Speculative decoding is (?:currently )?incompatible with pipeline parallelism")
+SPEC_PP_DIRECT = lazy(r"Speculative decoding is (?:currently )?incompatible with pipeline parallelism")
 PP_MODEL_MSG = "Pipeline parallelism is not supported for this model"
-SPEC_CONTEXT = re.compile(r"speculative[_-]config|speculative\.py|draft_model_config|draft_parallel_config|"
+SPEC_CONTEXT = lazy(r"speculative[_-]config|speculative\.py|draft_model_config|draft_parallel_config|"
                           r"num[_-]speculative[_-]tokens|--speculative-model|SpecDecodeWorker|spec_decode")
 
 
@@ -564,7 +565,7 @@ RULES += [
 # A checkpoint tensor the model does not define, while speculative decoding is configured: unless the traceback shows
 # the target's own loader, it is the draft head's checkpoint (EAGLE/EAGLE3 heads carry their own embed_tokens, lm_head,
 # fc or d2t tensors; llama_eagle3.load_weights learnt to take embed_tokens in 0.9.1).
-DRAFT_FILE_RE = re.compile(r"eagle|mtp|medusa|draft|spec_decode|speculat", re.I)
+DRAFT_FILE_RE = lazy(r"eagle|mtp|medusa|draft|spec_decode|speculat", re.I)
 
 
 def _draft_weights(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
@@ -624,7 +625,7 @@ RULES += [
 # transformers' CONFIG_MAPPING[config_dict["model_type"]] raises a bare KeyError with the model type when the
 # installed transformers predates the model ("KeyError: 'qwen2'"); pasted without its frames it is told apart from
 # any other KeyError by the list of model types transformers knows (model_types.txt, scripts/model_types.py).
-MODEL_TYPE_KEYERROR_RE = re.compile(r"KeyError: '(?P<model_type>[a-z][a-z0-9_-]{2,40})'\s*$")
+MODEL_TYPE_KEYERROR_RE = lazy(r"KeyError: '(?P<model_type>[a-z][a-z0-9_-]{2,40})'\s*$")
 
 
 def _known_model_types() -> frozenset[str]:
