@@ -342,3 +342,31 @@ def test_backend_name_unknown_to_an_old_selector():
     d = top("ValueError: Invalid attention backend 'FLASHINFER_VLLM_V1'. Available backends: FLASH_ATTN, XFORMERS, "
             "ROCM_FLASH, TORCH_SDPA, FLASHINFER (case-sensitive).\n")
     assert d.signature == "attention.unknown_backend_name" and d.facts["backend"] == "FLASHINFER_VLLM_V1"
+
+
+# config/vllm.py _validate_v2_model_runner: the features the V2 runner lacks, a speculative method among them or not.
+def test_model_runner_lacks_a_speculative_method():
+    d = top("  Value error, Model Runner V2 does not yet support: speculative method 'draft_model' [type=value_error, "
+            "input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]\n")
+    assert (d.category, d.signature) == ("speculative_decoding", "speculative.model_runner_unsupported")
+    assert "VLLM_USE_V2_MODEL_RUNNER" in d.fix.summary
+
+
+def test_model_runner_lacks_another_feature():
+    d = top("ValueError: Model Runner V2 does not yet support: dual batch overlap with LoRA\n")
+    assert (d.category, d.signature) == ("engine_config", "config.model_runner_unsupported")
+
+
+# serving_chat.py: "Error in preprocessing prompt inputs", then a traceback cut inside the chat template call.
+def test_cut_chat_template_traceback():
+    d = top("ERROR 08-17 11:21:36 [serving_chat.py:222] Error in preprocessing prompt inputs\n"
+            "ERROR 08-17 11:21:36 [serving_chat.py:222]     request_prompt = apply_hf_chat_template(\n")
+    assert (d.category, d.signature) == ("tokenizer_chat_template", "tokenizer.chat_preprocessing_failed")
+
+
+def test_preprocessing_error_with_its_cause_keeps_the_cause():
+    d = top("ERROR [serving_chat.py:222] Error in preprocessing prompt inputs\n"
+            "ERROR [serving_chat.py:222]     return tokenizer.apply_chat_template(\n"
+            "ERROR [serving_chat.py:222] jinja2.exceptions.TemplateError: Conversation roles must alternate "
+            "user/assistant/user/assistant/...\n")
+    assert d.signature == "tokenizer.template_error"

@@ -68,6 +68,7 @@ OUTCOME_WORDS = {
     "manual:loop-limit": "stopped: the playbook went round too many times",
     "manual:fix-arguments": "correct the launch arguments by hand",
     "manual:fix-model-path": "correct the model path by hand",
+    "manual:fix-tokenizer": "give the tokenizer what it needs",
     "manual:older-vllm": "install the vLLM release that still supports the model",
     "manual:set-hf-token": "give vLLM a Hugging Face token with access to the model",
     "manual:download-model": "download the model where the Hub is reachable and serve it from a folder",

@@ -374,3 +374,43 @@ RULES += [
              f"documentation names '{m.group('value')}'.")},
          playbook="engine-config", confidence=0.75),
 ]
+
+
+# config/vllm.py _validate_v2_model_runner / _validate_v1_model_runner (0.2x .. 0.33): the model runner that was
+# asked for lacks a feature of this launch. When the missing feature is a speculative-decoding one, it is that
+# method the user must change, so the diagnosis is speculative decoding's.
+RUNNER_RE = lazy(r"Model Runner (?P<runner>V[12]) does (?:not yet|not) support: (?P<features>.{3,300}?)(?: \[type=|$)")
+SPEC_FEATURE_RE = lazy(r"(?i)speculat|draft|MTP|eagle|ngram|dflash|dspark|xpress")
+
+
+def _runner_unsupported(scan: Scan, env: dict[str, Any], spec: bool) -> Diagnosis | None:
+    if "Model Runner V" not in scan.joined_text():
+        return None
+    for ln in scan.lines:
+        m = RUNNER_RE.search(ln.text)
+        if m is None:
+            continue
+        features, runner = m.group("features").strip().rstrip("."), m.group("runner")
+        if bool(SPEC_FEATURE_RE.search(features)) != spec:
+            return None
+        other = "V1" if runner == "V2" else "V2"
+        env_hint = ("unset VLLM_USE_V2_MODEL_RUNNER (or set it to 0)" if runner == "V2"
+                    else "set VLLM_USE_V2_MODEL_RUNNER=1")
+        fix = (f"The {runner} model runner this launch selected does not support {features}: {env_hint} to use the "
+               f"{other} model runner, or drop that feature from the launch.")
+        return Diagnosis(
+            category="speculative_decoding" if spec else "engine_config",
+            signature="speculative.model_runner_unsupported" if spec else "config.model_runner_unsupported",
+            title=f"Model runner {runner} does not support {features}",
+            confidence=0.88, evidence=[Evidence(ln.no, ln.shown)], facts={"runner": runner, "features": features,
+                                                                           "advice": fix},
+            fix=Fix(fix, "speculative-decoding" if spec else "engine-config"),
+            first_line=ln.no)
+    return None
+
+
+RULES += [
+    Rule(signature="config.model_runner_unsupported", category="engine_config",
+         title="The model runner does not support this launch", fix="",
+         check=lambda scan, env: _runner_unsupported(scan, env, spec=False), playbook="engine-config", confidence=0.88),
+]

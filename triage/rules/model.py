@@ -679,3 +679,33 @@ RULES += [
          patterns=[r"No module named '(?P<module>transformers_modules\.[^']+)'"],
          playbook="model-support", confidence=0.8),
 ]
+
+
+def _runner_spec(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    from triage.rules.config import _runner_unsupported
+    return _runner_unsupported(scan, env, spec=True)
+
+
+# The OpenAI server logs "Error in preprocessing prompt inputs" (serving_chat.py / serving.py) before the error of
+# turning the request into a prompt; when the paste is cut after the frames into the chat template, the template is
+# where it failed (the more exact rules, e.g. tokenizer.template_error, win when the error line is there).
+CHAT_TEMPLATE_CALL = lazy(r"apply_hf_chat_template|apply_chat_template|safe_apply_chat_template|render_jinja_template")
+
+CHAT_PREPROCESS: Rule = Rule(
+    signature="tokenizer.chat_preprocessing_failed", category="tokenizer_chat_template",
+    title="The request could not be turned into a prompt by the model's chat template",
+    fix="The server failed while applying the model's chat template to a request (the error line after the "
+        "traceback says why). Usual causes: the model has no chat template (a base model: pass --chat-template), the "
+        "template rejects the conversation (roles, several tool calls, system message position), or the request's "
+        "content format does not fit the template (--chat-template-content-format).",
+    patterns=[r"Error in preprocessing prompt inputs"],
+    check=lambda scan, env: (CHAT_PREPROCESS.match_lines(scan) if CHAT_TEMPLATE_CALL.search(scan.joined_text())
+                             else None),
+    playbook="tokenizer-chat-template", confidence=0.6)
+
+RULES += [
+    Rule(signature="speculative.model_runner_unsupported", category="speculative_decoding",
+         title="The model runner does not support this speculative decoding method", fix="", check=_runner_spec,
+         playbook="speculative-decoding", confidence=0.88),
+    CHAT_PREPROCESS,
+]
