@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
+from triage.lazyre import lazy
 from triage.rules.base import Rule
 
 
 def _argv_hint(m, line, scan) -> dict:
     """What usually produced the unknown argument: a removed flag, or arguments glued into one token."""
     flag = (m.groupdict().get("flag") or "").strip()
-    if flag.split(" ", 1)[0] == "serve" or line.text.startswith("api_server.py"):
+    first = flag.split(" ", 1)[0]
+    if first in ("bash", "sh", "/bin/bash", "/bin/sh", "python", "python3") or first.startswith(("/bin/", "/usr/bin/")):
+        return {"hint": "The image's entrypoint is the API server, so the shell command was passed to it as arguments: "
+                        "pass only vLLM's arguments after the image, or override the entrypoint "
+                        "(`docker run --entrypoint /bin/bash IMAGE -c '...'`; `entrypoint:` in docker compose)."}
+    if first == "serve" or line.text.startswith("api_server.py"):
         return {"hint": "The image's entrypoint already starts the API server: drop the leading `serve` (and pass the "
                         "model as --model) or run the `vllm serve` entrypoint; in docker compose put each flag and its "
                         "value in separate list items (or write --flag=value)."}
@@ -217,6 +228,189 @@ RULES += [
          fix="The model class does not implement pipeline parallelism (SupportsPP): drop "
              "--pipeline-parallel-size and use --tensor-parallel-size (or data parallelism) instead, or upgrade "
              "vLLM if a newer release adds it.",
-         patterns=[r"Pipeline parallelism is not supported for this model\. Supported models implement the `SupportsPP`"],
+         # ModelConfig.verify_with_parallel_config (0.6 .. 0.33); the second sentence ("Supported models implement
+         # the `SupportsPP` interface.") is often pasted on its own line
+         patterns=[r"Pipeline parallelism is not supported for this model\."],
          playbook="engine-config", confidence=0.9),
+]
+
+
+# ModelConfig._init_multimodal_config (0.6 .. 0.10): a multimodal option on a model the registry does not call
+# multimodal. Either the model is text-only (drop the option), or it is a vision/audio model whose architecture this
+# vLLM does not register yet (registry.is_multimodal_model is False for unknown architectures), so the option is
+# refused before the architecture itself is.
+MM_ONLY_RE = lazy(r"`(?P<opt>limit_mm_per_prompt|mm_processor_kwargs|disable_mm_preprocessor_cache|media_io_kwargs)` "
+                        r"is only supported for multimodal models")
+MULTIMODAL_NAME_RE = lazy(
+    r"(?i)VL\b|VL-|-VL|vision|omni|llava|pixtral|idefics|paligemma|mllama|molmo|internvl|minicpm-?[vo]|\d(?:\.\d)?V\b|"
+    r"-V-|audio|whisper|voxtral|ultravox|gemma-?3n|gemma-3-(?:4|12|27)b|llama-?4|deepseek-vl|janus|fuyu|chameleon|"
+    r"blip|smolvlm|nvlm|glm-?4v|kimi-vl|phi-?4-multimodal")
+
+
+def _model_named(scan: Scan) -> str:
+    model = scan.facts.get("model")
+    if model:
+        return str(model)
+    for ln in scan.lines:
+        # the command line, or vLLM's own echo of it (Namespace(model='...'), non-default args: {'model': '...'})
+        m = re.search(r"vllm serve\s+([^\s-]\S*)|--model[= ](\S+)|\bmodel(?:_tag)?='([^']+)'|'model(?:_tag)?': '([^']+)'",
+                      ln.text)
+        if m:
+            return next(g for g in m.groups() if g)
+    return ""
+
+
+def _mm_option(scan: Scan, env: dict[str, Any], multimodal: bool) -> Diagnosis | None:
+    for ln in scan.lines:
+        m = MM_ONLY_RE.search(ln.text)
+        if m is None:
+            continue
+        opt, model = m.group("opt"), _model_named(scan)
+        flag = "--" + opt.replace("_", "-")
+        if bool(model and MULTIMODAL_NAME_RE.search(model)) != multimodal:
+            return None
+        if multimodal:
+            return Diagnosis(
+                category="model_support", signature="model_support.multimodal_not_recognised",
+                title=f"This vLLM does not recognise {model} as a multimodal model (so {flag} is refused)",
+                confidence=0.85, evidence=[Evidence(ln.no, ln.shown)], facts={"option": opt, "model": model},
+                fix=Fix(f"{model} is a vision/audio model, but this vLLM's model registry has no multimodal class for "
+                        f"its architecture, so it treats the model as text-only and refuses {flag}. The vLLM release "
+                        "predates the model: upgrade vLLM to one that lists the architecture under supported "
+                        "multimodal models (the model card names the version; new models may need a nightly "
+                        "build).", "model-support"),
+                first_line=ln.no)
+        return Diagnosis(
+            category="engine_config", signature="config.mm_option_text_only",
+            title=f"{flag} was given for a model this vLLM treats as text-only",
+            confidence=0.85, evidence=[Evidence(ln.no, ln.shown)], facts={"option": opt, "model": model},
+            fix=Fix(f"{flag} only applies to multimodal (image/audio/video) models, and vLLM's registry does not list "
+                    f"{model or 'this model'}'s architecture as one: drop {flag} for a text-only model; if the model "
+                    "does take images or audio, this vLLM predates its multimodal support, so upgrade vLLM.",
+                    "engine-config"),
+            first_line=ln.no)
+    return None
+
+
+RULES += [
+    Rule(signature="config.mm_option_text_only", category="engine_config",
+         title="A multimodal option was given for a text-only model", fix="",
+         check=lambda scan, env: _mm_option(scan, env, multimodal=False), playbook="engine-config", confidence=0.85),
+    Rule(signature="model_support.multimodal_not_recognised", category="model_support",
+         title="This vLLM does not recognise the model as multimodal", fix="",
+         check=lambda scan, env: _mm_option(scan, env, multimodal=True), playbook="model-support", confidence=0.85),
+]
+
+
+# argparse's other refusals ("argument --flag: <message>", Lib/argparse.py): a value of the wrong type ("invalid int
+# value: '32k'"), a flag without its value ("expected one argument"), and vLLM's own type parsers, whose
+# ArgumentTypeError text replaces argparse's (engine/arg_utils.py parse_type: "Value X cannot be converted to T.";
+# JSON options: the json/pydantic error itself). "invalid choice" is config.invalid_choice.
+ARG_ERROR_RE = r"error: argument (?P<flag>--?[\w.-]+)(?:/-?[\w.-]+)*: (?!invalid choice)(?P<detail>.{1,200})"
+
+
+def _argument_advice(m, line, scan) -> dict:
+    flag, detail = m.group("flag"), m.group("detail").strip()
+    typed = re.match(r"invalid (?P<type>\w+) value: (?P<value>.+)", detail)
+    if typed:
+        kind = {"int": "a whole number", "float": "a number", "human_readable_int": "a number (32768, or 32k / 1M)",
+                "loads": "JSON", "parse_int": "a whole number"}.get(typed.group("type"), f"a {typed.group('type')} value")
+        if typed.group("type") == "loads":
+            return {"what": "not valid JSON", "advice": _json_advice(flag)}
+        value = typed.group("value")
+        if re.fullmatch(r"'?(?:\d+:\d+|/[^:']*:/[^']*)'?`?", value.strip()):
+            # docker's -p 8000:8000 or -v /host:/ctr written after the image name reach vLLM's parser
+            return {"what": f"{value} is a docker option's value",
+                    "advice": f"{value} is a docker port or volume mapping: docker options written after the image name "
+                              f"are passed to vLLM, which read this one as {flag}. Put -p/-v/-e and the other docker "
+                              "options before the image name."}
+        return {"what": f"{value} is not {kind}",
+                "advice": f"{flag} takes {kind}; {value} is not one. Pass the value in that form."}
+    if detail.startswith("expected") and "argument" in detail:
+        return {"what": "its value is missing",
+                "advice": f"{flag} needs a value right after it: put it there (quote values with spaces or JSON; in a "
+                          "docker compose or Kubernetes list, the value goes in the next list item or as "
+                          f"{flag}=VALUE)."}
+    if re.search(r"JSON|[Ee]xpecting (?:property name|value|',' delimiter)|loads|Extra data", detail):
+        return {"what": "not valid JSON", "advice": _json_advice(flag)}
+    if "validation error" in detail:
+        return {"what": "a field it does not accept",
+                "advice": f"The value of {flag} was parsed, but vLLM's config refuses a field in it (the lines after "
+                          f"this name the field and the expected form): fix that field; keys and shapes of {flag} "
+                          "change between releases, so check `vllm serve --help=all` of the installed version."}
+    return {"what": detail[:80],
+            "advice": f"{flag} exists, but the value given cannot be read ({detail[:120]}): pass it in the form "
+                      "`vllm serve --help=all` of this vLLM shows."}
+
+
+def _json_advice(flag: str) -> str:
+    return (f"{flag} takes JSON: single-quote the whole value for the shell and use double quotes inside, e.g. "
+            f"{flag} '{{\"key\": 1}}' (in docker compose or YAML, quote it once more); newer vLLM also takes "
+            f"{flag}.key=value.")
+
+
+RULES += [
+    Rule(signature="config.argument_invalid", category="engine_config",
+         title="vLLM cannot read the value of {flag} ({what})",
+         fix="{advice}", patterns=[ARG_ERROR_RE], facts=_argument_advice,
+         playbook="engine-config", confidence=0.9),
+    Rule(signature="config.argument_missing", category="engine_config",
+         title="The launch command lacks a required argument ({args})",
+         fix="{advice}",
+         patterns=[r"error: the following arguments are required: (?P<args>[\w ,/-]+)"],
+         facts=lambda m, line, scan: {"advice": (
+             f"argparse needs {m.group('args').strip()}: for `vllm serve` the model is the first positional argument "
+             "(`vllm serve ORG/MODEL [options]`); in an image whose entrypoint already runs the server, pass it as "
+             "--model.")},
+         playbook="engine-config", confidence=0.9),
+    # Python's Enum: a config value older vLLM kept as an enum (LoadFormat, ConfigFormat, TokenizerMode, ...)
+    Rule(signature="config.enum_value_invalid", category="engine_config",
+         title="'{value}' is not a {enum} this vLLM knows",
+         fix="{advice}",
+         patterns=[r"ValueError: '(?P<value>[^']{1,60})' is not a valid (?P<enum>(?!Quant)[A-Z]\w+)\s*$"],
+         facts=lambda m, line, scan: {"advice": (
+             f"'{m.group('value')}' is not one of this vLLM's {m.group('enum')} values (added in a later release, or "
+             "misspelt): use a value `vllm serve --help=all` lists for the option, or upgrade vLLM if its "
+             f"documentation names '{m.group('value')}'.")},
+         playbook="engine-config", confidence=0.75),
+]
+
+
+# config/vllm.py _validate_v2_model_runner / _validate_v1_model_runner (0.2x .. 0.33): the model runner that was
+# asked for lacks a feature of this launch. When the missing feature is a speculative-decoding one, it is that
+# method the user must change, so the diagnosis is speculative decoding's.
+RUNNER_RE = lazy(r"Model Runner (?P<runner>V[12]) does (?:not yet|not) support: (?P<features>.{3,300}?)(?: \[type=|$)")
+SPEC_FEATURE_RE = lazy(r"(?i)speculat|draft|MTP|eagle|ngram|dflash|dspark|xpress")
+
+
+def _runner_unsupported(scan: Scan, env: dict[str, Any], spec: bool) -> Diagnosis | None:
+    if "Model Runner V" not in scan.joined_text():
+        return None
+    for ln in scan.lines:
+        m = RUNNER_RE.search(ln.text)
+        if m is None:
+            continue
+        features, runner = m.group("features").strip().rstrip("."), m.group("runner")
+        if bool(SPEC_FEATURE_RE.search(features)) != spec:
+            return None
+        other = "V1" if runner == "V2" else "V2"
+        env_hint = ("unset VLLM_USE_V2_MODEL_RUNNER (or set it to 0)" if runner == "V2"
+                    else "set VLLM_USE_V2_MODEL_RUNNER=1")
+        fix = (f"The {runner} model runner this launch selected does not support {features}: {env_hint} to use the "
+               f"{other} model runner, or drop that feature from the launch.")
+        return Diagnosis(
+            category="speculative_decoding" if spec else "engine_config",
+            signature="speculative.model_runner_unsupported" if spec else "config.model_runner_unsupported",
+            title=f"Model runner {runner} does not support {features}",
+            confidence=0.88, evidence=[Evidence(ln.no, ln.shown)], facts={"runner": runner, "features": features,
+                                                                           "advice": fix},
+            fix=Fix(fix, "speculative-decoding" if spec else "engine-config"),
+            first_line=ln.no)
+    return None
+
+
+RULES += [
+    Rule(signature="config.model_runner_unsupported", category="engine_config",
+         title="The model runner does not support this launch", fix="",
+         check=lambda scan, env: _runner_unsupported(scan, env, spec=False), playbook="engine-config", confidence=0.88),
 ]

@@ -8,6 +8,7 @@ from typing import Any
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
+from triage.lazyre import lazy
 from triage.rules.base import Rule, not_in_passing
 from triage.rules.wrappers import is_wrapper
 
@@ -39,6 +40,7 @@ ARCH_UNSUPPORTED = Rule(
         "--model-impl transformers if transformers supports it.",
     patterns=[r"Model architectures \['(?P<arch>\w+)'(?:, [^\]]*)?\] are not supported for now",
               r"Model architectures \['(?P<arch>\w+)'\] failed to be inspected",
+              r"Model architectures \[?'?(?P<arch>\w[\w ]*?)'?\]? failed to be inspected",
               r"Cannot find model module\. '(?P<arch>\w+)' is not a registered model"],
     playbook="model-support", confidence=0.95)
 # vLLM imports each model class in a subprocess first; when that import crashes (broken install, missing
@@ -47,10 +49,36 @@ ARCH_UNSUPPORTED = Rule(
 INSPECTION_CRASHED = ("Error in inspecting model architecture", "failed to be inspected")
 
 
+# Draft-model classes in vLLM's registry (_SPECULATIVE_DECODING_MODELS, 0.6 .. 0.33: EAGLEModel, EagleLlamaForCausalLM,
+# Eagle3LlamaForCausalLM, DeepSeekMTPModel, Qwen3NextMTP, MedusaModel, MLPSpeculatorPreTrainedModel, DFlashDraftModel,
+# DSparkV41DraftModel, PEagleDraftModel, MuseGlimmerAssistantModel, ...): when the unsupported architecture is one of
+# these, it is the --speculative-config draft that this vLLM cannot load, not the served model.
+DRAFT_ARCH_RE = lazy(r"(?i:eagle)|MTP|Medusa|Speculator|Draft|DFlash|DSpark|NextN|AssistantModel")
+
+
+def _draft_arch_unsupported(scan: Scan) -> Diagnosis | None:
+    d = ARCH_UNSUPPORTED.match_lines(scan)
+    arch = str(d.facts.get("arch") or "") if d else ""
+    if d is None or not DRAFT_ARCH_RE.search(arch):
+        return None
+    d.category = "speculative_decoding"
+    d.signature = "speculative.draft_architecture_unsupported"
+    d.title = f"This vLLM cannot load the draft model: its architecture {arch} is not a drafter it knows"
+    d.fix = Fix(f"{arch} is a draft-model (EAGLE/MTP/Medusa) class that this vLLM does not register. Use a draft "
+                "checkpoint whose architecture this vLLM lists for the --speculative-config method (for EAGLE, a "
+                "Llama-style EAGLE or EAGLE3 head, i.e. EagleLlamaForCausalLM or Eagle3LlamaForCausalLM; for MTP, "
+                "method mtp with the target model's own MTP layers), or the vLLM release the draft's model card "
+                "names.", "speculative-decoding")
+    d.facts["draft_model"] = True
+    return d
+
+
 def _arch_unsupported(scan: Scan) -> Diagnosis | None:
     d = ARCH_UNSUPPORTED.match_lines(scan)
     if d is None:
         return None
+    if DRAFT_ARCH_RE.search(str(d.facts.get("arch") or "")):
+        return None  # speculative.draft_architecture_unsupported
     if any(any(m in ln.text for m in INSPECTION_CRASHED) for ln in scan.lines):
         arch = d.facts.get("arch", "the model")
         d.title = f"vLLM could not import the model class for {arch} (its inspection subprocess crashed)"
@@ -131,10 +159,50 @@ def _weight_mismatch_facts(m, line, scan) -> dict:
                        "needs.")}
 
 
+def _processor_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    what = m.group("processor")
+    if "custom" in line.text or (what in ("processor", "feature extractor", "image processor") and "Failed to load" in line.text):
+        return {"what": f"the custom {what} did not load", "advice": f"The model ships its own {what} code: launch with --trust-remote-code (after reading that "
+                          "code), or install the transformers version that has the class built in."}
+    if what in ("processor", "proceesor", "config"):
+        kind = "config" if what == "config" else "processor"
+        return {"what": f"transformers gave another {kind} class than vLLM expects",
+                "advice": f"transformers returned another {kind} class than "
+                          "this vLLM's model implementation expects (the line names both): the installed transformers "
+                          "is not the one this vLLM release was made for (a class renamed or moved), or the model's "
+                          "custom processor did not load (it needs --trust-remote-code). Install the transformers "
+                          "version this vLLM pins (`pip show vllm`), or upgrade vLLM."}
+    return {"what": what, "advice": "The Hugging Face processor this model uses does not work with the installed transformers: install "
+                      "the transformers version this vLLM pins (`pip show vllm`), and check the model's "
+                      "preprocessor_config.json."}
+
+
+def _tokenizer_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    text = line.text
+    if "custom tokenizer" in text or ("does not exist or is not currently imported" in text
+                                      and "TokenizersBackend" not in text and "trust_remote_code" in scan.joined_text()):
+        return {"advice": "The tokenizer is a custom class shipped in the model repository: launch with "
+                          "--trust-remote-code (after reading that code), or point --tokenizer at a tokenizer "
+                          "transformers knows."}
+    if "LLaMA-based" in text:
+        return {"advice": "This early vLLM cannot convert this LLaMA tokenizer: pass --tokenizer "
+                          "hf-internal-testing/llama-tokenizer (or the base model's repo), or upgrade vLLM."}
+    if "TokenizersBackend" in text:
+        return {"advice": "The model's tokenizer_config.json names TokenizersBackend, the tokenizer class of transformers 5: "
+                          "the installed transformers 4.x does not have it. Upgrade transformers (with a vLLM release "
+                          "that supports transformers 5), or set \"tokenizer_class\" to \"PreTrainedTokenizerFast\" in a "
+                          "local copy of tokenizer_config.json."}
+    return {"advice": "Install what the tokenizer needs (sentencepiece, tiktoken, mistral_common) or a newer "
+                      "tokenizers/transformers; for Mistral models try --tokenizer-mode mistral."}
+
+
 RULES = [
     Rule(signature="model_support.architecture_unsupported", category="model_support",
          title="This vLLM does not support the model architecture {arch}", fix="", check=lambda scan, env: _arch_unsupported(scan),
          playbook="model-support", confidence=0.95),
+    Rule(signature="speculative.draft_architecture_unsupported", category="speculative_decoding",
+         title="This vLLM cannot load the draft model's architecture", fix="",
+         check=lambda scan, env: _draft_arch_unsupported(scan), playbook="speculative-decoding", confidence=0.95),
     Rule(signature="model_support.transformers_unknown_type", category="model_support",
          title="transformers does not know model type {model_type}",
          fix="The installed transformers is older than the model: upgrade transformers (and vLLM to a version "
@@ -170,6 +238,9 @@ RULES = [
              "--hf-config-path of the original model, or upgrade vLLM/gguf.",
          patterns=[r"(?P<detail>GGUF model with architecture \w+ is not supported yet)",
                    r"(?P<detail>Unknown gguf model_type: \w+)", r"(?P<detail>No module named 'gguf')",
+                   # transformers' GGUF reader before 5.x (modeling_gguf_pytorch_utils.load_gguf_checkpoint)
+                   r"(?P<detail>Architecture [\w.-]+ not supported)(?:\s*$|[.'\"])",
+                   r"(?P<detail>From file name, cannot determine the number of parameters for \w+ architecture)",
                    # a vLLM without GGUF support (before 0.5.5) reads the .gguf file as config.json
                    r"(?P<detail>It looks like the config file at '[^']+\.gguf' is not a valid JSON file)"],
          playbook="model-loading", confidence=0.9),
@@ -178,9 +249,15 @@ RULES = [
          fix="Check the model path or repo id (mounted into the container?), HF_HOME/HF_HUB_OFFLINE, and that the "
              "download completed.",
          patterns=[r"(?P<what>does not appear to have a file named [\w.-]+)",
-                   r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<what>/[^']+)'",
+                   # a local path that does not exist is validated as a repo id (absolute, ./, ~, or with 2+ slashes)
+                   r"Repo id must be in the form 'repo_name' or 'namespace/repo_name': '(?P<what>(?:/|\./|\.\./|~|"
+                   r"[^'/]+/[^'/]+/)[^']*)'",
                    r"(?P<what>Cannot find any model weights with `[^`]+`)",
                    r"(?P<what>Repository Not Found for url)", r"(?P<what>Can't load the configuration of '[^']+')",
+                   # huggingface_hub's EntryNotFoundError (a file the repo does not have at that revision), and the
+                   # plain requests error older hubs re-raised from
+                   r"(?P<what>Entry Not Found for url)",
+                   r"(?P<what>404 Client Error: Not Found for url): https?://(?:huggingface\.co|hf\.co|hf-mirror\.com)/",
                    r"(?P<what>Invalid repository ID or local directory specified)",
                    r"(?P<what>No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer[^']*)')"],
          playbook="model-loading", confidence=0.9),
@@ -201,19 +278,22 @@ RULES = [
          title="{headline}",
          fix="{advice}", facts=_weight_mismatch_facts,
          patterns=[r"(?P<detail>size mismatch for [\w.]+)", r"(?P<detail>There is no module or parameter named '[\w.]+')",
-                   r"KeyError: '(?P<detail>model\.layers\.[\w.]+)'"],
+                   # a model's load_weights indexes params_dict[name] with each checkpoint name it does not map
+                   # ('lm_head.weight', 'layers.0.mlp.down_proj.weight_scale', 'blocks.0.attn.qkv.weight')
+                   r"KeyError: '(?P<detail>(?:[\w]+\.)+(?:\w*weight\w*|\w*bias|\w*scales?|\w*zeros|g_idx|inv_freq|"
+                   r"SCB|\w*_proj))'"],
          playbook="model-loading", confidence=0.8),
     Rule(signature="model_loading.disk_full", category="model_loading",
          title="No space left on device while downloading or loading",
          fix="Free disk space where HF_HOME/the model cache lives (or point HF_HOME to a larger volume).",
-         patterns=[r"No space left on device(?!.{0,60}/dev/shm)"],
+         patterns=[r"No space left on device(?!.{0,60}/dev/shm)", r"\[Errno 122\] Disk quota exceeded"],
          playbook="model-loading", confidence=0.85),
     Rule(signature="tokenizer.chat_template_missing", category="tokenizer_chat_template",
          title="The tokenizer has no chat template",
          fix="Pass --chat-template <file.jinja> (the model card or vLLM's examples/ folder has one), or use the "
              "completions endpoint for base models.",
          patterns=[r"default chat template is no longer allowed, so you must provide a chat template",
-                   r"Cannot use chat template functions because tokenizer\.chat_template is not set",
+                   r"Cannot use (?:chat template functions|apply_chat_template\(\)) because tokenizer\.chat_template is not set",
                    r"[Nn]o chat template (?:is )?(?:found|defined|set)"],
          playbook="tokenizer-chat-template", confidence=0.9),
     Rule(signature="tokenizer.template_error", category="tokenizer_chat_template",
@@ -235,20 +315,23 @@ RULES = [
                    r"Expected there to be \d+ prompt (?:updates|replacements) corresponding to \d+ (?P<modality>\w+) items"],
          playbook="tokenizer-chat-template", confidence=0.85),
     Rule(signature="model_support.mm_processor_failed", category="model_support",
-         title="The model's multimodal processor failed ({processor})",
-         fix="The Hugging Face processor this model uses does not work with the installed transformers: install the "
-             "transformers version this vLLM pins (`pip show vllm`), and check the model's preprocessor_config.json.",
-         patterns=[r"Failed to apply (?P<processor>\w+Processor) on data="],
+         title="The model's multimodal processor failed ({what})",
+         fix="{advice}", facts=_processor_advice,
+         patterns=[r"Failed to apply (?P<processor>\w+Processor) on data=",
+                   # transformers_utils/processor.py and multimodal/processing (0.6 .. 0.33; "proceesor" in some)
+                   r"Invalid type of HuggingFace (?P<processor>processor|proceesor|config)\. Expected type",
+                   r"Failed to load the (?P<processor>processor|feature extractor|image processor)\. If the"],
          playbook="model-support", confidence=0.8),
     Rule(signature="tokenizer.load_failed", category="tokenizer_chat_template",
          title="The tokenizer could not be loaded ({detail})",
-         fix="Install what the tokenizer needs (sentencepiece, tiktoken, mistral_common) or a newer tokenizers/"
-             "transformers; for Mistral models try --tokenizer-mode mistral.",
+         fix="{advice}", facts=_tokenizer_advice,
          patterns=[r"(?P<detail>Tokenizer class \w+ does not exist or is not currently imported)",
                    r"(?P<detail>Couldn't instantiate the backend tokenizer)",
                    r"(?P<detail>data did not match any variant of untagged enum \w+)",
                    r"(?P<detail>requires the (?:SentencePiece|tiktoken|protobuf) library)",
-                   r"(?P<detail>No module named '(?:sentencepiece|tiktoken|mistral_common)')"],
+                   r"(?P<detail>No module named '(?:sentencepiece|tiktoken|mistral_common)')",
+                   # vLLM's get_tokenizer: the LLaMA hint (0.1) and the custom-tokenizer hint (0.2 .. 0.33)
+                   r"(?P<detail>Failed to load the tokenizer)\. If (?:you are using a LLaMA|the tokenizer is a custom)"],
          playbook="tokenizer-chat-template", confidence=0.85),
     Rule(signature="speculative.unsupported", category="speculative_decoding",
          title="Speculative decoding cannot run this configuration ({detail})",
@@ -405,4 +488,224 @@ CONFIG_ATTR_MISSING: Rule = Rule(
 
 RULES += [
     CONFIG_ATTR_MISSING,
+]
+
+
+# transformers 5 renames legacy layer types while it builds the config (configuration_utils._LEGACY_LAYER_TYPE_REMAP:
+# attention -> full_attention, mamba -> linear_attention, deepseek_sparse_attention -> indexed_attention); a vLLM model
+# that indexes its own table by the old names (granitemoehybrid's ALL_DECODER_LAYER_TYPES[config.layer_types[i]],
+# up to 0.25; 0.28 lists both) then raises KeyError on the new one. The other way round, an older transformers refuses a layer type
+# it does not know yet ("The `layer_types` entries must be in (...)").
+NEW_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention", "indexed_attention",
+                   "compressed_sparse_attention", "heavily_compressed_attention", "hybrid_sliding")
+
+
+def _layer_types_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    name = m.groupdict().get("layer_type")
+    if name:
+        return {"headline": f"This vLLM's model code does not know the layer type '{name}' that transformers now writes",
+                "advice": (f"The installed transformers renames the model's layer types while it reads config.json "
+                           f"(transformers 5 calls them '{name}'), and this vLLM's model code still looks up the old "
+                           "names: install the transformers version your vLLM release pins (`pip show vllm` lists "
+                           "the range), or upgrade vLLM to a release that knows the new names.")}
+    return {"headline": "The installed transformers does not know a layer type in this model's config",
+            "advice": ("The model's config.json lists layer types newer than the installed transformers accepts: upgrade "
+                       "transformers (within the range your vLLM pins), or upgrade vLLM together with it.")}
+
+
+RULES += [
+    Rule(signature="model_support.layer_types_mismatch", category="model_support",
+         title="{headline}",
+         fix="{advice}",
+         patterns=[r"KeyError: '(?P<layer_type>" + "|".join(NEW_LAYER_TYPES) + r")'",
+                   r"The `layer_types` entries must be in \("],
+         facts=_layer_types_facts, playbook="model-support", confidence=0.85),
+]
+
+
+# Speculative decoding and pipeline parallelism: V0's SpecDecodeWorker refuses PP outright (0.5 .. 0.8); V1 copies the
+# target's pipeline size into the draft's parallel config and verifies the draft (an MTP/EAGLE head, no SupportsPP)
+# against it (config/speculative.py _verify_args -> ModelConfig.verify_with_parallel_config), so the model-level
+# message "Pipeline parallelism is not supported for this model" is then about the draft, not the served model.
+SPEC_PP_DIRECT = lazy(r"Speculative decoding is (?:currently )?incompatible with pipeline parallelism")
+PP_MODEL_MSG = "Pipeline parallelism is not supported for this model"
+SPEC_CONTEXT = lazy(r"speculative[_-]config|speculative\.py|draft_model_config|draft_parallel_config|"
+                          r"num[_-]speculative[_-]tokens|--speculative-model|SpecDecodeWorker|spec_decode")
+
+
+def _spec_pp(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    joined = scan.joined_text()
+    if "pipeline parallelism" not in joined.lower():
+        return None
+    hit = next((ln for ln in scan.lines if SPEC_PP_DIRECT.search(ln.text)), None)
+    if hit is None and PP_MODEL_MSG in joined and (
+            SPEC_CONTEXT.search(joined) or any("speculative" in f for f in scan.frame_files)):
+        hit = next(ln for ln in scan.lines if PP_MODEL_MSG in ln.text)
+    if hit is None:
+        return None
+    return Diagnosis(
+        category="speculative_decoding", signature="speculative.pipeline_parallel_unsupported",
+        title="Speculative decoding cannot run with pipeline parallelism in this vLLM",
+        confidence=0.92, evidence=[Evidence(hit.no, hit.shown)], facts={},
+        fix=Fix("The draft model or MTP head is checked against --pipeline-parallel-size and has no pipeline-parallel "
+                "support here (V0 refuses the combination; V1 copies the target's PP size into the draft's config): "
+                "serve with tensor parallelism only (--tensor-parallel-size, or data parallelism across nodes) when "
+                "speculative decoding is on, or drop --speculative-config to keep pipeline parallelism.",
+                "speculative-decoding"),
+        first_line=hit.no)
+
+
+RULES += [
+    Rule(signature="speculative.pipeline_parallel_unsupported", category="speculative_decoding",
+         title="Speculative decoding cannot run with pipeline parallelism", fix="", check=_spec_pp,
+         playbook="speculative-decoding", confidence=0.92),
+]
+
+
+# A checkpoint tensor the model does not define, while speculative decoding is configured: unless the traceback shows
+# the target's own loader, it is the draft head's checkpoint (EAGLE/EAGLE3 heads carry their own embed_tokens, lm_head,
+# fc or d2t tensors; llama_eagle3.load_weights learnt to take embed_tokens in 0.9.1).
+DRAFT_FILE_RE = lazy(r"eagle|mtp|medusa|draft|spec_decode|speculat", re.I)
+
+
+def _draft_weights(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    joined = scan.joined_text()
+    if not SPEC_CONTEXT.search(joined):
+        return None
+    weights = next(r for r in RULES if r.signature == "model_loading.weight_mismatch")
+    d = weights.match_lines(scan)
+    if d is None or d.facts.get("loader_bug"):
+        return None
+    exc = next((e for e in scan.exceptions if e.line.no == d.first_line), None)
+    files = [f.file for f in exc.frames] if exc else []
+    if any("/model_executor/models/" in f and not DRAFT_FILE_RE.search(f) for f in files) and not any(
+            DRAFT_FILE_RE.search(f) for f in files):
+        return None  # the served model's own load_weights
+    param = d.facts.get("param") or (d.evidence[0].text if d.evidence else "")
+    quoted = re.search(r"'([\w.]+)'", d.evidence[0].text) if d.evidence else None
+    name = quoted.group(1) if quoted else param
+    return Diagnosis(
+        category="speculative_decoding", signature="speculative.draft_weights_mismatch",
+        title=f"The draft model's checkpoint does not fit the draft model vLLM builds ({name})",
+        confidence=0.85, evidence=d.evidence, facts={"param": name},
+        fix=Fix(f"Speculative decoding is on, and the draft (EAGLE/EAGLE3/MTP) checkpoint has a tensor this vLLM's draft "
+                f"model does not define ({name}): the head was saved in another layout (its own embed_tokens or "
+                "lm_head, a head trained with another tool or for a newer vLLM) or for another target model. Use the "
+                "draft published for this target and vLLM version, or upgrade vLLM (newer EAGLE3 loaders take a "
+                "head's own embed_tokens); run once without --speculative-config to confirm the target loads.",
+                "speculative-decoding"),
+        first_line=d.first_line)
+
+
+RULES += [
+    Rule(signature="speculative.draft_weights_mismatch", category="speculative_decoding",
+         title="The draft model's checkpoint does not fit", fix="", check=_draft_weights,
+         playbook="speculative-decoding", confidence=0.85),
+]
+
+
+# registry.py (0.10 .. 0.33): architectures vLLM dropped, and those moved out of tree into a plugin.
+RULES += [
+    Rule(signature="model_support.architecture_removed", category="model_support",
+         title="This vLLM no longer supports the model architecture {arch}",
+         fix="{advice}",
+         patterns=[r"Model architecture (?P<arch>\w+) was supported in vLLM until v(?P<version>[\w.]+), and is not "
+                   r"supported anymore",
+                   r"Model architecture (?P<arch>\w+) is not supported in-tree anymore\. Please install the plugin at "
+                   r"(?P<plugin>\S+?)\.? if"],
+         facts=lambda m, line, scan: {"advice": (
+             f"vLLM removed {m.group('arch')} after v{m.groupdict()['version']}: install vLLM {m.groupdict()['version']} "
+             "(or older) to serve this model, or a newer model of the same family." if m.groupdict().get("version") else
+             f"{m.group('arch')} moved out of vLLM into a plugin: install the plugin the message names "
+             f"({m.groupdict().get('plugin')}) into the same environment, or use the last vLLM release that had it.")},
+         playbook="model-support", confidence=0.9),
+]
+
+
+# transformers' CONFIG_MAPPING[config_dict["model_type"]] raises a bare KeyError with the model type when the
+# installed transformers predates the model ("KeyError: 'qwen2'"); pasted without its frames it is told apart from
+# any other KeyError by the list of model types transformers knows (model_types.txt, scripts/model_types.py).
+MODEL_TYPE_KEYERROR_RE = lazy(r"KeyError: '(?P<model_type>[a-z][a-z0-9_-]{2,40})'\s*$")
+
+
+def _known_model_types() -> frozenset[str]:
+    global _MODEL_TYPES
+    if _MODEL_TYPES is None:
+        from pathlib import Path
+        path = Path(__file__).with_name("model_types.txt")
+        _MODEL_TYPES = frozenset(path.read_text().split()) if path.exists() else frozenset()
+    return _MODEL_TYPES
+
+
+_MODEL_TYPES: frozenset[str] | None = None
+
+
+def _model_type_keyerror(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    joined = scan.joined_text()
+    if "KeyError: '" not in joined or "CONFIG_MAPPING[" in joined:
+        return None  # with its frame the lookup is model_support.transformers_config_unknown
+    for ln in scan.lines:
+        m = MODEL_TYPE_KEYERROR_RE.search(ln.text)
+        if m and m.group("model_type") in _known_model_types():
+            mt = m.group("model_type")
+            return Diagnosis(
+                category="model_support", signature="model_support.model_type_keyerror",
+                title=f"The installed transformers does not know model type {mt}",
+                confidence=0.85, evidence=[Evidence(ln.no, ln.shown)], facts={"model_type": mt},
+                fix=Fix(f"'{mt}' is the model's config.json model_type; transformers looks it up in its table of "
+                        "model types and raises KeyError when it is older than the model. Upgrade transformers "
+                        "(within the range your vLLM pins) or upgrade vLLM with it; a model newer than every "
+                        "transformers release needs the version its model card names.", "model-support"),
+                first_line=ln.no)
+    return None
+
+
+RULES += [
+    Rule(signature="model_support.model_type_keyerror", category="model_support",
+         title="The installed transformers does not know the model type", fix="", check=_model_type_keyerror,
+         playbook="model-support", confidence=0.85),
+]
+
+
+# transformers imports a model's own code as transformers_modules.<repo folder>; in a worker process that did not
+# run the import (multiprocessing, Ray on another node) or for a folder name with dots, that module is missing.
+RULES += [
+    Rule(signature="model_support.remote_code_module_missing", category="model_support",
+         title="The model's own code could not be imported in a worker ({module})",
+         fix="transformers keeps a model's custom code as the module transformers_modules.<folder>; the worker that "
+             "failed could not import it. Launch with --trust-remote-code; if the model folder's name has dots "
+             "(e.g. Qwen2.5-7B) rename it without them; with Ray or several nodes, make HF_MODULES_CACHE (by default "
+             "~/.cache/huggingface/modules) the same shared path on every node.",
+         patterns=[r"No module named '(?P<module>transformers_modules\.[^']+)'"],
+         playbook="model-support", confidence=0.8),
+]
+
+
+def _runner_spec(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    from triage.rules.config import _runner_unsupported
+    return _runner_unsupported(scan, env, spec=True)
+
+
+# The OpenAI server logs "Error in preprocessing prompt inputs" (serving_chat.py / serving.py) before the error of
+# turning the request into a prompt; when the paste is cut after the frames into the chat template, the template is
+# where it failed (the more exact rules, e.g. tokenizer.template_error, win when the error line is there).
+CHAT_TEMPLATE_CALL = lazy(r"apply_hf_chat_template|apply_chat_template|safe_apply_chat_template|render_jinja_template")
+
+CHAT_PREPROCESS: Rule = Rule(
+    signature="tokenizer.chat_preprocessing_failed", category="tokenizer_chat_template",
+    title="The request could not be turned into a prompt by the model's chat template",
+    fix="The server failed while applying the model's chat template to a request (the error line after the "
+        "traceback says why). Usual causes: the model has no chat template (a base model: pass --chat-template), the "
+        "template rejects the conversation (roles, several tool calls, system message position), or the request's "
+        "content format does not fit the template (--chat-template-content-format).",
+    patterns=[r"Error in preprocessing prompt inputs"],
+    check=lambda scan, env: (CHAT_PREPROCESS.match_lines(scan) if CHAT_TEMPLATE_CALL.search(scan.joined_text())
+                             else None),
+    playbook="tokenizer-chat-template", confidence=0.6)
+
+RULES += [
+    Rule(signature="speculative.model_runner_unsupported", category="speculative_decoding",
+         title="The model runner does not support this speculative decoding method", fix="", check=_runner_spec,
+         playbook="speculative-decoding", confidence=0.88),
+    CHAT_PREPROCESS,
 ]

@@ -23,7 +23,9 @@ SELECTED_RE = lazy(
     r"Selected backend (?:AttentionBackendEnum\.|_Backend\.|Backend\.)?(?P<backend>[A-Z][A-Z0-9_]+)"
     r" is not valid for this configuration\. Reasons?: (?P<reasons>\[.*\])"
 )
-OLD_INVALID_RE = lazy(r"Invalid attention backend for (?P<device>\w+)\s*$")
+# selector.py / platforms/cuda.py 0.8 .. 0.13; cuda.py adds the engine and MLA flags when a forced backend
+# (VLLM_ATTENTION_BACKEND) does not exist for them
+OLD_INVALID_RE = lazy(r"Invalid attention backend for (?P<device>\w+)(?:, with use_v1: (?P<v1>\w+) use_mla: (?P<mla>\w+))?\s*$")
 BACKEND_START_RE = lazy(r"(?:^|\{|, )([A-Z][A-Z0-9_]+): \[")
 
 # Generic rejection reasons of AttentionBackend.validate_configuration, for re-joining reasons that

@@ -40,13 +40,22 @@ def _diagnose(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                           {m.group("backend"): reasons}, used, "cuda", selected=m.group("backend"))
         m = OLD_INVALID_RE.search(t)
         if m:
+            fix = ("This old vLLM hard-codes its backends and prints no reasons: check VLLM_ATTENTION_BACKEND, "
+                   "the dtype and head size against the GPU, or upgrade vLLM for a detailed reason list.")
+            if m.group("v1"):
+                engine = "the V1 engine" if m.group("v1") == "True" else "the V0 engine"
+                kind = "MLA" if m.group("mla") == "True" else "standard (non-MLA)"
+                fix = (f"VLLM_ATTENTION_BACKEND forces a backend this vLLM has no {kind} implementation of for "
+                       f"{engine}: unset VLLM_ATTENTION_BACKEND to let vLLM choose, or set one of the backends its "
+                       "documentation lists for this engine and model type (older names such as XFORMERS or "
+                       "FLASHINFER_VLLM_V1 were removed or renamed).")
             return Diagnosis(
                 category="attention_backend", signature="attention.invalid_backend_legacy",
                 title="vLLM found no attention backend for this model on this device",
-                confidence=0.8, evidence=[Evidence(ln.no, ln.shown)], facts={"device": m.group("device")},
-                fix=Fix("This old vLLM hard-codes its backends and prints no reasons: check VLLM_ATTENTION_BACKEND, "
-                        "the dtype and head size against the GPU, or upgrade vLLM for a detailed reason list.",
-                        "attention-backend"),
+                confidence=0.8, evidence=[Evidence(ln.no, ln.shown)],
+                facts={"device": m.group("device"), **({"use_v1": m.group("v1"), "use_mla": m.group("mla")}
+                                                       if m.group("v1") else {})},
+                fix=Fix(fix, "attention-backend"),
                 first_line=ln.no)
     return None
 
@@ -305,6 +314,21 @@ def _custom_unregistered(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     )
 
 
+def _feature_advice(m, line, scan) -> dict[str, Any]:
+    """Cascade attention is not a backend anyone picks: vLLM turns it on for batches with a shared prefix."""
+    if m.group("backend").lower().startswith("cascade"):
+        return {"backend_words": "Cascade attention", "advice": ("vLLM applied cascade attention (used for batches that share a long prefix) to a model whose "
+                           f"layers need {m.group('feature')}, which cascade attention lacks: a vLLM bug of this release. "
+                           "Launch with --disable-cascade-attn (or upgrade vLLM, which skips cascade attention for "
+                           "these models).")}
+    return {"backend_words": f"The {m.group('backend')} attention backend", "advice": (f"The model needs a feature ({m.group('feature')}) this backend lacks: drop the "
+                       "--attention-backend / VLLM_ATTENTION_BACKEND override (or pick a backend that has it, e.g. "
+                       "TRITON_ATTN; FlashInfer sinks need its TRTLLM kernels on Blackwell), or use a vLLM version "
+                       "where the default selection handles it. On GPUs older than Ampere vLLM falls back to "
+                       "FlexAttention or xFormers, which lack sliding window and sinks: such models need an Ampere "
+                       "or newer GPU there.")}
+
+
 RULES = [
     Rule(signature="attention.no_valid_backend", category="attention_backend",
          title="No valid attention backend", fix="", check=_diagnose, confidence=0.95,
@@ -323,14 +347,19 @@ RULES = [
          title="Unknown attention backend name {backend}",
          fix="The name passed to --attention-backend / VLLM_ATTENTION_BACKEND is not a backend of this vLLM "
              "version: use one of the names the error lists (a plugin backend registers as CUSTOM).",
-         patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?"],
+         patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?",
+                   # selector.py 0.6 .. 0.7
+                   r"Invalid attention backend '(?P<backend>[\w.]+)'\. Available backends"],
          playbook="attention-backend", confidence=0.9),
     Rule(signature="attention.fa_version_unsupported", category="attention_backend",
-         title="FlashAttention cannot run on this GPU (Unsupported FA version: {version})",
+         title="FlashAttention cannot run on this GPU ({version_words})",
          fix="This GPU (e.g. V100/T4, compute capability below 8.0) has no FlashAttention build, and this vLLM version "
              "still picked it: choose another backend (--attention-backend TRITON_ATTN, older: "
              "VLLM_ATTENTION_BACKEND=XFORMERS) or upgrade vLLM, whose selector skips FlashAttention there.",
          patterns=[r"Unsupported FA version: (?P<version>\w+)"],
+         # get_flash_attn_version() returns None on GPUs no FlashAttention build supports
+         facts=lambda m, line, scan: {"version_words": "no FlashAttention version supports it"
+                                      if m.group("version") == "None" else f"FA version {m.group('version')}"},
          playbook="attention-backend", confidence=0.85),
     Rule(signature="attention.head_size_unsupported", category="attention_backend",
          title="Head size {head_size} is not supported by the attention backend",
@@ -339,15 +368,17 @@ RULES = [
          patterns=[r"Head size (?P<head_size>\d+) is not supported by (?:\w+)", r"[Hh]ead size (?P<head_size>\d+) (?:is )?not supported"],
          playbook="attention-backend", confidence=0.85),
     Rule(signature="attention.backend_feature_unsupported", category="attention_backend",
-         title="The {backend} attention backend cannot run this model's {feature}",
-         fix="The model needs a feature ({feature}) this backend lacks: drop the --attention-backend / "
-             "VLLM_ATTENTION_BACKEND override (or pick a backend that has it, e.g. TRITON_ATTN; FlashInfer sinks need "
-             "its TRTLLM kernels on Blackwell), or use a vLLM version where the default selection handles it.",
-         # raised from the backend's metadata builder, after selection let it through
-         patterns=[r"(?P<backend>FlashInfer|FlashAttention|FLASHINFER|FLASH_ATTN|Triton|TRITON_ATTN|FlexAttention|FLEX_ATTENTION)"
-                   r" backend (?:currently )?does not support (?P<feature>attention sinks|sinks|sliding window|alibi|"
-                   r"logits soft ?cap|block-?sparse|encoder|cross[- ]attention|[\w -]{3,30}?)(?:[,.;]|$)"],
-         playbook="attention-backend", confidence=0.85),
+         title="{backend_words} cannot run this model's {feature}",
+         fix="{advice}",
+         # raised from the backend's metadata builder or forward, after selection let it through: "<backend>
+         # [backend] [currently] does not support <feature>[ yet]" (v1/attention/backends/*.py, 0.8 .. 0.33;
+         # cascade attention's asserts in flash_attn.py)
+         patterns=[r"(?P<backend>FlashInfer|FlashAttention|FLASHINFER|FLASH_ATTN|Triton|TRITON_ATTN|FlexAttention|"
+                   r"FLEX_ATTENTION|Cascade attention|b12x|CPU_ATTN|FA[234]|[xX][fF]ormers|XFORMERS)"
+                   r"(?: backend)? (?:currently )?does not support (?P<feature>attention sinks|sinks|sliding window|"
+                   r"ALiBi|alibi(?: slopes)?|logits soft ?cap|block-?sparse|encoder|cross[- ]attention|kv sharing|"
+                   r"quantized kv-cache|[\w -]{3,30}?)(?: yet)?(?:[,.;]|$)"],
+         facts=_feature_advice, playbook="attention-backend", confidence=0.85),
     # Sparse MLA backends that only take a packed KV layout (vllm/v1/attention/backends/mla/
     # flashinfer_mla_sparse_sm120.py; the B12X path): a bf16 KV cache reaches them when the model's
     # KV dtype was forced (--kv-cache-dtype bfloat16) or not canonicalised by this vLLM.
@@ -384,4 +415,29 @@ RULES += [
              "--attention-backend), or install the xformers build that matches torch.",
          patterns=[r"No operator found for `memory_efficient_attention_(?:forward|backward)` with inputs"],
          playbook="attention-backend", confidence=0.85),
+]
+
+# The FlashAttention kernels' own checks (TORCH_CHECK in vllm-flash-attention's flash_api.cpp, the same
+# strings in the flash-attn package): the backend was selected, then its kernel refused the head size or dtype.
+# ("FlashAttention only supports Ampere GPUs or newer" is the GPU's age: gpu.compute_capability_too_low.)
+FA_KERNEL_REFUSALS = [
+    r"(?P<what>This flash attention build does not support headdim not being a multiple of 32)",
+    r"(?P<what>FlashAttention forward only supports head dimension at most \d+)",
+    r"(?P<what>FlashAttention (?:on Ampere/Ada cards )?only supports? fp16(?:, bf16,? and fp8_e4m3| and bf16) data type)",
+    r"(?P<what>If V headdim is different from Q/K dim, we only support)",
+    r"(?P<what>Only Hopper supports different V headdim)",
+]
+
+FA_KERNEL_ADVICE = ("FlashAttention was chosen but its kernel does not take this model's head size or dtype (a head "
+             "dimension that is not a multiple of 32 or above 256, different Q/K and V head sizes, or fp32): use "
+             "another attention backend (--attention-backend TRITON_ATTN or FLEX_ATTENTION; older vLLM: "
+             "VLLM_ATTENTION_BACKEND=XFORMERS or VLLM_USE_V1=0), run in float16/bfloat16, or upgrade vLLM, whose "
+             "selector checks the head size before picking FlashAttention.")
+
+RULES += [
+    Rule(signature="attention.flash_attn_kernel_refused", category="attention_backend",
+         title="The FlashAttention kernel cannot run this model's attention ({what})",
+         fix="{advice}",
+         patterns=FA_KERNEL_REFUSALS, playbook="attention-backend", confidence=0.85,
+         facts=lambda m, line, scan: {"advice": FA_KERNEL_ADVICE}),
 ]
