@@ -132,6 +132,12 @@ class TracebackAssembler:
         if stripped.startswith((CHAIN_CAUSE, CHAIN_CONTEXT)):
             st.chained = True
             return None
+        if not st.in_tb and st.last_exc is None and not st.frames and FRAME_RE.match(text):
+            # A paste that starts mid-traceback (its "Traceback" line cut away): the frames still count,
+            # with the "Traceback" line taken two columns left of the first frame, as Python prints it.
+            st.in_tb = True
+            st.tb_start = line.no
+            st.tb_indent = max(0, len(text) - len(text.lstrip()) - 2)
         if st.in_tb:
             m = FRAME_RE.match(text)
             if m:
