@@ -42,13 +42,93 @@ def test_headerless_frames_then_message_attach_to_the_message():
 
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
-KNOWN_MISSES = {
-    "distributed--ray-placement-group-waiting.log",
-    "environment--windows-native-resource-module.log",
-    "install_mismatch--pynvml-bad-array-new-length.log",
-    "kernel_library--flashinfer-kwarg-version-mismatch.log",
-    "quantization--deepgemm-unknown-sf-sm120.log",
-}
+KNOWN_MISSES: set[str] = set()
+
+
+# ---- DeepGEMM: DGException's "<kind> error (<file>:<line>): <reason>" (csrc/utils/exception.hpp) ----------
+
+@pytest.mark.parametrize("line,sig,cat", [
+    ("RuntimeError: Assertion error (/workspace/.deps/deepgemm-src/csrc/apis/layout.hpp:59): Unknown SF transformation",
+     "quant.deepgemm_scale_layout", "quantization"),
+    ("RuntimeError: Assertion error (csrc/apis/../jit_kernels/impls/../heuristics/../../utils/layout.hpp:76): "
+     "Unknown recipe", "quant.deepgemm_scale_layout", "quantization"),
+    ("tvm.error.InternalError: Assertion error (/deepgemm/csrc/apis/layout.hpp:59): Unknown SF transformation",
+     "quant.deepgemm_scale_layout", "quantization"),
+    ("RuntimeError: Assertion error (/x/deepgemm-src/csrc/apis/einsum.hpp:174): Unsupported architecture",
+     "kernels.deepgemm_jit_failed", "kernel_library"),
+])
+def test_deepgemm_assertions(line, sig, cat):
+    d = top(line + "\n")
+    assert (d.signature, d.category) == (sig, cat)
+
+
+# ---- a kernel library that is not the release vLLM calls -------------------------------------
+
+@pytest.mark.parametrize("line,lib", [
+    ("TypeError: trtllm_batch_decode_sparse_mla_dsv4() got an unexpected keyword argument 'swa_topk_lens'",
+     "flashinfer"),
+    ("TypeError: trtllm_fp4_block_scale_moe() missing 1 required positional argument: 'routing_logits'",
+     "flashinfer"),
+    ("TypeError: fp8_gemm_nt() takes from 3 to 5 positional arguments but 6 were given", "deep_gemm"),
+    ("ImportError: cannot import name 'fp8_gemm_nt' from 'deep_gemm' (/opt/venv/lib/python3.12/site-packages/"
+     "deep_gemm/__init__.py)", "deep_gemm"),
+    ("ImportError: cannot import name 'trtllm_batch_decode_with_kv_cache_mla' from 'flashinfer.decode'", "flashinfer"),
+])
+def test_library_api_mismatch(line, lib):
+    d = top(line + "\n")
+    assert d.signature == "kernels.library_api_mismatch" and d.facts["library"] == lib
+
+
+def test_generic_or_unknown_callee_is_not_a_library_mismatch():
+    for line in ("TypeError: run() got an unexpected keyword argument 'x'",
+                 "TypeError: my_own_helper_function() got an unexpected keyword argument 'x'"):
+        d = top(line + "\n")
+        assert d is None or d.signature != "kernels.library_api_mismatch"
+
+
+def test_library_api_list_is_generated_from_vllm_wheels():
+    from triage.rules.library_api import LIBRARY_API
+    assert {"flashinfer", "deep_gemm"} <= set(LIBRARY_API)
+    assert "trtllm_batch_decode_with_kv_cache" in LIBRARY_API["flashinfer"]
+
+
+# ---- vLLM on native Windows ----------------------------------------------------------------------
+
+def test_native_windows_import_failure_is_the_platform():
+    log = ("Python 3.11.11 | packaged by Anaconda, Inc. | (main, Dec 11 2024) [MSC v.1929 64 bit (AMD64)] on win32\n"
+           ">>> import vllm\nTraceback (most recent call last):\n"
+           '  File "C:\\Users\\me\\vllm\\vllm\\utils.py", line 7, in <module>\n    import resource\n'
+           "ModuleNotFoundError: No module named 'resource'\n")
+    d = top(log)
+    assert (d.signature, d.category) == ("environment.unsupported_platform", "environment")
+
+
+def test_vllm_c_missing_on_linux_stays_an_install_problem():
+    d = top('  File "/usr/lib/python3/dist-packages/vllm/_custom_ops.py", line 9, in <module>\n'
+            "ModuleNotFoundError: No module named 'vllm._C'\n")
+    assert d.signature == "install.vllm_c_missing"
+
+
+def test_wsl_paths_are_not_windows():
+    assert top("Traceback (most recent call last):\n"
+               '  File "/mnt/c/Users/me/venv/lib/python3.12/site-packages/vllm/__init__.py", line 3, in <module>\n'
+               "ModuleNotFoundError: No module named 'vllm._C'\n").signature == "install.vllm_c_missing"
+
+
+# ---- Ray placement group never created -------------------------------------------------------
+
+def test_placement_group_wait_counts_only_past_the_first_interval():
+    base = ("INFO 05-12 08:01:20 [ray_utils.py:224] Waiting for creating a placement group of specs for {s} seconds. "
+            "specs=[{{'GPU': 1.0}}, {{'GPU': 1.0}}]. Check `ray status` and `ray list nodes` to see if you have "
+            "enough resources.\n")
+    assert top(base.format(s=10)) is None or top(base.format(s=10)).signature != "distributed.ray_gpus"
+    assert top(base.format(s=70)).signature == "distributed.ray_gpus"
+
+
+def test_placement_group_timeout_new_form():
+    d = top("ValueError: Cannot provide a placement group requiring 8 GPUs (placement_group_specs=[{'GPU': 1.0}]) "
+            "within 1800 seconds.\n")
+    assert d.signature == "distributed.ray_gpus"
 
 
 def _dev_cases():

@@ -124,10 +124,13 @@ RULES = [
          title="Ray cannot place the workers on GPUs ({detail})",
          fix="{advice}", facts=_ray_facts,
          patterns=[r"(?P<detail>Ray does not allocate any GPUs on the driver node)",
-                   r"(?P<detail>The number of required GPUs exceeds the total number of available GPUs in the placement group)",
+                   r"(?P<detail>The number of required \w+s exceeds the total number of available \w+s in the placement group)",
                    r"(?P<detail>Current node has no GPU available)",
                    r"(?P<detail>No available node types can fulfill resource request)",
-                   r"(?P<detail>Cannot provide a placement group) of .{0,400}within \d+ seconds"],
+                   r"(?P<detail>Cannot provide a placement group) (?:of|requiring) .{0,400}within \d+ seconds",
+                   # ray_utils._wait_until_pg_ready logs this with a doubling interval (10, 30, 70 s ...)
+                   # until PG_WAIT_TIMEOUT; the first 10 s are normal while a node joins
+                   r"(?P<detail>Waiting for creating a placement group) of specs for (?:[3-9]\d|\d{3,}) seconds"],
          playbook="distributed", confidence=0.85),
     Rule(signature="distributed.ray_actor_died", category="distributed",
          title="A Ray worker died",

@@ -2,7 +2,62 @@
 
 from __future__ import annotations
 
+import re
+
+from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
+from triage.rules.wrappers import is_wrapper
+
+# Native Windows, as a paste shows it: a traceback through a drive-letter path, the Windows Python
+# banner, collect_env's platform line, pip's console-script launcher.
+WINDOWS_RE = re.compile(r'File "[A-Za-z]:\\[^"]*\\vllm\\|\[MSC v\.\d+|\bon win32\b|Python platform\s*:\s*Windows-'
+                        r'|\\Scripts\\vllm(?:\.exe)?\\__main__\.py')
+# What vLLM's import dies of there: Linux-only stdlib modules (resource in vllm/utils, fcntl, termios),
+# the CUDA extension no Windows wheel ships, uvloop.
+WINDOWS_IMPORT_RE = re.compile(r"No module named '(?:vllm\._C|resource|fcntl|termios|uvloop|vllm\.vllm_flash_attn)")
+
+
+def native_windows(scan: Scan) -> bool:
+    """The log shows vLLM run by a native Windows Python."""
+    return any(WINDOWS_RE.search(ln.text) for ln in scan.lines)
+
+
+def _native_windows(scan: Scan) -> Diagnosis | None:
+    """vLLM run on native Windows: every vLLM release is Linux-only (pip installs an sdist or a wheel
+    without its CUDA extensions), so whatever import or start-up step fails, the platform is the cause."""
+    sign = next((ln for ln in scan.lines if WINDOWS_RE.search(ln.text)), None)
+    if sign is None:
+        return None
+    win_frames = [e for e in scan.exceptions + scan.cut_tracebacks
+                  if any(re.match(r"[A-Za-z]:\\", f.file) and "\\vllm\\" in f.file for f in e.frames)]
+    imports = [e for e in scan.exceptions if WINDOWS_IMPORT_RE.search(e.text)]
+    died = [e for e in imports + win_frames if not is_wrapper(e.text)]
+    if not died:
+        return None
+    ev = died[0]
+    return Diagnosis(
+        category="environment", signature="environment.unsupported_platform",
+        title="vLLM does not support this platform (native Windows)",
+        confidence=0.8, evidence=[Evidence(ev.line.no, ev.line.shown), Evidence(sign.no, sign.shown)],
+        facts={"detail": "native Windows", "platform": "windows"},
+        fix=Fix("vLLM runs on Linux only: on Windows run it inside WSL2 (Ubuntu, with the NVIDIA driver for WSL) "
+                "or in a Linux container with Docker Desktop's GPU support; pip on native Windows installs a vLLM "
+                "without its CUDA extensions, whatever error it stops at.", "environment"),
+        first_line=ev.line.no)
+
+
+def _unsupported_platform(scan: Scan) -> Diagnosis | None:
+    return UNSUPPORTED_PLATFORM.match_lines(scan) or _native_windows(scan)
+
+
+UNSUPPORTED_PLATFORM: Rule = Rule(
+    signature="environment.unsupported_platform", category="environment",
+    title="vLLM does not support this platform ({detail})",
+    fix="vLLM's CUDA build needs Linux x86_64/aarch64 with an NVIDIA GPU: use WSL2/Linux or the matching "
+        "platform build (CPU, ROCm, XPU).",
+    patterns=[r"(?P<detail>vLLM only supports Linux platform)", r"(?P<detail>Unsupported platform[^.]*)"],
+    playbook="environment", confidence=0.85, check=lambda scan, env: _unsupported_platform(scan))
 
 RULES = [
     Rule(signature="environment.no_gpu_visible", category="environment",
@@ -51,12 +106,7 @@ RULES = [
          patterns=[r"^Killed\s*$", r"died with <Signals\.SIGKILL: 9>", r"exit code -9\b", r"exited with code 137",
                    r"Out of memory: Killed process"],
          playbook="environment", confidence=0.6, secondary=True),
-    Rule(signature="environment.unsupported_platform", category="environment",
-         title="vLLM does not support this platform ({detail})",
-         fix="vLLM's CUDA build needs Linux x86_64/aarch64 with an NVIDIA GPU: use WSL2/Linux or the matching "
-             "platform build (CPU, ROCm, XPU).",
-         patterns=[r"(?P<detail>vLLM only supports Linux platform)", r"(?P<detail>Unsupported platform[^.]*)"],
-         playbook="environment", confidence=0.85),
+    UNSUPPORTED_PLATFORM,
     # -- harmless: recognised so that they are not taken for the failure -------------------------
     Rule(signature="harmless.torch_capability_range", category="", harmless=True,
          title="PyTorch warns that the GPU's compute capability is outside its tested range (harmless on GB10/SM121)",

@@ -212,6 +212,19 @@ RULES = [
          patterns=[r"The quantization method (?P<quantization>[\w-]+) is not supported for the current GPU\. Minimum capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)",
                    r"Quantization scheme is not supported for (?:the current GPU|this GPU)\. Min capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)"],
          facts=_capabilities, playbook="quantization", confidence=0.95),
+    # DeepGEMM's C++ checks throw DGException: "<kind> error (<file>:<line>): <reason>" (csrc/utils/exception.hpp).
+    # Its scale-factor layout code (csrc/apis/layout.hpp, csrc/utils/layout.hpp) only knows the recipes of the
+    # architectures it was written for (SM90 / SM100): on another GPU the FP8 block-scaled path vLLM routed
+    # through it stops at "Unknown SF transformation" (weight post-processing) or "Unknown recipe" (GEMM / warm-up).
+    Rule(signature="quant.deepgemm_scale_layout", category="quantization",
+         title="DeepGEMM has no FP8 scale layout for this GPU ({reason})",
+         fix="vLLM sent this FP8 block-scaled model through DeepGEMM, whose scale-factor layout code has no recipe for "
+             "this GPU's architecture (the DeepGEMM pinned by older vLLM releases knows SM90/SM100 only; SM120 came with "
+             "deepseek-ai/DeepGEMM#324). Set VLLM_USE_DEEP_GEMM=0 (and VLLM_MOE_USE_DEEP_GEMM=0) so vLLM uses its "
+             "CUTLASS/Triton FP8 kernels, or upgrade to a vLLM whose pinned DeepGEMM supports this GPU.",
+         patterns=[r"Assertion error \((?P<where>[^)]*layout\.hpp:\d+)\): (?P<reason>Unknown SF transformation|Unknown recipe)",
+                   r"(?P<reason>Unknown SF transformation)"],
+         playbook="quantization", confidence=0.9),
     Rule(signature="quant.unknown_method", category="quantization",
          title="Unknown quantization method {quantization}",
          fix="This vLLM does not know the checkpoint's quantization method: upgrade vLLM, or pass a supported "

@@ -9,12 +9,55 @@ from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, not_in_passing
+from triage.rules.library_api import LIBRARY_API
 from triage.rules.vendor import vendor
 from triage.rules.wrappers import is_wrapper
 
 # Errors of Python itself inside FlashInfer's own code: the installed FlashInfer release does not run
 # on this interpreter / with these packages (a broken or mismatched release), not a vLLM bug.
+PIP_NAMES = {"flashinfer": "flashinfer-python", "flash_attn": "flash-attn", "triton_kernels": "triton-kernels",
+             "deep_gemm": "deep_gemm", "aiter": "aiter", "flash_mla": "flash_mla"}
 _FI_CODE_ERRORS = ("TypeError", "SyntaxError", "NameError", "AttributeError", "ImportError", "ModuleNotFoundError")
+
+
+# Python's own words for a call that does not fit the callee's signature (3.8 .. 3.13, bare or qualified).
+API_MISMATCH_RE = re.compile(
+    r"(?:\w+\.)*(?P<func>\w+)\(\) (?P<how>got an unexpected keyword argument '\w+'|missing \d+ required "
+    r"(?:positional|keyword-only) arguments?: .{1,120}|takes (?:from \d+ to )?\d+ positional arguments? but \d+ "
+    r"(?:were|was) given|got multiple values for argument '\w+')")
+API_IMPORT_RE = re.compile(r"cannot import name '(?P<func>\w+)' from '(?P<lib>(?:" + "|".join(LIBRARY_API) + r")(?:\.\w+)*)'")
+
+
+def _library_api_mismatch(scan: Scan) -> Diagnosis | None:
+    """vLLM calls a kernel library's function with arguments, or imports a name, that the installed
+    release of the library does not have: the library is not the release this vLLM was built against."""
+    for ln in scan.lines:
+        t = ln.text
+        lib = func = how = None
+        if "()" in t:
+            m = API_MISMATCH_RE.search(t)
+            # a name of vLLM's calls into the library, long enough not to be a generic one ("run", "plan")
+            if m and len(m.group("func")) >= 8 and "_" in m.group("func"):
+                lib = next((k for k, names in LIBRARY_API.items() if m.group("func") in names), None)
+                func, how = m.group("func"), m.group("how")
+        elif "cannot import name" in t:
+            m = API_IMPORT_RE.search(t)
+            if m:
+                lib, func, how = m.group("lib").split(".", 1)[0], m.group("func"), f"is not in {m.group('lib')}"
+        if lib is None or func is None:
+            continue
+        pkg = PIP_NAMES.get(lib, lib)
+        return Diagnosis(
+            category="kernel_library", signature="kernels.library_api_mismatch",
+            title=f"The installed {lib} is not the release this vLLM calls: {func}() {how}",
+            confidence=0.8, evidence=[Evidence(ln.no, ln.shown)],
+            facts={"library": lib, "function": func, "mismatch": how, "package": pkg},
+            fix=Fix(f"vLLM calls {lib}'s {func}() as the {lib} release it pins defines it; the installed {lib} is "
+                    f"older or newer. Install the {pkg} version this vLLM release requires (its requirements/cuda.txt, "
+                    f"or `pip show vllm` and the pinned version in the release notes), or the vLLM release that matches "
+                    f"the {lib} you have.", "kernel-library"),
+            first_line=ln.no)
+    return None
 
 
 def _flashinfer_crashed(scan: Scan) -> Diagnosis | None:
@@ -245,8 +288,13 @@ RULES = [
              "(and VLLM_MOE_USE_DEEP_GEMM=0) so vLLM uses its Triton/CUTLASS paths, or install a DeepGEMM that "
              "supports this GPU.",
          # DeepGEMM's JIT runtime (deep_gemm/include/deep_gemm/jit/handle.hpp) reports driver errors this way
-         patterns=[r"CUDA driver error \([^)]*jit/handle\.hpp:\d+\): \d+ \((?P<error>CUDA_ERROR_\w+)"],
+         patterns=[r"CUDA driver error \([^)]*jit/handle\.hpp:\d+\): \d+ \((?P<error>CUDA_ERROR_\w+)",
+                   # DG_HOST_UNREACHABLE in DeepGEMM's dispatchers (einsum.hpp, hyperconnection.hpp, ...)
+                   r"Assertion error \([^)]*csrc/[^)]*\.hpp:\d+\): (?P<error>Unsupported architecture)"],
          playbook="kernel-library", confidence=0.85),
+    Rule(signature="kernels.library_api_mismatch", category="kernel_library",
+         title="The installed kernel library is not the release this vLLM calls", fix="",
+         check=lambda scan, env: _library_api_mismatch(scan), playbook="kernel-library", confidence=0.8),
     Rule(signature="kernels.flashinfer_crashed", category="kernel_library",
          title="FlashInfer's own code fails in {where}", fix="", check=lambda scan, env: _flashinfer_crashed(scan),
          playbook="kernel-library", confidence=0.75),
