@@ -131,6 +131,40 @@ def test_placement_group_timeout_new_form():
     assert d.signature == "distributed.ray_gpus"
 
 
+# ---- host RAM: Ray's raylet and memory monitor -----------------------------------------------
+
+@pytest.mark.parametrize("line", [
+    "(raylet) node_manager.cc:3007: 2 Workers (tasks / actors) killed due to memory pressure (OOM), 0 Workers crashed "
+    "due to other reasons at node (ID: abd4, IP: 10.0.167.26) over the last time period.",
+    "(raylet) 1 worker(s) were killed due to the node running low on memory. Memory on the node (IP: 10.0.0.3, ID: "
+    "ab12) was 120.10GB used / 125.00GB limit (0.960800)",
+    "WARNING worker.py:2037 -- A worker died or was killed while executing a task by an unexpected system error. "
+    "Worker exit detail: Worker unexpectedly exits with a connection error code 2. End of file. There are some "
+    "potential root causes. (1) The process is killed by SIGKILL by OOM killer due to high memory usage.",
+])
+def test_ray_host_oom_lines(line):
+    d = top(line + "\n")
+    assert (d.signature, d.category) == ("environment.host_oom_killed", "environment")
+
+
+def test_unspecified_platform_in_a_whole_log():
+    log = ("INFO 05-14 04:44:35 [__init__.py:243] No platform detected, vLLM is running on UnspecifiedPlatform\n"
+           "INFO 05-14 04:44:37 [api_server.py:1034] vLLM API server version 0.8.4\n")
+    d = top(log)
+    assert (d.signature, d.category) == ("environment.no_gpu_visible", "environment")
+
+
+@pytest.mark.parametrize("line", [
+    'RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at "../c10/cuda/CUDACachingAllocator.cpp":838, '
+    "please report a bug to PyTorch.",
+    "RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlDeviceGetHandleByPciBusId_v2_( pci_id, &nvml_device) "
+    'INTERNAL ASSERT FAILED at "../c10/cuda/CUDACachingAllocator.cpp":1139, please report a bug to PyTorch.',
+])
+def test_nvml_assert_in_the_oom_report_is_an_oom(line):
+    d = top(line + "\n")
+    assert (d.signature, d.category) == ("oom.cuda_out_of_memory", "gpu_oom")
+
+
 def _dev_cases():
     data = yaml.safe_load((DEV / "expected.yaml").read_text())
     return sorted(data.items())

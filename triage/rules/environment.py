@@ -73,6 +73,8 @@ RULES = [
                    r"(?P<detail>could not select device driver \"\S*\" with capabilities: \[\[gpu\]\])",
                    # newer vLLM: no platform detected -> DeviceConfig(device="") (vllm/config/device.py)
                    r"(?P<detail>Device string must not be empty)",
+                   # vllm/platforms/__init__.py (INFO in 0.7-0.8, DEBUG later): no CUDA/ROCm/... platform found
+                   r"(?P<detail>No platform detected), vLLM is running on UnspecifiedPlatform",
                    r"(?P<detail>libcuda\.so(?:\.1)?: cannot open shared object file)",
                    r"(?P<detail>NVML Shared Library Not Found)", r"(?P<detail>NVMLError_LibraryNotFound)",
                    r"(?P<detail>NVMLError_DriverNotLoaded|NVML.{0,20}Driver Not Loaded)"],
@@ -104,7 +106,12 @@ RULES = [
          fix="Host RAM ran out (loading weights, or many workers): check `dmesg | grep -i oom`, add swap/RAM, lower "
              "--swap-space / --cpu-offload-gb, or limit workers; in Kubernetes raise the memory limit.",
          patterns=[r"^Killed\s*$", r"died with <Signals\.SIGKILL: 9>", r"exit code -9\b", r"exited with code 137",
-                   r"Out of memory: Killed process"],
+                   r"Out of memory: Killed process",
+                   # Ray's raylet and memory monitor (C++ strings of every 2.x raylet): a worker killed for host RAM
+                   r"killed due to memory pressure \(OOM\)", r"worker\(s\) were killed due to the node running low on memory",
+                   r"Memory on the node \(IP: [^)]*\) was [\d.]+GB used / [\d.]+GB limit",
+                   # Ray's note on a worker that vanished (connection EOF): the OOM killer is its first named cause
+                   r"(?:The process is killed by SIGKILL by OOM killer|the process was killed by the OOM killer) due to high memory usage"],
          playbook="environment", confidence=0.6, secondary=True),
     UNSUPPORTED_PLATFORM,
     # -- harmless: recognised so that they are not taken for the failure -------------------------
