@@ -165,6 +165,21 @@ def test_nvml_assert_in_the_oom_report_is_an_oom(line):
     assert (d.signature, d.category) == ("oom.cuda_out_of_memory", "gpu_oom")
 
 
+# ---- ports: vLLM's ZMQ sockets, and a traceback cut inside bind() -----------------------------
+
+def test_zmq_address_in_use_names_the_port():
+    d = top("zmq.error.ZMQError: Address already in use (addr='tcp://127.0.0.1:5570')\n")
+    assert d.signature == "environment.port_in_use" and d.title.endswith("(port 5570)")
+
+
+def test_traceback_cut_inside_bind_is_a_port_in_use():
+    d = top('  File "/usr/local/lib/python3.10/dist-packages/vllm/entrypoints/openai/rpc/server.py", line 35, in __init__\n'
+            '    self.socket.bind(f"tcp://127.0.0.1:{port}")\n'
+            '  File "/usr/local/lib/python3.10/dist-packages/zmq/sugar/socket.py", line 311, in bind\n'
+            "    super().bind(addr)\n")
+    assert (d.signature, d.category) == ("environment.port_in_use", "environment") and d.confidence <= 0.6
+
+
 def _dev_cases():
     data = yaml.safe_load((DEV / "expected.yaml").read_text())
     return sorted(data.items())

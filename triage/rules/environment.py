@@ -51,6 +51,44 @@ def _unsupported_platform(scan: Scan) -> Diagnosis | None:
     return UNSUPPORTED_PLATFORM.match_lines(scan) or _native_windows(scan)
 
 
+# A traceback that ends inside a socket's bind() (its message cut off): binding is what failed, and an
+# address already taken is by far the usual reason (vLLM binds its API port and its ZMQ/RPC ports).
+BIND_FRAMES = (("zmq/sugar/socket.py", "bind"), ("asyncio/base_events.py", "create_server"),
+               ("socket.py", "bind"), ("uvicorn/server.py", "startup"))
+
+
+def _port_in_use(scan: Scan) -> Diagnosis | None:
+    d = PORT_IN_USE.match_lines(scan)
+    if d is not None:
+        return d
+    for tb in scan.cut_tracebacks:
+        if tb.frames and any(tb.frames[-1].file.endswith(f) and tb.frames[-1].func == fn for f, fn in BIND_FRAMES):
+            return Diagnosis(
+                category="environment", signature="environment.port_in_use",
+                title="vLLM died binding a socket (the message is cut off): a port it needs is most likely taken",
+                confidence=0.6, evidence=[Evidence(tb.line.no, tb.line.shown)],
+                facts={"raised_at": f"{tb.frames[-1].file}:{tb.frames[-1].line} in {tb.frames[-1].func}"},
+                fix=Fix("A port vLLM binds (the API --port, or an internal ZMQ/RPC port) is held by another process, "
+                        "usually an earlier vLLM that did not exit: stop it (`ss -ltnp` shows the owner), give each "
+                        "server its own --port, and capture the whole output to see the address.", "environment"),
+                first_line=tb.line.no)
+    return None
+
+
+PORT_IN_USE: Rule = Rule(
+    signature="environment.port_in_use", category="environment",
+    title="A port vLLM binds is already in use{port_suffix}",
+    fix="Another process (often a previous vLLM) holds the port: stop it (`ss -ltnp | grep :{port}`) or "
+        "start with --port <free port>.",
+    patterns=[r"\[Errno 98\] error while attempting to bind on address \('[^']*', (?P<port>\d+)\): address already in use",
+              r"\[Errno 98\] Address already in use(?P<port>)", r"OSError: \[Errno 98\].{0,40}port (?P<port>\d+)",
+              # vLLM's ZMQ sockets (the V0 RPC server, the V1 engine-core and KV-transfer side channels)
+              r"ZMQError: Address already in use \(addr='(?:tcp://)?[^']*?:(?P<port>\d+)'\)",
+              r"ZMQError: Address already in use(?P<port>)"],
+    facts=lambda m, line, scan: {"port_suffix": f" (port {m.group('port')})" if m.group("port") else ""},
+    playbook="environment", confidence=0.95, check=lambda scan, env: _port_in_use(scan))
+
+
 UNSUPPORTED_PLATFORM: Rule = Rule(
     signature="environment.unsupported_platform", category="environment",
     title="vLLM does not support this platform ({detail})",
@@ -86,13 +124,7 @@ RULES = [
              "engine runs on a node with its GPUs (`ray status`, one GPU bundle per rank).",
          patterns=[r"NVMLError_InvalidArgument"],
          playbook="environment", confidence=0.8),
-    Rule(signature="environment.port_in_use", category="environment",
-         title="The API server's port is already in use ({port})",
-         fix="Another process (often a previous vLLM) holds the port: stop it (`ss -ltnp | grep :{port}`) or "
-             "start with --port <free port>.",
-         patterns=[r"\[Errno 98\] error while attempting to bind on address \('[^']*', (?P<port>\d+)\): address already in use",
-                   r"\[Errno 98\] Address already in use(?P<port>)", r"OSError: \[Errno 98\].{0,40}port (?P<port>\d+)"],
-         playbook="environment", confidence=0.95),
+    PORT_IN_USE,
     Rule(signature="environment.gpu_busy", category="environment",
          title="The GPU is busy or unavailable (exclusive compute mode or held by another process)",
          fix="Another process owns the GPU in exclusive-process mode, or the GPU is in a bad state: check "
