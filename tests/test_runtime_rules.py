@@ -180,6 +180,27 @@ def test_traceback_cut_inside_bind_is_a_port_in_use():
     assert (d.signature, d.category) == ("environment.port_in_use", "environment") and d.confidence <= 0.6
 
 
+# ---- more of vLLM's own runtime messages, as its source writes them -----------------------------------
+
+@pytest.mark.parametrize("line,sig", [
+    ("AssertionError: Error in memory profiling. Initial free memory 61.2 GiB, current free memory 64.8 GiB. This "
+     "happens when other processes sharing the same container release GPU memory", "environment.gpu_memory_changed"),
+    ("AssertionError: Error in memory profiling. Initial free memory 23622320128, current free memory 24135073792. "
+     "This happens when the GPU memory was not properly cleaned up", "environment.gpu_memory_changed"),
+    ("ValueError: Using Ray backend requires installation of ray.", "distributed.ray_missing"),
+    ("RuntimeError: Fault detected in EP all2all communication: one or more ranks timed out during dispatch/combine. "
+     "Mask: [1, 0]", "distributed.collective_timeout"),
+    ("RuntimeError: DeepGEMM backend is unavailable in the current vLLM environment, or the available DeepGEMM package "
+     "does not provide the required kernels", "kernels.deepgemm_missing"),
+    ("ValueError: libcudart is not loaded in the current process, try setting VLLM_CUDART_SO_PATH",
+     "install.cuda_runtime_lib_missing"),
+    ("RuntimeError: Insufficient space in /dev/shm for shm_broadcast: 512.00 MiB required, 64.00 MiB free. Increase "
+     "/dev/shm (e.g. --shm-size or --ipc=host).", "distributed.nccl_shm"),
+])
+def test_runtime_messages_from_source(line, sig):
+    assert top(line + "\n").signature == sig
+
+
 def _dev_cases():
     data = yaml.safe_load((DEV / "expected.yaml").read_text())
     return sorted(data.items())

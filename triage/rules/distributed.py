@@ -60,12 +60,14 @@ RULES = [
          patterns=[r"RuntimeError: NIXL is not available"],
          playbook="distributed", confidence=0.9),
     Rule(signature="distributed.nccl_shm", category="distributed",
-         title="NCCL could not create its shared-memory segment (/dev/shm too small or not writable)",
+         title="Not enough shared memory (/dev/shm) for NCCL or vLLM's broadcast buffers (too small or not writable)",
          fix="Give the container enough shared memory: `docker run --ipc=host` or `--shm-size=16g` "
              "(Kubernetes: an emptyDir with medium Memory mounted at /dev/shm).",
          patterns=[r"Error while creating shared memory segment /dev/shm/\S+(?: \(size (?P<segment_bytes>\d+)\))?",
                    r"unable to allocate shared memory", r"No space left on device.{0,60}/dev/shm",
-                   r"/dev/shm.{0,60}(?:No space left|too small)"],
+                   r"/dev/shm.{0,60}(?:No space left|too small)",
+                   # vLLM's own shared-memory broadcast queue (shm_broadcast.py, 0.28+)
+                   r"Insufficient space in \S+ for .{1,80}: [\d.]+ MiB required, [\d.]+ MiB free"],
          playbook="distributed", confidence=0.95),
     Rule(signature="distributed.bus_error_shm", category="distributed",
          title="Bus error: usually /dev/shm is too small in a container",
@@ -101,7 +103,8 @@ RULES = [
          patterns=[r"Watchdog caught collective operation timeout", r"ProcessGroupNCCL.{0,60}[Tt]imeout",
                    r"NCCL communicator was aborted", r"Timed out waiting for.{0,40}(?:rank|worker|store)",
                    # the CPU-side store/barrier of a multi-node start-up that never completes
-                   r"DistStoreError: wait timeout after \d+ms", r"\[c10d\] waitForInput: socket .{0,200}timed out after \d+ms"],
+                   r"DistStoreError: wait timeout after \d+ms",
+                   r"Fault detected in EP all2all communication: one or more ranks timed out", r"\[c10d\] waitForInput: socket .{0,200}timed out after \d+ms"],
          playbook="distributed", confidence=0.75, secondary=True),
     Rule(signature="distributed.gloo_failed", category="distributed",
          title="Gloo could not connect the processes ({detail})",
@@ -154,6 +157,7 @@ RAY_MISSING: Rule = Rule(
     fix="Install Ray into vLLM's environment (`pip install 'ray[default]'`, or `ray[cgraph]` for compiled "
         "graphs), or use --distributed-executor-backend mp on a single node.",
     patterns=[r"[Pp]lease install Ray with `pip install ray`", r"No module named 'ray'",
+              r"Using Ray backend requires installation of ray",
               r"Ray Compiled Graph is not installed", r"Run `pip install ray\[cgraph\]`"],
     playbook="distributed", confidence=0.85,
     check=lambda scan, env: not_in_passing(RAY_MISSING, scan))

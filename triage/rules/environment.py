@@ -190,6 +190,17 @@ RULES = [
 ]
 
 RULES += [
+    # vLLM's profiling check (V0 worker.py, V1 gpu_worker.py): free memory grew while it measured, so another
+    # process on the same GPU released memory in the meantime; the budget it computed is meaningless.
+    Rule(signature="environment.gpu_memory_changed", category="environment",
+         title="Another process changed the GPU's memory while vLLM profiled it (free {initial} -> {current})",
+         fix="vLLM measures free GPU memory before and after profiling; here it rose, so another process on the same "
+             "GPU released memory meanwhile (a previous vLLM still exiting, another container or job). Give vLLM GPUs "
+             "of its own (stop the other process, or pick free GPUs with CUDA_VISIBLE_DEVICES / a dedicated "
+             "container), wait for earlier servers to exit, and launch again.",
+         patterns=[r"Error in memory profiling\. Initial free memory (?P<initial>[\d.]+(?: GiB)?), current free memory "
+                   r"(?P<current>[\d.]+(?: GiB)?)"],
+         playbook="environment", confidence=0.85),
     Rule(signature="environment.nvml_unknown_error", category="environment",
          title="The container lost access to its GPUs (NVML: Unknown Error)",
          fix="A running container loses its GPU device permissions when the host reloads systemd (`systemctl "

@@ -88,7 +88,9 @@ RULES = [
     Rule(signature="install.cuda_runtime_lib_missing", category="install_mismatch",
          title="A CUDA library the build needs is missing ({lib})",
          fix="{advice}", facts=_cuda_lib_facts,
-         patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file"],
+         patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file",
+                   # vllm/distributed/device_communicators/cuda_wrapper.py finds no libcudart mapped in the process
+                   r"(?P<lib>libcudart) is not loaded in the current process, try setting VLLM_CUDART_SO_PATH"],
          playbook="install-mismatch", confidence=0.9),
     Rule(signature="install.glibcxx", category="install_mismatch",
          title="The C++ runtime is older than a compiled extension needs ({what})",

@@ -279,6 +279,7 @@ RULES = [
          title="DeepGEMM is missing or too old (needed for {what})",
          fix="{advice}",
          patterns=[r"DeepGEMM backend is not available or outdated(?:\. Please install or update the `?deep_gemm`?)?",
+                   r"DeepGEMM backend is unavailable in the current vLLM environment",
                    r"Sparse Attention Indexer CUDA op requires DeepGEMM",
                    r"No module named 'deep_gemm'", r"deep_gemm.{0,40}(?:is not installed|not available)"],
          facts=_deepgemm_facts, playbook="kernel-library", confidence=0.85),
