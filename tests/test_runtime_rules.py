@@ -180,6 +180,22 @@ def test_traceback_cut_inside_bind_is_a_port_in_use():
     assert (d.signature, d.category) == ("environment.port_in_use", "environment") and d.confidence <= 0.6
 
 
+# ---- torch / container runtime messages ---------------------------------------------------------
+
+@pytest.mark.parametrize("line,sig", [
+    ("RuntimeError: CUDA error: invalid device ordinal", "environment.invalid_device_ordinal"),
+    ("RuntimeError: No HIP GPUs are available", "environment.no_gpu_visible"),
+    ("docker: Error response from daemon: failed to create task for container: OCI runtime create failed: "
+     "nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown.", "environment.no_gpu_visible"),
+    ("RuntimeError: Found Tesla P100-SXM2-16GB which is too old to be supported by the triton GPU compiler, which is "
+     "used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA "
+     "capability 6.0", "gpu.compute_capability_too_low"),
+    ("RuntimeError: GPUs with compute capability below 7.0 are not supported.", "gpu.compute_capability_too_low"),
+])
+def test_torch_and_runtime_messages(line, sig):
+    assert top(line + "\n").signature == sig
+
+
 # ---- more of vLLM's own runtime messages, as its source writes them -----------------------------------
 
 @pytest.mark.parametrize("line,sig", [

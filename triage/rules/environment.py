@@ -102,7 +102,9 @@ RULES = [
          title="No GPU is visible to vLLM ({detail})",
          fix="Inside a container the GPUs must be passed through: install nvidia-container-toolkit and run with "
              "`--gpus all` (or `--runtime nvidia`); check `nvidia-smi` inside the container and CUDA_VISIBLE_DEVICES.",
-         patterns=[r"(?P<detail>Failed to infer device type)", r"(?P<detail>No CUDA GPUs are available)",
+         patterns=[r"(?P<detail>Failed to infer device type)", r"(?P<detail>No (?:CUDA|HIP) GPUs are available)",
+                   # the NVIDIA container runtime's hook, before anything in the container runs
+                   r"nvidia-container-cli: (?P<detail>initialization error: [^:]{1,40}(?:: [^:.]{1,60})?)",
                    r"(?P<detail>Found no NVIDIA driver on your system)",
                    r"(?P<detail>CUDA_VISIBLE_DEVICES is set to empty string)",
                    r"(?P<detail>Torch not compiled with CUDA enabled)",
@@ -125,6 +127,14 @@ RULES = [
          patterns=[r"NVMLError_InvalidArgument"],
          playbook="environment", confidence=0.8),
     PORT_IN_USE,
+    Rule(signature="environment.invalid_device_ordinal", category="environment",
+         title="A GPU index this process was given does not exist for it (invalid device ordinal)",
+         fix="The process asked CUDA for a GPU number it cannot see: CUDA_VISIBLE_DEVICES lists fewer GPUs than "
+             "--tensor-parallel-size x --pipeline-parallel-size (or data parallel) needs, or names GPUs the container "
+             "was not given. Compare `nvidia-smi -L` inside the container with CUDA_VISIBLE_DEVICES and the parallel "
+             "sizes, and make them agree.",
+         patterns=[r"CUDA error: invalid device ordinal", r"cudaErrorInvalidDevice\b", r"CUDA_ERROR_INVALID_DEVICE\b"],
+         playbook="environment", confidence=0.8),
     Rule(signature="environment.gpu_busy", category="environment",
          title="The GPU is busy or unavailable (exclusive compute mode or held by another process)",
          fix="Another process owns the GPU in exclusive-process mode, or the GPU is in a bad state: check "

@@ -181,7 +181,10 @@ RULES = [
                    # (not a warning that says vLLM falls back to something else)
                    r"(?!.*[Ff]all(?:ing|s)? ?back)(?P<feature>[\w.-]+(?: [\w.-]+){0,3}) requires (?P<min>SM ?\d+x?|sm_?\d+x?|Hopper|Blackwell(?: datacenter)?|Ampere|Ada)[\w ()/,.-]{0,60}?GPUs",
                    # a kernel compiled for one SM only, run on a sibling (GB10 is SM12.1, not SM12.0)
-                   r"This kernel only supports (?P<min>sm_?\d+[af]?)"],
+                   r"This kernel only supports (?P<min>sm_?\d+[af]?)",
+                   # vLLM <= 0.2's own gate, and torch inductor's check before it compiles Triton kernels
+                   r"GPUs with compute capability below (?P<min>\d+\.\d+) are not supported",
+                   r"which is too old to be supported by the triton GPU compiler.{0,120}?CUDA Capability >= (?P<min>\d+\.\d+)"],
          facts=_needs, playbook="unsupported-gpu", confidence=0.85),
     Rule(signature="dtype.bf16_before_ampere", category="dtype_unsupported",
          title="bfloat16 needs compute capability 8.0; this GPU ({gpu}) has {cc}",
