@@ -191,6 +191,10 @@ def test_traceback_cut_inside_bind_is_a_port_in_use():
      "used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device is of CUDA "
      "capability 6.0", "gpu.compute_capability_too_low"),
     ("RuntimeError: GPUs with compute capability below 7.0 are not supported.", "gpu.compute_capability_too_low"),
+    ("NotImplementedError: No compiled get_cutlass_moe_mm_data: no cutlass_scaled_mm kernel for CUDA device "
+     "capability: 120. Required capability: 90 or 100", "quant.kernel_unsupported_gpu"),
+    ("      The detected CUDA version (11.8) mismatches the version that was used to compile",
+     "install.build_cuda_mismatch"),
 ])
 def test_torch_and_runtime_messages(line, sig):
     assert top(line + "\n").signature == sig

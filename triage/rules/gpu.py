@@ -242,6 +242,8 @@ RULES = [
          patterns=[r"(?P<kernel>NVFP4|nvfp4|FP4|MXFP4|CUTLASS|cutlass_scaled_mm|Machete|Marlin|FP8)[\w ]{0,40}(?:is )?not supported (?:on|for) (?:this|the current) (?:GPU|device|platform)",
                    r"(?P<kernel>cutlass_scaled_mm|cutlass_fp4_gemm|scaled_fp4_quant)\b.{0,60}(?:not (?:supported|implemented)|no kernel)",
                    r"No compiled (?P<kernel>cutlass[\w ]*) (?:kernel|for)",
+                   # csrc/quantization/cutlass_w8a8 entry points (get_cutlass_moe_mm_data, ...): built without this SM
+                   r"No compiled (?P<kernel>\w+): no cutlass_scaled_mm kernel for CUDA device capability",
                    r"(?P<kernel>ModelOpt NVFP4|FlashInfer FP4|CUTLASS FP4)\b.{0,60}(?:requires|only) .{0,30}(?:capability|SM|sm)",
                    # modelopt.py / compressed_tensors_moe.py on pre-Blackwell GPUs
                    r"Current platform does not support (?P<kernel>NVFP4|MXFP4|FP8|fp8) quantization",

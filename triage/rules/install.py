@@ -92,6 +92,16 @@ RULES = [
                    # vllm/distributed/device_communicators/cuda_wrapper.py finds no libcudart mapped in the process
                    r"(?P<lib>libcudart) is not loaded in the current process, try setting VLLM_CUDART_SO_PATH"],
          playbook="install-mismatch", confidence=0.9),
+    # torch.utils.cpp_extension._check_cuda_version: building vLLM (or a kernel extension) from source with an
+    # nvcc of another CUDA than the one torch was built with
+    Rule(signature="install.build_cuda_mismatch", category="install_mismatch",
+         title="Building from source: the CUDA toolkit ({found}) is not the CUDA torch was built with",
+         fix="pip fell back to compiling vLLM (or an extension) from source, and torch's extension builder refuses an "
+             "nvcc of another CUDA than torch's own. Install a prebuilt vLLM wheel for your CUDA instead (the release's "
+             "+cuXXX wheel, with the torch it pins), or install the CUDA toolkit torch was built with and point "
+             "CUDA_HOME at it before building.",
+         patterns=[r"The detected CUDA version \((?P<found>[\d.]+)\) mismatches the version that was used to compile"],
+         playbook="install-mismatch", confidence=0.9),
     Rule(signature="install.glibcxx", category="install_mismatch",
          title="The C++ runtime is older than a compiled extension needs ({what})",
          fix="An extension was built with a newer GCC than this system's libstdc++: install a newer libstdc++ "
