@@ -195,6 +195,11 @@ def test_traceback_cut_inside_bind_is_a_port_in_use():
      "capability: 120. Required capability: 90 or 100", "quant.kernel_unsupported_gpu"),
     ("      The detected CUDA version (11.8) mismatches the version that was used to compile",
      "install.build_cuda_mismatch"),
+    # ROCm builds of torch say HIP where CUDA builds say CUDA
+    ("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 816.00 MiB. GPU 0 has a total capacity of 64.00 GiB "
+     "of which 487.46 MiB is free.", "oom.cuda_out_of_memory"),
+    ("RuntimeError: HIP error: out of memory", "oom.cuda_out_of_memory"),
+    ("RuntimeError: UVA is not available", "environment.uva_unavailable"),
 ])
 def test_torch_and_runtime_messages(line, sig):
     assert top(line + "\n").signature == sig

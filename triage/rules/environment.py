@@ -211,6 +211,15 @@ RULES += [
          patterns=[r"Error in memory profiling\. Initial free memory (?P<initial>[\d.]+(?: GiB)?), current free memory "
                    r"(?P<current>[\d.]+(?: GiB)?)"],
          playbook="environment", confidence=0.85),
+    # vllm/v1/worker/gpu/buffer_utils.py (the V2 model runner's staging buffers): pinned host memory is off. On
+    # CUDA that happens only under WSL2, where vLLM enables pinned memory only on request (platforms/cuda.py).
+    Rule(signature="environment.uva_unavailable", category="environment",
+         title="Pinned (UVA) host memory is not available: vLLM's V2 model runner cannot start (WSL2)",
+         fix="vLLM's V2 model runner keeps its staging buffers in pinned host memory, which vLLM leaves off under "
+             "WSL2: set VLLM_WSL2_ENABLE_PIN_MEMORY=1 (WSL2 kernel 4.19.121 or newer; run `wsl --update`), or use "
+             "the V1 model runner with VLLM_USE_V2_MODEL_RUNNER=0.",
+         patterns=[r"RuntimeError: UVA is not available", r"^UVA is not available$"],
+         playbook="environment", confidence=0.9),
     Rule(signature="environment.nvml_unknown_error", category="environment",
          title="The container lost access to its GPUs (NVML: Unknown Error)",
          fix="A running container loses its GPU device permissions when the host reloads systemd (`systemctl "
