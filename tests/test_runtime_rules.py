@@ -79,6 +79,18 @@ def test_library_api_mismatch(line, lib):
     assert d.signature == "kernels.library_api_mismatch" and d.facts["library"] == lib
 
 
+def test_library_module_without_the_attribute_is_a_mismatch():
+    d = top("AttributeError: module 'cutlass.cute.core' has no attribute 'ThrMma'\n")
+    assert d.signature == "kernels.library_api_mismatch" and d.facts["package"] == "nvidia-cutlass-dsl"
+    d = top("AttributeError: module 'flashinfer.comm' has no attribute 'trtllm_allreduce_fusion'\n")
+    assert d.signature == "kernels.library_api_mismatch" and d.facts["library"] == "flashinfer"
+
+
+def test_cute_dsl_arch_refusal():
+    d = top("cutlass.cute.nvgpu.common.OpError: OpError: expects arch to be one of ['sm_120a'], but got Arch.sm_121a\n")
+    assert d.signature == "kernels.cute_dsl_arch_unsupported" and d.facts["arch"] == "sm_121a"
+
+
 def test_generic_or_unknown_callee_is_not_a_library_mismatch():
     for line in ("TypeError: run() got an unexpected keyword argument 'x'",
                  "TypeError: my_own_helper_function() got an unexpected keyword argument 'x'"):

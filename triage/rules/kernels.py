@@ -16,6 +16,7 @@ from triage.rules.wrappers import is_wrapper
 # Errors of Python itself inside FlashInfer's own code: the installed FlashInfer release does not run
 # on this interpreter / with these packages (a broken or mismatched release), not a vLLM bug.
 PIP_NAMES = {"flashinfer": "flashinfer-python", "flash_attn": "flash-attn", "triton_kernels": "triton-kernels",
+             "cutlass": "nvidia-cutlass-dsl",
              "deep_gemm": "deep_gemm", "aiter": "aiter", "flash_mla": "flash_mla"}
 _FI_CODE_ERRORS = ("TypeError", "SyntaxError", "NameError", "AttributeError", "ImportError", "ModuleNotFoundError")
 
@@ -26,6 +27,8 @@ API_MISMATCH_RE = re.compile(
     r"(?:positional|keyword-only) arguments?: .{1,120}|takes (?:from \d+ to )?\d+ positional arguments? but \d+ "
     r"(?:were|was) given|got multiple values for argument '\w+')")
 API_IMPORT_RE = re.compile(r"cannot import name '(?P<func>\w+)' from '(?P<lib>(?:" + "|".join(LIBRARY_API) + r")(?:\.\w+)*)'")
+# A kernel library's module without an attribute vLLM (or the library's own code) uses: another release.
+API_ATTR_RE = re.compile(r"module '(?P<lib>(?:" + "|".join(LIBRARY_API) + r"|cutlass)(?:\.\w+)*)' has no attribute '(?P<func>\w+)'")
 
 
 def _library_api_mismatch(scan: Scan) -> Diagnosis | None:
@@ -42,6 +45,10 @@ def _library_api_mismatch(scan: Scan) -> Diagnosis | None:
                 func, how = m.group("func"), m.group("how")
         elif "cannot import name" in t:
             m = API_IMPORT_RE.search(t)
+            if m:
+                lib, func, how = m.group("lib").split(".", 1)[0], m.group("func"), f"is not in {m.group('lib')}"
+        elif "has no attribute" in t:
+            m = API_ATTR_RE.search(t)
             if m:
                 lib, func, how = m.group("lib").split(".", 1)[0], m.group("func"), f"is not in {m.group('lib')}"
         if lib is None or func is None:
@@ -296,6 +303,15 @@ RULES = [
     Rule(signature="kernels.library_api_mismatch", category="kernel_library",
          title="The installed kernel library is not the release this vLLM calls", fix="",
          check=lambda scan, env: _library_api_mismatch(scan), playbook="kernel-library", confidence=0.8),
+    # CUTLASS's Python DSL (nvidia-cutlass-dsl, used by FlashInfer and vLLM's cute_dsl kernels) checks the target
+    # architecture when it builds an MMA/copy atom
+    Rule(signature="kernels.cute_dsl_arch_unsupported", category="kernel_library",
+         title="A CUTLASS DSL kernel does not support this GPU architecture ({arch})",
+         fix="The kernel was written for {archs} only; this GPU is {arch} (SM12.1 GB10 is not SM12.0, SM12x is not "
+             "SM100). Pick a backend that does not use it (--moe-backend marlin / triton, another FP4/FP8 GEMM "
+             "backend), or install the nvidia-cutlass-dsl and FlashInfer releases that add this architecture.",
+         patterns=[r"OpError: expects arch to be one of \[(?P<archs>[^\]]*)\], but got Arch\.(?P<arch>sm_\w+)"],
+         playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.flashinfer_crashed", category="kernel_library",
          title="FlashInfer's own code fails in {where}", fix="", check=lambda scan, env: _flashinfer_crashed(scan),
          playbook="kernel-library", confidence=0.75),
