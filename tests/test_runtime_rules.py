@@ -137,6 +137,15 @@ def test_placement_group_wait_counts_only_past_the_first_interval():
     assert top(base.format(s=70)).signature == "distributed.ray_gpus"
 
 
+def test_placement_group_wait_then_start_up_goes_on_is_no_failure():
+    log = ("INFO 05-12 08:01:40 [ray_utils.py:224] Waiting for creating a placement group of specs for 30 seconds. "
+           "specs=[{'GPU': 1.0}, {'GPU': 1.0}]. Check `ray status` and `ray list nodes` to see if you have enough "
+           "resources.\n"
+           "(RayWorkerWrapper pid=311) INFO 05-12 08:03:10 [default_loader.py:262] Loading weights took 31.20 seconds\n")
+    d = top(log)
+    assert d is None or d.signature != "distributed.ray_gpus"
+
+
 def test_placement_group_timeout_new_form():
     d = top("ValueError: Cannot provide a placement group requiring 8 GPUs (placement_group_specs=[{'GPU': 1.0}]) "
             "within 1800 seconds.\n")

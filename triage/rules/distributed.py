@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from triage.logread.scan import Scan
+from triage.model import Diagnosis
 from triage.rules.base import Rule, not_in_passing
 
 NODE_REQ_RE = re.compile(r"'node:(?P<ip>[\d.]+|[0-9a-fA-F:]+)': ?0\.001")
@@ -49,6 +51,39 @@ def _ray_facts(m, line, scan) -> dict:
         out["advice"] = ("The Ray cluster does not offer the GPUs vLLM asks for: check `ray status`, that every node joined "
                          "with its GPUs, and that tensor_parallel_size x pipeline_parallel_size fits the cluster.")
     return out
+
+
+# Lines a start-up prints once its workers run: the placement group was created after all.
+PROGRESSED = ("loading took", "weights took", "Graph capturing finished", "Maximum concurrency")
+
+
+def _ray_gpus(scan: Scan) -> Diagnosis | None:
+    """Placement-group trouble, unless all vLLM said were its waiting/warning lines and start-up went on
+    afterwards (a worker node that joined late)."""
+    d = RAY_GPUS.match_lines(scan)
+    if d is None:
+        return None
+    levels = {ln.no: ln.level for ln in scan.lines}
+    if all(levels.get(e.line) in ("INFO", "WARNING") for e in d.evidence):
+        last = max(e.line for e in d.evidence)
+        if any(ln.no > last and any(p in ln.text for p in PROGRESSED) for ln in scan.lines):
+            return None
+    return d
+
+
+RAY_GPUS: Rule = Rule(
+    signature="distributed.ray_gpus", category="distributed",
+    title="Ray cannot place the workers on GPUs ({detail})",
+    fix="{advice}", facts=_ray_facts,
+    patterns=[r"(?P<detail>Ray does not allocate any GPUs on the driver node)",
+              r"(?P<detail>The number of required \w+s exceeds the total number of available \w+s in the placement group)",
+              r"(?P<detail>Current node has no GPU available)",
+              r"(?P<detail>No available node types can fulfill resource request)",
+              r"(?P<detail>Cannot provide a placement group) (?:of|requiring) .{0,400}within \d+ seconds",
+              # ray_utils._wait_until_pg_ready logs this with a doubling interval (10, 30, 70 s ...)
+              # until PG_WAIT_TIMEOUT; the first 10 s are normal while a node joins
+              r"(?P<detail>Waiting for creating a placement group) of specs for (?:[3-9]\d|\d{3,}) seconds"],
+    playbook="distributed", confidence=0.85, check=lambda scan, env: _ray_gpus(scan))
 
 
 RULES = [
@@ -123,18 +158,7 @@ RULES = [
                    r"The server socket has failed to (?:listen|bind) on any local network address",
                    r"The client socket has timed out after \d+\w* while trying to connect to"],
          playbook="distributed", confidence=0.85),
-    Rule(signature="distributed.ray_gpus", category="distributed",
-         title="Ray cannot place the workers on GPUs ({detail})",
-         fix="{advice}", facts=_ray_facts,
-         patterns=[r"(?P<detail>Ray does not allocate any GPUs on the driver node)",
-                   r"(?P<detail>The number of required \w+s exceeds the total number of available \w+s in the placement group)",
-                   r"(?P<detail>Current node has no GPU available)",
-                   r"(?P<detail>No available node types can fulfill resource request)",
-                   r"(?P<detail>Cannot provide a placement group) (?:of|requiring) .{0,400}within \d+ seconds",
-                   # ray_utils._wait_until_pg_ready logs this with a doubling interval (10, 30, 70 s ...)
-                   # until PG_WAIT_TIMEOUT; the first 10 s are normal while a node joins
-                   r"(?P<detail>Waiting for creating a placement group) of specs for (?:[3-9]\d|\d{3,}) seconds"],
-         playbook="distributed", confidence=0.85),
+    RAY_GPUS,
     Rule(signature="distributed.ray_actor_died", category="distributed",
          title="A Ray worker died",
          fix="A Ray actor exited: its own log (above, or `ray logs`) has the root cause; often OOM or a crash on one node.",
