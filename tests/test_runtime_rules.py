@@ -221,6 +221,9 @@ def test_traceback_cut_inside_bind_is_a_port_in_use():
      "of which 487.46 MiB is free.", "oom.cuda_out_of_memory"),
     ("RuntimeError: HIP error: out of memory", "oom.cuda_out_of_memory"),
     ("RuntimeError: UVA is not available", "environment.uva_unavailable"),
+    # triton/backends/nvidia/driver.py
+    ("AssertionError: libcuda.so cannot found!", "triton.libcuda_not_found"),
+    ("/usr/bin/ld: cannot find -lcuda: No such file or directory", "triton.libcuda_not_found"),
 ])
 def test_torch_and_runtime_messages(line, sig):
     assert top(line + "\n").signature == sig

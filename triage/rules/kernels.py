@@ -337,6 +337,16 @@ RULES = [
          patterns=[r"ptxas fatal\s*:.*", r"PTXASError", r"ptxas .{0,40}error", r"ptxas failed",
                    r"Value 'sm_\d+a?' is not defined for option 'gpu-name'"],
          playbook="triton-compile", confidence=0.85),
+    # triton/backends/nvidia/driver.py builds its C launcher against the driver (libraries=['cuda'], found
+    # through `ldconfig -p` or TRITON_LIBCUDA_PATH): no libcuda.so where the linker looks
+    Rule(signature="triton.libcuda_not_found", category="triton_compile",
+         title="Triton cannot link its launcher against the driver's libcuda",
+         fix="Triton compiles a small C launcher linked with -lcuda at first use. Make the driver library findable: "
+             "run `ldconfig` (root) so libcuda.so.1 is in the linker cache, set TRITON_LIBCUDA_PATH to the directory "
+             "that holds libcuda.so.1, or add a libcuda.so symlink to it; in a container, start it with the NVIDIA "
+             "runtime (--gpus all) so the driver libraries are mounted.",
+         patterns=[r"libcuda\.so cannot found!?", r"cannot find -lcuda\b"],
+         playbook="triton-compile", confidence=0.85),
     Rule(signature="triton.no_c_compiler", category="triton_compile",
          title="Triton found no C compiler (or Python headers) to build its runtime helper",
          fix="Install a C compiler and the Python headers (`apt-get install build-essential python3-dev`) or set CC.",
