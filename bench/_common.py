@@ -13,30 +13,52 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_timed(argv: list[str], repeat: int = 3, env: dict | None = None) -> tuple[float, int]:
-    """Best wall time of `repeat` runs and the peak RSS (KiB) of the command, measured in a fresh
-    child each time (wait4's rusage is per child, not cumulative)."""
-    best = float("inf")
-    peak = 0
+def run_once(argv: list[str], env: dict | None = None) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds of the whole process tree, peak RSS in KiB) of one run in a fresh child
+    (wait4's rusage is per child: its CPU time includes the children it waited for, grep's too)."""
     e = dict(os.environ, PYTHONPATH=str(ROOT))
     # Measure what users run: an installed package has its bytecode compiled (pip does it at
     # install time). With PYTHONDONTWRITEBYTECODE every run would recompile each module from source.
     e.pop("PYTHONDONTWRITEBYTECODE", None)
     if env:
         e.update(env)
-    for _ in range(repeat + 1):  # the first run may write bytecode caches: not counted
-        first = _ == 0
-        t = time.perf_counter()
-        # Output to a real file, not /dev/null: GNU grep stops at the first match when its output is
-        # /dev/null, which would make the baseline meaningless.
-        with tempfile.TemporaryFile() as sink:
-            p = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, env=e)
-            _, status, ru = os.wait4(p.pid, 0)
-        if not first or repeat == 0:
-            best = min(best, time.perf_counter() - t)
-            peak = max(peak, ru.ru_maxrss)
-        p.returncode = os.waitstatus_to_exitcode(status)
+    t = time.perf_counter()
+    # Output to a real file, not /dev/null: GNU grep stops at the first match when its output is
+    # /dev/null, which would make the baseline meaningless.
+    with tempfile.TemporaryFile() as sink:
+        # cwd: `python -m triage` imports the tree this bench belongs to, wherever it is started from
+        p = subprocess.Popen(argv, stdout=sink, stderr=subprocess.DEVNULL, env=e, cwd=str(ROOT))
+        _, status, ru = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def run_timed(argv: list[str], repeat: int = 3, env: dict | None = None) -> tuple[float, int]:
+    """Best wall time of `repeat` runs and the peak RSS (KiB) of the command, measured in a fresh
+    child each time."""
+    best = float("inf")
+    peak = 0
+    for i in range(repeat + 1):  # the first run may write bytecode caches: not counted
+        wall, _, rss = run_once(argv, env)
+        if i or repeat == 0:
+            best = min(best, wall)
+            peak = max(peak, rss)
     return best, peak
+
+
+def run_pair(base: list[str], cmd: list[str], repeat: int = 3) -> tuple[tuple[float, float], tuple[float, float, int]]:
+    """A baseline and a command run in turns (on a shared machine both meet the same load): the best wall
+    and CPU times of each, and the command's peak RSS (KiB)."""
+    bw = bc = cw = cc = float("inf")
+    peak = 0
+    for i in range(repeat + 1):  # the first round may write bytecode caches: not counted
+        w1, c1, _ = run_once(base)
+        w2, c2, rss = run_once(cmd)
+        if i or repeat == 0:
+            bw, bc, cw, cc = min(bw, w1), min(bc, c1), min(cw, w2), min(cc, c2)
+            peak = max(peak, rss)
+    return (bw, bc), (cw, cc, peak)
 
 
 NOISE = [

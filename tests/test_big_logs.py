@@ -10,7 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
-from _common import make_error_dense_log, make_restart_loop_log  # noqa: E402
+from _common import make_error_dense_log, make_log, make_restart_loop_log  # noqa: E402
 from conftest import run_triage  # noqa: E402
 from triage.logread import scan_text  # noqa: E402
 from triage.logread.scan import MAX_SHAPES, Scanner  # noqa: E402
@@ -112,8 +112,7 @@ def test_a_failed_grep_is_said_not_taken_for_a_healthy_log(tmp_path):
     grep = fake / "grep"
     grep.write_text("#!/bin/sh\nexit 2\n")
     grep.chmod(grep.stat().st_mode | stat.S_IXUSR)
-    big = tmp_path / "big.log"
-    big.write_bytes((LOGS / "attention.no_valid_backend.log").read_bytes() * 4000)  # past the small-file path
+    big = make_log(tmp_path / "big.log", 2_000_000)  # past the small-file path; sparse: grep selects its lines
     rep = _report(big, env={"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
     assert rep["input"].get("truncated") is True
     assert any("grep stopped with status 2" in w for w in rep["warnings"])

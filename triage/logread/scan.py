@@ -37,8 +37,16 @@ _RUNS = re.compile(rb"#+")  # on a first key's miss only: "pid=4188" and "pid=34
 # A traceback's first line is always read: it opens that process's traceback, and a chained exception
 # prints the same first line again.
 _TB_HEAD = b"Traceback (most recent"
-# Lines that state the machine (one row per GPU, "GPU 0: ...", "GPU 1: ..."): each is a fact, never a repeat.
+# Lines whose numbers are facts, not noise: the machine's rows (one per GPU, "GPU 0: ...", "GPU 1: ..."),
+# the compute capability, and PREFILTER's words with a number in them ("blocks: 0,": the same line with
+# another number is no hit). Each different message among them is read (by_text).
+_ZERO_WORDS = (b"blocks: 0,", b"size: 0 tokens", b"per request: 0")
 _GPU_ROW = re.compile(rb"GPU \d+:")
+
+
+def by_text(raw: bytes) -> bool:
+    return (b"NVIDIA" in raw or b"apability" in raw or (b"GPU " in raw and _GPU_ROW.search(raw) is not None)
+            or (b": 0" in raw and any(z in raw for z in _ZERO_WORDS)))
 COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
 COLLECT_ENV_SPAN = 400
 CUT_TB_TAIL = 3  # a traceback whose last frame is this close to the end of the log was cut by it
@@ -104,19 +112,33 @@ class Scanner:
         self._prev: Line | None = None  # the line fed last, and the exception it raised (if any)
         self._prev_exc: ExceptionRecord | None = None
         self._shapes: dict[bytes, list] = {}  # shape -> [times, first no, last no, first Line]
+        self.overflow = False  # a shape was not remembered (MAX_SHAPES): its lines are read again
 
     def feed(self, no: int, raw: bytes | str) -> Line:
         shapes = self._shapes
         key: bytes | None = None
         key2: bytes | None = None
         if isinstance(raw, bytes) and len(raw) >= SHAPE_MIN:
+            if by_text(raw):
+                # its numbers matter (which GPU, which capability): repeats are the same message, whatever
+                # the prefix (timestamps, pids) says
+                key = b"\x00" + raw[raw.find(b"] ") + 1:]
+                seen = shapes.get(key)
+                if seen is not None:
+                    seen[0] += 1
+                    seen[2] = no
+                    return seen[3]
+                ln = self._read(no, raw)
+                if len(shapes) < MAX_SHAPES:
+                    shapes[key] = [1, no, no, ln]
+                return ln
             key = raw.translate(_DIGITS)
             seen = shapes.get(key)  # only shapes that may repeat are ever stored: a hit is a repeat
             if seen is not None:
                 seen[0] += 1
                 seen[2] = no
                 return seen[3]
-            if _TB_HEAD in raw or b"NVIDIA" in raw or b"apability" in raw or (b"GPU " in raw and _GPU_ROW.search(raw)):
+            if _TB_HEAD in raw:
                 key = None
             else:
                 key2 = _RUNS.sub(b"#", raw.translate(_HEXITS))
@@ -193,6 +215,9 @@ class Scanner:
                 f"read the first {MAX_HEAD} and the last {len(self._tail)}")
             s.lines.extend(self._tail)
             self._tail.clear()
+        if self.overflow or len(self._shapes) >= MAX_SHAPES:
+            s.warnings.append(f"the log has more than {MAX_SHAPES} distinct message shapes: the lines of "
+                              "those past them were read again, not counted as repeats")
         s.repeats = {k.split("\x00")[-1]: v for k, v in self._seen.items() if v > 1}
         for times, first, last, ln in {id(v): v for v in self._shapes.values()}.values():
             if times > 1:
@@ -250,7 +275,23 @@ def _cut_row(prev: Line, ln: Line, prev_is_exc: bool) -> bool:
 
 
 def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
-    sel = select(src, use_grep=use_grep)
+    # A log with many lines to read (a restart loop, an error per request) is read whole, its repeats
+    # counted a chunk at a time (logread.bulk); grep's selection pays off when few lines match.
+    data = None
+    if use_grep is None and src.is_plain_file and _size(src.path) >= 1 << 20:
+        from triage.logread import bulk
+
+        if bulk.dense(src.path):  # type: ignore[arg-type]
+            scan, sc, blocks = bulk.scan_whole(src)
+            return _finish_source(src, scan, sc, blocks)
+    elif use_grep is None and not src.is_plain_file:
+        from triage.logread import bulk
+
+        head, data = bulk.peek(chunks(src))  # a stream is judged by its head
+        if bulk.dense_head(head):
+            scan, sc, blocks = bulk.scan_whole(src, data)
+            return _finish_source(src, scan, sc, blocks)
+    sel = select(src, use_grep=use_grep, data=data)
     sc = Scanner(src.name)
     for no, raw in sel.lines:
         sc.feed(no, raw)
@@ -258,13 +299,26 @@ def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
     scan = sc.finish(nbytes, nlines)
     scan.warnings.extend(sel.warnings)
     scan.truncated = sel.truncated
+    return _finish_source(src, scan, sc, sel.blocks)
+
+
+def _finish_source(src: LogSource, scan: Scan, sc: Scanner, blocks: list[tuple[int, bytes]]) -> Scan:
     if sc.collect_env_lines and src.path is not None:
         _read_collect_env(src, sc.collect_env_lines[0], scan)
-    for first, data in sel.blocks:  # the same block, kept aside while a stream went by
+    for first, data in blocks:  # the same block, kept aside while a stream went by
         for i, raw in enumerate(iter_lines([data]), first):
             extract.extract(parse(i, raw), scan.facts)
         extract.finish(scan.facts)
     return scan
+
+
+def _size(path: str | None) -> int:
+    import os
+
+    try:
+        return os.path.getsize(path)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return -1
 
 
 def scan_path(name: str, **kw: Any) -> Scan:

@@ -83,8 +83,9 @@ class Selection(Record):
         return self._totals()
 
 
-def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
-    data, width = _sniff_wrap(src)
+def select(src: LogSource, *, use_grep: bool | None = None, data: Iterator[bytes] | None = None) -> Selection:
+    """`data`: a stream's chunks when the caller has read some already (they are handed back in order)."""
+    data, width = _sniff_wrap(src, data)
     if width:
         return _select_unwrapped(data, width)
     if src.fd is not None:
@@ -110,7 +111,7 @@ def select(src: LogSource, *, use_grep: bool | None = None) -> Selection:
     return _select_python(src, data)
 
 
-def _sniff_wrap(src: LogSource) -> tuple[Iterator[bytes], int | None]:
+def _sniff_wrap(src: LogSource, data: Iterator[bytes] | None = None) -> tuple[Iterator[bytes], int | None]:
     """Whether a terminal hard-wrapped the log (see unwrap.py), from its head. A stream cannot be
     read twice: its chunks are handed back, the head included."""
     from triage.logread.unwrap import SAMPLE, wrap_width
@@ -123,7 +124,7 @@ def _sniff_wrap(src: LogSource) -> tuple[Iterator[bytes], int | None]:
         except OSError:
             return chunks(src), None  # the strategies below report it
         return chunks(src), wrap_width(head)
-    it = chunks(src)
+    it = chunks(src) if data is None else data
     head = next(it, b"")
     return _prepend(head, it), wrap_width(head[:SAMPLE])
 
