@@ -186,8 +186,6 @@ def _fallback(text: str):
 @pytest.mark.parametrize("line,category", [
     ("ImportError: cannot import name 'cute' from 'cutlass' (/opt/venv/lib/python3.12/site-packages/cutlass/__init__.py)",
      "kernel_library"),
-    ("ImportError: cannot import name 'fp8_gemm_nt' from 'deep_gemm' (/opt/venv/lib/python3.12/site-packages/"
-     "deep_gemm/__init__.py)", "kernel_library"),
     ("ModuleNotFoundError: No module named 'transformers.models.qwen3_omni_moe'", "model_support"),
     ("ModuleNotFoundError: No module named 'optimum.gptq'", "quantization"),
     ("ModuleNotFoundError: No module named 'mooncake'", "distributed"),

@@ -39,7 +39,8 @@ PREFILTER = (
     # Plain "memory" would cost ~20% of grep's time on a big log; these cost nothing measurable.
     "gpu_memory_utilization|loading took|weights took|"
     # rows of a wrapped message whose first row was kept (attention reasons, shared-memory numbers)
-    "head_size|use_mla|not supported|Reasons|requires|Ray cluster|ATTENTION_BACKEND|ENABLE_KVCACHED|"
+    "head_size|use_mla|not supported|Reasons|requires|Ray cluster|placement group|OOM|UnspecifiedPlatform|libcuda|lcuda|"
+    "ATTENTION_BACKEND|ENABLE_KVCACHED|"
     # native libraries' own statements of a cause (triage.catalogue.native: Ray's OOM killer, a lost node)
     "killed due to|memory usage threshold|marked dead|Check failed|discovered a bug|Illegal instruction|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee

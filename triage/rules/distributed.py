@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from triage.logread.scan import Scan
+from triage.model import Diagnosis
 from triage.rules.base import Rule, not_in_passing
 
 NODE_REQ_RE = re.compile(r"'node:(?P<ip>[\d.]+|[0-9a-fA-F:]+)': ?0\.001")
@@ -51,6 +53,39 @@ def _ray_facts(m, line, scan) -> dict:
     return out
 
 
+# Lines a start-up prints once its workers run: the placement group was created after all.
+PROGRESSED = ("loading took", "weights took", "Graph capturing finished", "Maximum concurrency")
+
+
+def _ray_gpus(scan: Scan) -> Diagnosis | None:
+    """Placement-group trouble, unless all vLLM said were its waiting/warning lines and start-up went on
+    afterwards (a worker node that joined late)."""
+    d = RAY_GPUS.match_lines(scan)
+    if d is None:
+        return None
+    levels = {ln.no: ln.level for ln in scan.lines}
+    if all(levels.get(e.line) in ("INFO", "WARNING") for e in d.evidence):
+        last = max(e.line for e in d.evidence)
+        if any(ln.no > last and any(p in ln.text for p in PROGRESSED) for ln in scan.lines):
+            return None
+    return d
+
+
+RAY_GPUS: Rule = Rule(
+    signature="distributed.ray_gpus", category="distributed",
+    title="Ray cannot place the workers on GPUs ({detail})",
+    fix="{advice}", facts=_ray_facts,
+    patterns=[r"(?P<detail>Ray does not allocate any GPUs on the driver node)",
+              r"(?P<detail>The number of required \w+s exceeds the total number of available \w+s in the placement group)",
+              r"(?P<detail>Current node has no GPU available)",
+              r"(?P<detail>No available node types can fulfill resource request)",
+              r"(?P<detail>Cannot provide a placement group) (?:of|requiring) .{0,400}within \d+ seconds",
+              # ray_utils._wait_until_pg_ready logs this with a doubling interval (10, 30, 70 s ...)
+              # until PG_WAIT_TIMEOUT; the first 10 s are normal while a node joins
+              r"(?P<detail>Waiting for creating a placement group) of specs for (?:[3-9]\d|\d{3,}) seconds"],
+    playbook="distributed", confidence=0.85, check=lambda scan, env: _ray_gpus(scan))
+
+
 RULES = [
     Rule(signature="distributed.nixl_unavailable", category="distributed",
          title="The NixlConnector KV transfer needs NIXL, which is not installed",
@@ -60,12 +95,14 @@ RULES = [
          patterns=[r"RuntimeError: NIXL is not available"],
          playbook="distributed", confidence=0.9),
     Rule(signature="distributed.nccl_shm", category="distributed",
-         title="NCCL could not create its shared-memory segment (/dev/shm too small or not writable)",
+         title="Not enough shared memory (/dev/shm) for NCCL or vLLM's broadcast buffers (too small or not writable)",
          fix="Give the container enough shared memory: `docker run --ipc=host` or `--shm-size=16g` "
              "(Kubernetes: an emptyDir with medium Memory mounted at /dev/shm).",
          patterns=[r"Error while creating shared memory segment /dev/shm/\S+(?: \(size (?P<segment_bytes>\d+)\))?",
                    r"unable to allocate shared memory", r"No space left on device.{0,60}/dev/shm",
-                   r"/dev/shm.{0,60}(?:No space left|too small)"],
+                   r"/dev/shm.{0,60}(?:No space left|too small)",
+                   # vLLM's own shared-memory broadcast queue (shm_broadcast.py, 0.28+)
+                   r"Insufficient space in \S+ for .{1,80}: [\d.]+ MiB required, [\d.]+ MiB free"],
          playbook="distributed", confidence=0.95),
     Rule(signature="distributed.bus_error_shm", category="distributed",
          title="Bus error: usually /dev/shm is too small in a container",
@@ -101,7 +138,8 @@ RULES = [
          patterns=[r"Watchdog caught collective operation timeout", r"ProcessGroupNCCL.{0,60}[Tt]imeout",
                    r"NCCL communicator was aborted", r"Timed out waiting for.{0,40}(?:rank|worker|store)",
                    # the CPU-side store/barrier of a multi-node start-up that never completes
-                   r"DistStoreError: wait timeout after \d+ms", r"\[c10d\] waitForInput: socket .{0,200}timed out after \d+ms"],
+                   r"DistStoreError: wait timeout after \d+ms",
+                   r"Fault detected in EP all2all communication: one or more ranks timed out", r"\[c10d\] waitForInput: socket .{0,200}timed out after \d+ms"],
          playbook="distributed", confidence=0.75, secondary=True),
     Rule(signature="distributed.gloo_failed", category="distributed",
          title="Gloo could not connect the processes ({detail})",
@@ -120,15 +158,7 @@ RULES = [
                    r"The server socket has failed to (?:listen|bind) on any local network address",
                    r"The client socket has timed out after \d+\w* while trying to connect to"],
          playbook="distributed", confidence=0.85),
-    Rule(signature="distributed.ray_gpus", category="distributed",
-         title="Ray cannot place the workers on GPUs ({detail})",
-         fix="{advice}", facts=_ray_facts,
-         patterns=[r"(?P<detail>Ray does not allocate any GPUs on the driver node)",
-                   r"(?P<detail>The number of required GPUs exceeds the total number of available GPUs in the placement group)",
-                   r"(?P<detail>Current node has no GPU available)",
-                   r"(?P<detail>No available node types can fulfill resource request)",
-                   r"(?P<detail>Cannot provide a placement group) of .{0,400}within \d+ seconds"],
-         playbook="distributed", confidence=0.85),
+    RAY_GPUS,
     Rule(signature="distributed.ray_actor_died", category="distributed",
          title="A Ray worker died",
          fix="A Ray actor exited: its own log (above, or `ray logs`) has the root cause; often OOM or a crash on one node.",
@@ -151,6 +181,7 @@ RAY_MISSING: Rule = Rule(
     fix="Install Ray into vLLM's environment (`pip install 'ray[default]'`, or `ray[cgraph]` for compiled "
         "graphs), or use --distributed-executor-backend mp on a single node.",
     patterns=[r"[Pp]lease install Ray with `pip install ray`", r"No module named 'ray'",
+              r"Using Ray backend requires installation of ray",
               r"Ray Compiled Graph is not installed", r"Run `pip install ray\[cgraph\]`"],
     playbook="distributed", confidence=0.85,
     check=lambda scan, env: not_in_passing(RAY_MISSING, scan))

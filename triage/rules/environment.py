@@ -2,14 +2,109 @@
 
 from __future__ import annotations
 
+import re
+
+from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
+from triage.rules.wrappers import is_wrapper
+
+# Native Windows, as a paste shows it: a traceback through a drive-letter path, the Windows Python
+# banner, collect_env's platform line, pip's console-script launcher.
+WINDOWS_RE = re.compile(r'File "[A-Za-z]:\\[^"]*\\vllm\\|\[MSC v\.\d+|\bon win32\b|Python platform\s*:\s*Windows-'
+                        r'|\\Scripts\\vllm(?:\.exe)?\\__main__\.py')
+# What vLLM's import dies of there: Linux-only stdlib modules (resource in vllm/utils, fcntl, termios),
+# the CUDA extension no Windows wheel ships, uvloop.
+WINDOWS_IMPORT_RE = re.compile(r"No module named '(?:vllm\._C|resource|fcntl|termios|uvloop|vllm\.vllm_flash_attn)")
+
+
+def native_windows(scan: Scan) -> bool:
+    """The log shows vLLM run by a native Windows Python."""
+    return any(WINDOWS_RE.search(ln.text) for ln in scan.lines)
+
+
+def _native_windows(scan: Scan) -> Diagnosis | None:
+    """vLLM run on native Windows: every vLLM release is Linux-only (pip installs an sdist or a wheel
+    without its CUDA extensions), so whatever import or start-up step fails, the platform is the cause."""
+    sign = next((ln for ln in scan.lines if WINDOWS_RE.search(ln.text)), None)
+    if sign is None:
+        return None
+    win_frames = [e for e in scan.exceptions + scan.cut_tracebacks
+                  if any(re.match(r"[A-Za-z]:\\", f.file) and "\\vllm\\" in f.file for f in e.frames)]
+    imports = [e for e in scan.exceptions if WINDOWS_IMPORT_RE.search(e.text)]
+    died = [e for e in imports + win_frames if not is_wrapper(e.text)]
+    if not died:
+        return None
+    ev = died[0]
+    return Diagnosis(
+        category="environment", signature="environment.unsupported_platform",
+        title="vLLM does not support this platform (native Windows)",
+        confidence=0.8, evidence=[Evidence(ev.line.no, ev.line.shown), Evidence(sign.no, sign.shown)],
+        facts={"detail": "native Windows", "platform": "windows"},
+        fix=Fix("vLLM runs on Linux only: on Windows run it inside WSL2 (Ubuntu, with the NVIDIA driver for WSL) "
+                "or in a Linux container with Docker Desktop's GPU support; pip on native Windows installs a vLLM "
+                "without its CUDA extensions, whatever error it stops at.", "environment"),
+        first_line=ev.line.no)
+
+
+def _unsupported_platform(scan: Scan) -> Diagnosis | None:
+    return UNSUPPORTED_PLATFORM.match_lines(scan) or _native_windows(scan)
+
+
+# A traceback that ends inside a socket's bind() (its message cut off): binding is what failed, and an
+# address already taken is by far the usual reason (vLLM binds its API port and its ZMQ/RPC ports).
+BIND_FRAMES = (("zmq/sugar/socket.py", "bind"), ("asyncio/base_events.py", "create_server"),
+               ("socket.py", "bind"), ("uvicorn/server.py", "startup"))
+
+
+def _port_in_use(scan: Scan) -> Diagnosis | None:
+    d = PORT_IN_USE.match_lines(scan)
+    if d is not None:
+        return d
+    for tb in scan.cut_tracebacks:
+        if tb.frames and any(tb.frames[-1].file.endswith(f) and tb.frames[-1].func == fn for f, fn in BIND_FRAMES):
+            return Diagnosis(
+                category="environment", signature="environment.port_in_use",
+                title="vLLM died binding a socket (the message is cut off): a port it needs is most likely taken",
+                confidence=0.6, evidence=[Evidence(tb.line.no, tb.line.shown)],
+                facts={"raised_at": f"{tb.frames[-1].file}:{tb.frames[-1].line} in {tb.frames[-1].func}"},
+                fix=Fix("A port vLLM binds (the API --port, or an internal ZMQ/RPC port) is held by another process, "
+                        "usually an earlier vLLM that did not exit: stop it (`ss -ltnp` shows the owner), give each "
+                        "server its own --port, and capture the whole output to see the address.", "environment"),
+                first_line=tb.line.no)
+    return None
+
+
+PORT_IN_USE: Rule = Rule(
+    signature="environment.port_in_use", category="environment",
+    title="A port vLLM binds is already in use{port_suffix}",
+    fix="Another process (often a previous vLLM) holds the port: stop it (`ss -ltnp | grep :{port}`) or "
+        "start with --port <free port>.",
+    patterns=[r"\[Errno 98\] error while attempting to bind on address \('[^']*', (?P<port>\d+)\): address already in use",
+              r"\[Errno 98\] Address already in use(?P<port>)", r"OSError: \[Errno 98\].{0,40}port (?P<port>\d+)",
+              # vLLM's ZMQ sockets (the V0 RPC server, the V1 engine-core and KV-transfer side channels)
+              r"ZMQError: Address already in use \(addr='(?:tcp://)?[^']*?:(?P<port>\d+)'\)",
+              r"ZMQError: Address already in use(?P<port>)"],
+    facts=lambda m, line, scan: {"port_suffix": f" (port {m.group('port')})" if m.group("port") else ""},
+    playbook="environment", confidence=0.95, check=lambda scan, env: _port_in_use(scan))
+
+
+UNSUPPORTED_PLATFORM: Rule = Rule(
+    signature="environment.unsupported_platform", category="environment",
+    title="vLLM does not support this platform ({detail})",
+    fix="vLLM's CUDA build needs Linux x86_64/aarch64 with an NVIDIA GPU: use WSL2/Linux or the matching "
+        "platform build (CPU, ROCm, XPU).",
+    patterns=[r"(?P<detail>vLLM only supports Linux platform)", r"(?P<detail>Unsupported platform[^.]*)"],
+    playbook="environment", confidence=0.85, check=lambda scan, env: _unsupported_platform(scan))
 
 RULES = [
     Rule(signature="environment.no_gpu_visible", category="environment",
          title="No GPU is visible to vLLM ({detail})",
          fix="Inside a container the GPUs must be passed through: install nvidia-container-toolkit and run with "
              "`--gpus all` (or `--runtime nvidia`); check `nvidia-smi` inside the container and CUDA_VISIBLE_DEVICES.",
-         patterns=[r"(?P<detail>Failed to infer device type)", r"(?P<detail>No CUDA GPUs are available)",
+         patterns=[r"(?P<detail>Failed to infer device type)", r"(?P<detail>No (?:CUDA|HIP) GPUs are available)",
+                   # the NVIDIA container runtime's hook, before anything in the container runs
+                   r"nvidia-container-cli: (?P<detail>initialization error: [^:]{1,40}(?:: [^:.]{1,60})?)",
                    r"(?P<detail>Found no NVIDIA driver on your system)",
                    r"(?P<detail>CUDA_VISIBLE_DEVICES is set to empty string)",
                    r"(?P<detail>Torch not compiled with CUDA enabled)",
@@ -18,6 +113,8 @@ RULES = [
                    r"(?P<detail>could not select device driver \"\S*\" with capabilities: \[\[gpu\]\])",
                    # newer vLLM: no platform detected -> DeviceConfig(device="") (vllm/config/device.py)
                    r"(?P<detail>Device string must not be empty)",
+                   # vllm/platforms/__init__.py (INFO in 0.7-0.8, DEBUG later): no CUDA/ROCm/... platform found
+                   r"(?P<detail>No platform detected), vLLM is running on UnspecifiedPlatform",
                    r"(?P<detail>libcuda\.so(?:\.1)?: cannot open shared object file)",
                    r"(?P<detail>NVML Shared Library Not Found)", r"(?P<detail>NVMLError_LibraryNotFound)",
                    r"(?P<detail>NVMLError_DriverNotLoaded|NVML.{0,20}Driver Not Loaded)"],
@@ -29,13 +126,15 @@ RULES = [
              "engine runs on a node with its GPUs (`ray status`, one GPU bundle per rank).",
          patterns=[r"NVMLError_InvalidArgument"],
          playbook="environment", confidence=0.8),
-    Rule(signature="environment.port_in_use", category="environment",
-         title="The API server's port is already in use ({port})",
-         fix="Another process (often a previous vLLM) holds the port: stop it (`ss -ltnp | grep :{port}`) or "
-             "start with --port <free port>.",
-         patterns=[r"\[Errno 98\] error while attempting to bind on address \('[^']*', (?P<port>\d+)\): address already in use",
-                   r"\[Errno 98\] Address already in use(?P<port>)", r"OSError: \[Errno 98\].{0,40}port (?P<port>\d+)"],
-         playbook="environment", confidence=0.95),
+    PORT_IN_USE,
+    Rule(signature="environment.invalid_device_ordinal", category="environment",
+         title="A GPU index this process was given does not exist for it (invalid device ordinal)",
+         fix="The process asked CUDA for a GPU number it cannot see: CUDA_VISIBLE_DEVICES lists fewer GPUs than "
+             "--tensor-parallel-size x --pipeline-parallel-size (or data parallel) needs, or names GPUs the container "
+             "was not given. Compare `nvidia-smi -L` inside the container with CUDA_VISIBLE_DEVICES and the parallel "
+             "sizes, and make them agree.",
+         patterns=[r"CUDA error: invalid device ordinal", r"cudaErrorInvalidDevice\b", r"CUDA_ERROR_INVALID_DEVICE\b"],
+         playbook="environment", confidence=0.8),
     Rule(signature="environment.gpu_busy", category="environment",
          title="The GPU is busy or unavailable (exclusive compute mode or held by another process)",
          fix="Another process owns the GPU in exclusive-process mode, or the GPU is in a bad state: check "
@@ -49,14 +148,14 @@ RULES = [
          fix="Host RAM ran out (loading weights, or many workers): check `dmesg | grep -i oom`, add swap/RAM, lower "
              "--swap-space / --cpu-offload-gb, or limit workers; in Kubernetes raise the memory limit.",
          patterns=[r"^Killed\s*$", r"died with <Signals\.SIGKILL: 9>", r"exit code -9\b", r"exited with code 137",
-                   r"Out of memory: Killed process"],
+                   r"Out of memory: Killed process",
+                   # Ray's raylet and memory monitor (C++ strings of every 2.x raylet): a worker killed for host RAM
+                   r"killed due to memory pressure \(OOM\)", r"worker\(s\) were killed due to the node running low on memory",
+                   r"Memory on the node \(IP: [^)]*\) was [\d.]+GB used / [\d.]+GB limit",
+                   # Ray's note on a worker that vanished (connection EOF): the OOM killer is its first named cause
+                   r"(?:The process is killed by SIGKILL by OOM killer|the process was killed by the OOM killer) due to high memory usage"],
          playbook="environment", confidence=0.6, secondary=True),
-    Rule(signature="environment.unsupported_platform", category="environment",
-         title="vLLM does not support this platform ({detail})",
-         fix="vLLM's CUDA build needs Linux x86_64/aarch64 with an NVIDIA GPU: use WSL2/Linux or the matching "
-             "platform build (CPU, ROCm, XPU).",
-         patterns=[r"(?P<detail>vLLM only supports Linux platform)", r"(?P<detail>Unsupported platform[^.]*)"],
-         playbook="environment", confidence=0.85),
+    UNSUPPORTED_PLATFORM,
     # -- harmless: recognised so that they are not taken for the failure -------------------------
     Rule(signature="harmless.torch_capability_range", category="", harmless=True,
          title="PyTorch warns that the GPU's compute capability is outside its tested range (harmless on GB10/SM121)",
@@ -101,6 +200,26 @@ RULES = [
 ]
 
 RULES += [
+    # vLLM's profiling check (V0 worker.py, V1 gpu_worker.py): free memory grew while it measured, so another
+    # process on the same GPU released memory in the meantime; the budget it computed is meaningless.
+    Rule(signature="environment.gpu_memory_changed", category="environment",
+         title="Another process changed the GPU's memory while vLLM profiled it (free {initial} -> {current})",
+         fix="vLLM measures free GPU memory before and after profiling; here it rose, so another process on the same "
+             "GPU released memory meanwhile (a previous vLLM still exiting, another container or job). Give vLLM GPUs "
+             "of its own (stop the other process, or pick free GPUs with CUDA_VISIBLE_DEVICES / a dedicated "
+             "container), wait for earlier servers to exit, and launch again.",
+         patterns=[r"Error in memory profiling\. Initial free memory (?P<initial>[\d.]+(?: GiB)?), current free memory "
+                   r"(?P<current>[\d.]+(?: GiB)?)"],
+         playbook="environment", confidence=0.85),
+    # vllm/v1/worker/gpu/buffer_utils.py (the V2 model runner's staging buffers): pinned host memory is off. On
+    # CUDA that happens only under WSL2, where vLLM enables pinned memory only on request (platforms/cuda.py).
+    Rule(signature="environment.uva_unavailable", category="environment",
+         title="Pinned (UVA) host memory is not available: vLLM's V2 model runner cannot start (WSL2)",
+         fix="vLLM's V2 model runner keeps its staging buffers in pinned host memory, which vLLM leaves off under "
+             "WSL2: set VLLM_WSL2_ENABLE_PIN_MEMORY=1 (WSL2 kernel 4.19.121 or newer; run `wsl --update`), or use "
+             "the V1 model runner with VLLM_USE_V2_MODEL_RUNNER=0.",
+         patterns=[r"RuntimeError: UVA is not available", r"^UVA is not available$"],
+         playbook="environment", confidence=0.9),
     Rule(signature="environment.nvml_unknown_error", category="environment",
          title="The container lost access to its GPUs (NVML: Unknown Error)",
          fix="A running container loses its GPU device permissions when the host reloads systemd (`systemctl "

@@ -181,7 +181,10 @@ RULES = [
                    # (not a warning that says vLLM falls back to something else)
                    r"(?!.*[Ff]all(?:ing|s)? ?back)(?P<feature>[\w.-]+(?: [\w.-]+){0,3}) requires (?P<min>SM ?\d+x?|sm_?\d+x?|Hopper|Blackwell(?: datacenter)?|Ampere|Ada)[\w ()/,.-]{0,60}?GPUs",
                    # a kernel compiled for one SM only, run on a sibling (GB10 is SM12.1, not SM12.0)
-                   r"This kernel only supports (?P<min>sm_?\d+[af]?)"],
+                   r"This kernel only supports (?P<min>sm_?\d+[af]?)",
+                   # vLLM <= 0.2's own gate, and torch inductor's check before it compiles Triton kernels
+                   r"GPUs with compute capability below (?P<min>\d+\.\d+) are not supported",
+                   r"which is too old to be supported by the triton GPU compiler.{0,120}?CUDA Capability >= (?P<min>\d+\.\d+)"],
          facts=_needs, playbook="unsupported-gpu", confidence=0.85),
     Rule(signature="dtype.bf16_before_ampere", category="dtype_unsupported",
          title="bfloat16 needs compute capability 8.0; this GPU ({gpu}) has {cc}",
@@ -212,6 +215,19 @@ RULES = [
          patterns=[r"The quantization method (?P<quantization>[\w-]+) is not supported for the current GPU\. Minimum capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)",
                    r"Quantization scheme is not supported for (?:the current GPU|this GPU)\. Min capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)"],
          facts=_capabilities, playbook="quantization", confidence=0.95),
+    # DeepGEMM's C++ checks throw DGException: "<kind> error (<file>:<line>): <reason>" (csrc/utils/exception.hpp).
+    # Its scale-factor layout code (csrc/apis/layout.hpp, csrc/utils/layout.hpp) only knows the recipes of the
+    # architectures it was written for (SM90 / SM100): on another GPU the FP8 block-scaled path vLLM routed
+    # through it stops at "Unknown SF transformation" (weight post-processing) or "Unknown recipe" (GEMM / warm-up).
+    Rule(signature="quant.deepgemm_scale_layout", category="quantization",
+         title="DeepGEMM has no FP8 scale layout for this GPU ({reason})",
+         fix="vLLM sent this FP8 block-scaled model through DeepGEMM, whose scale-factor layout code has no recipe for "
+             "this GPU's architecture (the DeepGEMM pinned by older vLLM releases knows SM90/SM100 only; SM120 came with "
+             "deepseek-ai/DeepGEMM#324). Set VLLM_USE_DEEP_GEMM=0 (and VLLM_MOE_USE_DEEP_GEMM=0) so vLLM uses its "
+             "CUTLASS/Triton FP8 kernels, or upgrade to a vLLM whose pinned DeepGEMM supports this GPU.",
+         patterns=[r"Assertion error \((?P<where>[^)]*layout\.hpp:\d+)\): (?P<reason>Unknown SF transformation|Unknown recipe)",
+                   r"(?P<reason>Unknown SF transformation)"],
+         playbook="quantization", confidence=0.9),
     Rule(signature="quant.unknown_method", category="quantization",
          title="Unknown quantization method {quantization}",
          fix="This vLLM does not know the checkpoint's quantization method: upgrade vLLM, or pass a supported "
@@ -226,6 +242,8 @@ RULES = [
          patterns=[r"(?P<kernel>NVFP4|nvfp4|FP4|MXFP4|CUTLASS|cutlass_scaled_mm|Machete|Marlin|FP8)[\w ]{0,40}(?:is )?not supported (?:on|for) (?:this|the current) (?:GPU|device|platform)",
                    r"(?P<kernel>cutlass_scaled_mm|cutlass_fp4_gemm|scaled_fp4_quant)\b.{0,60}(?:not (?:supported|implemented)|no kernel)",
                    r"No compiled (?P<kernel>cutlass[\w ]*) (?:kernel|for)",
+                   # csrc/quantization/cutlass_w8a8 entry points (get_cutlass_moe_mm_data, ...): built without this SM
+                   r"No compiled (?P<kernel>\w+): no cutlass_scaled_mm kernel for CUDA device capability",
                    r"(?P<kernel>ModelOpt NVFP4|FlashInfer FP4|CUTLASS FP4)\b.{0,60}(?:requires|only) .{0,30}(?:capability|SM|sm)",
                    # modelopt.py / compressed_tensors_moe.py on pre-Blackwell GPUs
                    r"Current platform does not support (?P<kernel>NVFP4|MXFP4|FP8|fp8) quantization",

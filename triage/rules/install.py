@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from triage.rules.base import Rule
+from triage.rules.environment import native_windows
 
 
 def _torch_cuda(scan) -> str | None:
@@ -47,6 +48,18 @@ def _cuda_lib_facts(m, line, scan) -> dict:
     return out
 
 
+# On native Windows vllm._C is missing because no Windows build exists: that is the platform rule's case.
+VLLM_C_MISSING: Rule = Rule(
+    signature="install.vllm_c_missing", category="install_mismatch",
+    title="vLLM's compiled extension vllm._C cannot be imported",
+    fix="Either Python imports the vllm source folder instead of the installed package (do not run from a "
+        "vllm checkout), or the install is broken: reinstall vLLM (`pip install --force-reinstall vllm==<ver>`) "
+        "or build it (`pip install -e .` with CUDA).",
+    patterns=[r"No module named 'vllm\._C'", r"Failed to import from vllm\._C with ModuleNotFoundError",
+              r"cannot import name '_C' from 'vllm'"],
+    playbook="install-mismatch", confidence=0.99,
+    check=lambda scan, env: None if native_windows(scan) else VLLM_C_MISSING.match_lines(scan))
+
 RULES = [
     Rule(signature="install.undefined_symbol", category="install_mismatch",
          title="A compiled extension does not match the installed torch (undefined symbol in {lib})",
@@ -55,14 +68,7 @@ RULES = [
          patterns=[r"(?P<lib>[\w./-]*\.so(?:\.\d+)*): undefined symbol: (?P<symbol>\w+)",
                    r"undefined symbol: (?P<symbol>\w+)"],
          playbook="install-mismatch", confidence=0.99),
-    Rule(signature="install.vllm_c_missing", category="install_mismatch",
-         title="vLLM's compiled extension vllm._C cannot be imported",
-         fix="Either Python imports the vllm source folder instead of the installed package (do not run from a "
-             "vllm checkout), or the install is broken: reinstall vLLM (`pip install --force-reinstall vllm==<ver>`) "
-             "or build it (`pip install -e .` with CUDA).",
-         patterns=[r"No module named 'vllm\._C'", r"Failed to import from vllm\._C with ModuleNotFoundError",
-                   r"cannot import name '_C' from 'vllm'"],
-         playbook="install-mismatch", confidence=0.99),
+    VLLM_C_MISSING,
     Rule(signature="install.vllm_ops_missing", category="install_mismatch",
          title="vLLM's compiled ops do not match its Python code (op {op} missing)",
          fix="The Python files and the compiled _C extension come from different vLLM versions (a partial "
@@ -82,7 +88,19 @@ RULES = [
     Rule(signature="install.cuda_runtime_lib_missing", category="install_mismatch",
          title="A CUDA library the build needs is missing ({lib})",
          fix="{advice}", facts=_cuda_lib_facts,
-         patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file"],
+         patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file",
+                   # vllm/distributed/device_communicators/cuda_wrapper.py finds no libcudart mapped in the process
+                   r"(?P<lib>libcudart) is not loaded in the current process, try setting VLLM_CUDART_SO_PATH"],
+         playbook="install-mismatch", confidence=0.9),
+    # torch.utils.cpp_extension._check_cuda_version: building vLLM (or a kernel extension) from source with an
+    # nvcc of another CUDA than the one torch was built with
+    Rule(signature="install.build_cuda_mismatch", category="install_mismatch",
+         title="Building from source: the CUDA toolkit ({found}) is not the CUDA torch was built with",
+         fix="pip fell back to compiling vLLM (or an extension) from source, and torch's extension builder refuses an "
+             "nvcc of another CUDA than torch's own. Install a prebuilt vLLM wheel for your CUDA instead (the release's "
+             "+cuXXX wheel, with the torch it pins), or install the CUDA toolkit torch was built with and point "
+             "CUDA_HOME at it before building.",
+         patterns=[r"The detected CUDA version \((?P<found>[\d.]+)\) mismatches the version that was used to compile"],
          playbook="install-mismatch", confidence=0.9),
     Rule(signature="install.glibcxx", category="install_mismatch",
          title="The C++ runtime is older than a compiled extension needs ({what})",

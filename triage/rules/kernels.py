@@ -9,12 +9,62 @@ from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, not_in_passing
+from triage.rules.library_api import LIBRARY_API
 from triage.rules.vendor import vendor
 from triage.rules.wrappers import is_wrapper
 
 # Errors of Python itself inside FlashInfer's own code: the installed FlashInfer release does not run
 # on this interpreter / with these packages (a broken or mismatched release), not a vLLM bug.
+PIP_NAMES = {"flashinfer": "flashinfer-python", "flash_attn": "flash-attn", "triton_kernels": "triton-kernels",
+             "cutlass": "nvidia-cutlass-dsl",
+             "deep_gemm": "deep_gemm", "aiter": "aiter", "flash_mla": "flash_mla"}
 _FI_CODE_ERRORS = ("TypeError", "SyntaxError", "NameError", "AttributeError", "ImportError", "ModuleNotFoundError")
+
+
+# Python's own words for a call that does not fit the callee's signature (3.8 .. 3.13, bare or qualified).
+API_MISMATCH_RE = re.compile(
+    r"(?:\w+\.)*(?P<func>\w+)\(\) (?P<how>got an unexpected keyword argument '\w+'|missing \d+ required "
+    r"(?:positional|keyword-only) arguments?: .{1,120}|takes (?:from \d+ to )?\d+ positional arguments? but \d+ "
+    r"(?:were|was) given|got multiple values for argument '\w+')")
+API_IMPORT_RE = re.compile(r"cannot import name '(?P<func>\w+)' from '(?P<lib>(?:" + "|".join(LIBRARY_API) + r")(?:\.\w+)*)'")
+# A kernel library's module without an attribute vLLM (or the library's own code) uses: another release.
+API_ATTR_RE = re.compile(r"module '(?P<lib>(?:" + "|".join(LIBRARY_API) + r"|cutlass)(?:\.\w+)*)' has no attribute '(?P<func>\w+)'")
+
+
+def _library_api_mismatch(scan: Scan) -> Diagnosis | None:
+    """vLLM calls a kernel library's function with arguments, or imports a name, that the installed
+    release of the library does not have: the library is not the release this vLLM was built against."""
+    for ln in scan.lines:
+        t = ln.text
+        lib = func = how = None
+        if "()" in t:
+            m = API_MISMATCH_RE.search(t)
+            # a name of vLLM's calls into the library, long enough not to be a generic one ("run", "plan")
+            if m and len(m.group("func")) >= 8 and "_" in m.group("func"):
+                lib = next((k for k, names in LIBRARY_API.items() if m.group("func") in names), None)
+                func, how = m.group("func"), m.group("how")
+        elif "cannot import name" in t:
+            m = API_IMPORT_RE.search(t)
+            if m:
+                lib, func, how = m.group("lib").split(".", 1)[0], m.group("func"), f"is not in {m.group('lib')}"
+        elif "has no attribute" in t:
+            m = API_ATTR_RE.search(t)
+            if m:
+                lib, func, how = m.group("lib").split(".", 1)[0], m.group("func"), f"is not in {m.group('lib')}"
+        if lib is None or func is None:
+            continue
+        pkg = PIP_NAMES.get(lib, lib)
+        return Diagnosis(
+            category="kernel_library", signature="kernels.library_api_mismatch",
+            title=f"The installed {lib} is not the release this vLLM calls: {func}() {how}",
+            confidence=0.8, evidence=[Evidence(ln.no, ln.shown)],
+            facts={"library": lib, "function": func, "mismatch": how, "package": pkg},
+            fix=Fix(f"vLLM calls {lib}'s {func}() as the {lib} release it pins defines it; the installed {lib} is "
+                    f"older or newer. Install the {pkg} version this vLLM release requires (its requirements/cuda.txt, "
+                    f"or `pip show vllm` and the pinned version in the release notes), or the vLLM release that matches "
+                    f"the {lib} you have.", "kernel-library"),
+            first_line=ln.no)
+    return None
 
 
 def _flashinfer_crashed(scan: Scan) -> Diagnosis | None:
@@ -236,6 +286,7 @@ RULES = [
          title="DeepGEMM is missing or too old (needed for {what})",
          fix="{advice}",
          patterns=[r"DeepGEMM backend is not available or outdated(?:\. Please install or update the `?deep_gemm`?)?",
+                   r"DeepGEMM backend is unavailable in the current vLLM environment",
                    r"Sparse Attention Indexer CUDA op requires DeepGEMM",
                    r"No module named 'deep_gemm'", r"deep_gemm.{0,40}(?:is not installed|not available)"],
          facts=_deepgemm_facts, playbook="kernel-library", confidence=0.85),
@@ -245,7 +296,21 @@ RULES = [
              "(and VLLM_MOE_USE_DEEP_GEMM=0) so vLLM uses its Triton/CUTLASS paths, or install a DeepGEMM that "
              "supports this GPU.",
          # DeepGEMM's JIT runtime (deep_gemm/include/deep_gemm/jit/handle.hpp) reports driver errors this way
-         patterns=[r"CUDA driver error \([^)]*jit/handle\.hpp:\d+\): \d+ \((?P<error>CUDA_ERROR_\w+)"],
+         patterns=[r"CUDA driver error \([^)]*jit/handle\.hpp:\d+\): \d+ \((?P<error>CUDA_ERROR_\w+)",
+                   # DG_HOST_UNREACHABLE in DeepGEMM's dispatchers (einsum.hpp, hyperconnection.hpp, ...)
+                   r"Assertion error \([^)]*csrc/[^)]*\.hpp:\d+\): (?P<error>Unsupported architecture)"],
+         playbook="kernel-library", confidence=0.85),
+    Rule(signature="kernels.library_api_mismatch", category="kernel_library",
+         title="The installed kernel library is not the release this vLLM calls", fix="",
+         check=lambda scan, env: _library_api_mismatch(scan), playbook="kernel-library", confidence=0.8),
+    # CUTLASS's Python DSL (nvidia-cutlass-dsl, used by FlashInfer and vLLM's cute_dsl kernels) checks the target
+    # architecture when it builds an MMA/copy atom
+    Rule(signature="kernels.cute_dsl_arch_unsupported", category="kernel_library",
+         title="A CUTLASS DSL kernel does not support this GPU architecture ({arch})",
+         fix="The kernel was written for {archs} only; this GPU is {arch} (SM12.1 GB10 is not SM12.0, SM12x is not "
+             "SM100). Pick a backend that does not use it (--moe-backend marlin / triton, another FP4/FP8 GEMM "
+             "backend), or install the nvidia-cutlass-dsl and FlashInfer releases that add this architecture.",
+         patterns=[r"OpError: expects arch to be one of \[(?P<archs>[^\]]*)\], but got Arch\.(?P<arch>sm_\w+)"],
          playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.flashinfer_crashed", category="kernel_library",
          title="FlashInfer's own code fails in {where}", fix="", check=lambda scan, env: _flashinfer_crashed(scan),
@@ -271,6 +336,16 @@ RULES = [
              "or point TRITON_PTXAS_PATH at the ptxas of a CUDA toolkit that supports this GPU.",
          patterns=[r"ptxas fatal\s*:.*", r"PTXASError", r"ptxas .{0,40}error", r"ptxas failed",
                    r"Value 'sm_\d+a?' is not defined for option 'gpu-name'"],
+         playbook="triton-compile", confidence=0.85),
+    # triton/backends/nvidia/driver.py builds its C launcher against the driver (libraries=['cuda'], found
+    # through `ldconfig -p` or TRITON_LIBCUDA_PATH): no libcuda.so where the linker looks
+    Rule(signature="triton.libcuda_not_found", category="triton_compile",
+         title="Triton cannot link its launcher against the driver's libcuda",
+         fix="Triton compiles a small C launcher linked with -lcuda at first use. Make the driver library findable: "
+             "run `ldconfig` (root) so libcuda.so.1 is in the linker cache, set TRITON_LIBCUDA_PATH to the directory "
+             "that holds libcuda.so.1, or add a libcuda.so symlink to it; in a container, start it with the NVIDIA "
+             "runtime (--gpus all) so the driver libraries are mounted.",
+         patterns=[r"libcuda\.so cannot found!?", r"cannot find -lcuda\b"],
          playbook="triton-compile", confidence=0.85),
     Rule(signature="triton.no_c_compiler", category="triton_compile",
          title="Triton found no C compiler (or Python headers) to build its runtime helper",

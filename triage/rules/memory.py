@@ -246,10 +246,15 @@ RULES = [
     Rule(signature="oom.cuda_out_of_memory", category="gpu_oom",
          title="CUDA out of memory{phase_suffix}",
          fix="{advice}",
-         patterns=[r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError: CUDA out of memory\.(?: Tried to allocate (?P<tried>[\d.]+ [KMG]iB)\. GPU (?P<gpu_index>\d+) has a total capacity of (?P<total>[\d.]+ [KMG]iB) of which (?P<free>[\d.]+ [KMG]iB) is free)?",
-                   r"CUDA out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMG]iB)",
-                   r"CUDA error: out of memory", r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation",
-                   r"RuntimeError: CUDA out of memory"],
+         # ROCm builds of torch print the same messages with HIP for CUDA
+         patterns=[r"(?:torch\.(?:cuda\.)?)?OutOfMemoryError: (?:CUDA|HIP) out of memory\.(?: Tried to allocate (?P<tried>[\d.]+ [KMG]iB)\. GPU (?P<gpu_index>\d+) has a total capacity of (?P<total>[\d.]+ [KMG]iB) of which (?P<free>[\d.]+ [KMG]iB) is free)?",
+                   r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMG]iB)",
+                   r"(?:CUDA|HIP) error: out of memory", r"hipErrorOutOfMemory", r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation",
+                   r"RuntimeError: CUDA out of memory",
+                   # c10 CUDACachingAllocator's OOM report lists the GPU's processes through NVML
+                   # (reportProcessMemoryInfo); where NVML cannot (MIG, vGPU, containers) its asserts replace the
+                   # OOM message: an allocation failed all the same
+                   r"NVML_SUCCESS == (?:r|DriverAPI::get\(\)->nvml\w+\(.{0,120}?\)) INTERNAL ASSERT FAILED at \"[^\"]*CUDACachingAllocator\.cpp"],
          facts=_oom_facts,
          playbook="gpu-oom", confidence=0.9),
     Rule(signature="cudagraph.mode_unsupported", category="cudagraph_capture",
