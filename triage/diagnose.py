@@ -15,7 +15,7 @@ from triage.lazyre import lazy
 from typing import Any
 
 from triage.catalogue.areas import TYPE_AREAS, VAGUE, area_of_frames
-from triage.exception_words import category_from_words, decisive
+from triage.exception_words import category_from_words, decisive, failure_words
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord, phase_of
 from triage.model import Diagnosis, Evidence, Fix, Note
@@ -37,6 +37,11 @@ ERRORISH_RE = lazy(r"(?:\b(?:[Ee]rror|ERROR|FAILED|[Ff]atal)\b|\b[Ff]ailed (?:to
                                                               "annot", "nable to"))
 ERRORISH_START_RE = lazy(r"\s*(?:(?:fatal )?error:|Error:|ERROR:|FAILED|Fatal error)")
 FRAGMENT_LINES = 40  # an input this short is a paste: every line of it may be the message
+# A paste this short with no level, no exception and no line calling itself an error: its most
+# failure-like line is still a guess, said as one (below the fallback's "unrecognised" exceptions).
+GUESS_LINES = 12
+GUESS_CONFIDENCE = 0.3
+CODE_START = ("File ", "Traceback", "raise ", "return ", "assert ", "^", "~", "at ", "#")
 EARLIEST_BONUS = 0.06
 
 _RULES: list[Rule] | None = None
@@ -315,10 +320,13 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
     errorish = [ln for ln in scan.lines if ln.level in ("ERROR", "CRITICAL")] or \
         [ln for ln in scan.lines if not ln.level and ERRORISH_RE.search(ln.text) is not None
          and (fragment or ERRORISH_START_RE.match(ln.text) is not None)]
+    guess = fragment_guess(scan, harmless_lines | used_lines) if scan.lines_total <= GUESS_LINES else None
     for ln in errorish:
         if not is_wrapper(ln.text) and ln.no not in harmless_lines \
                 and ln.no not in used_lines and not ln.text.startswith((" ", "Traceback")):
             worded = category_from_words("", ln.text)
+            if worded is None and guess is not None:
+                return guess  # a line whose words name a subsystem says more than one that only says "error"
             return Diagnosis(
                 category=worded[0] if worded else "environment", signature="generic.error_line",
                 title=f"Unrecognised error: {ln.text[:160]}",
@@ -328,6 +336,8 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
                 fix=Fix("triage has no rule for this error yet; search upstream for it or file it with "
                         "`triage report --log FILE`.", None),
                 first_line=ln.no)
+    if guess is not None:
+        return guess
     if wrappers:
         # vLLM says it failed, but the worker's own error is not in this log (some wrappers quote it).
         quoted = next((m.group(1) for ln in wrappers if (m := WRAPPED_ERROR_RE.search(ln.text))), None)
@@ -356,3 +366,37 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
                     "rerun with VLLM_LOGGING_LEVEL=DEBUG, and diagnose that log.", None),
             first_line=wrappers[0].no)
     return None
+
+
+def fragment_guess(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
+    """A short paste's most failure-like line, when its words also name a subsystem: a guess said as
+    one. Only lines with no log level count (a logger's INFO or WARNING line is how a healthy start-up
+    reads), and only words from how failures are worded (exception_words.FAILURE_RE): a line that names
+    a subsystem without saying anything went wrong is not a failure."""
+    best: tuple[int, Any, tuple[str, str], list[str]] | None = None
+    for ln in scan.lines:
+        text = ln.text.strip()
+        if ln.level or not text or ln.no in skip_lines or text.startswith(CODE_START) or is_wrapper(ln.text):
+            continue
+        said = failure_words(text)
+        if not said:
+            continue
+        worded = category_from_words("", text)
+        if worded is None:
+            continue
+        if best is None or len(said) > len(best[3]):
+            best = (len(said), ln, worded, said)
+    if best is None:
+        return None
+    _, ln, (cat, why), said = best
+    return Diagnosis(
+        category=cat, signature="generic.fragment_guess",
+        title=f"Likely failure (a guess from a short fragment): {ln.text.strip()[:160]}",
+        confidence=GUESS_CONFIDENCE, evidence=[Evidence(ln.no, ln.shown)],
+        explanation=[f"category {cat}: likely, because {why}",
+                     f"no log level or exception marks a failure here; this line reads as one "
+                     f"({', '.join(repr(w) for w in said[:4])})"],
+        facts={"category_guessed_from": why, "category_decided": False, "failure_words": said},
+        fix=Fix("triage has no rule for this message and the fragment says little else: diagnose the whole "
+                "start-up log (`vllm serve ... 2>&1 | tee vllm.log`), or search upstream for the line above.", None),
+        first_line=ln.no)

@@ -8,6 +8,8 @@ rather than guess with confidence.
 
 from __future__ import annotations
 
+import re
+
 from triage.lazyre import lazy
 
 # "No module named 'flashinfer.jit'", "cannot import name 'X' from 'transformers.models.y' (...)",
@@ -42,6 +44,9 @@ for _names, _cat in [
 # Words that name the subsystem whatever raised them; earlier entries win.
 WORDS: list[tuple[tuple[str, ...], str]] = [
     (("invalid device ordinal",), "environment"),
+    # the kernel's OOM killer (mm/oom_kill.c: "%s: Killed process %d (%s)" after "Out of memory" or
+    # "Memory cgroup out of memory") and Kubernetes' OOMKilled: host RAM, before the GPU's "out of memory"
+    (("Killed process", "oom-kill", "oom_kill", "OOMKilled", "Memory cgroup out of memory"), "environment"),
     (("out of memory", "OutOfMemory", "CUBLAS_STATUS_ALLOC_FAILED"), "gpu_oom"),
     (("no kernel image", "is not compatible with the current PyTorch installation", "too old to be supported"),
      "unsupported_gpu"),
@@ -51,7 +56,10 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
     (("NVIDIA driver", "CUDA driver version", "driver version is insufficient", "cudaErrorInsufficientDriver",
       "forward compatibility", "NVML"), "cuda_driver"),
     (("NCCL", "nccl", "Gloo", "gloo", "ProcessGroup", "TCPStore", "c10d", "all_reduce", "Ray cluster", "placement group",
-      "MASTER_ADDR", "/dev/shm"), "distributed"),
+      "MASTER_ADDR", "/dev/shm",
+      # a worker's bus error is shared memory it could not back (PyTorch: "This might be caused by
+      # insufficient shared memory (shm)"): /dev/shm too small in a container
+      "Bus error", "bus error", "SIGBUS"), "distributed"),
     (("speculative", "Speculative", "draft model", "draft_model", "EAGLE", "Eagle", "eagle", "num_speculative_tokens",
       "MTP", "Medusa", "ngram"), "speculative_decoding"),
     (("quantiz", "Quantiz", "GPTQ", "gptq", "AWQ", "awq", "FP8", "fp8", "NVFP4", "nvfp4", "MXFP4", "mxfp4",
@@ -86,6 +94,32 @@ WEAK_WORDS: list[tuple[tuple[str, ...], str]] = [
       "max_num_batched_tokens", "--", "argument", "LoRA", "lora"), "engine_config"),
     (("transformers",), "model_support"),
 ]
+
+
+# How a failure reads when nothing else says it is one (no log level, no exception type, no "error"):
+# the words vLLM, its libraries and the kernel raise and log failures with ("... is not supported",
+# "exceeds", "Timed out waiting", "Killed process", "undefined symbol"). A line of a pasted fragment that
+# says none of them is not taken for the failure, whatever subsystem it names.
+FAILURE_RE = lazy(r"\b(?:not (?:supported|available|found|enough|allowed|compatible|implemented|recognized|"
+                  r"recognised|initialized)|no longer|unsupported|incompatible|mismatch(?:ed)?|invalid|"
+                  r"missing|unknown|unrecognized|unexpected(?:ly)?|insufficient|exceed(?:s|ed)?|"
+                  r"(?:larger|greater|smaller) than|too (?:old|new|large|small|long|many|few)|"
+                  r"timed out|time(?:d)?out|killed|died|crash(?:ed)?|abort(?:ed)?|terminat(?:ed|ing)|"
+                  r"segmentation fault|bus error|core dumped|out of memory|OOM(?:Killed)?|SIG(?:KILL|SEGV|BUS|ABRT)|"
+                  r"denied|refused|undefined symbol|no such|could not|couldn't|can't|cannot|unable|"
+                  r"illegal|corrupt(?:ed)?|exit(?:ed)? (?:with )?(?:code|status)|non-zero exit|"
+                  r"does not|doesn't|is not|are not|failure|fail(?:s|ed)?|errors?|fatal|panic)\b",
+                  flags=re.IGNORECASE)
+
+
+def failure_words(text: str) -> list[str]:
+    """The failure words of a line (FAILURE_RE), in order, each once."""
+    out: list[str] = []
+    for m in FAILURE_RE.finditer(text):
+        w = m.group(0).lower()
+        if w not in out:
+            out.append(w)
+    return out
 
 
 # Subsystems a message's words name whatever code raised it: out of memory is out of memory in any module.
