@@ -29,6 +29,7 @@ class Selection:
     order: list[str] = field(default_factory=list)  # every backend tried, in priority order
     fields: dict[str, Any] = field(default_factory=dict)  # the AttentionSelectorConfig vLLM would build
     files_read: int = 0
+    error: str | None = None  # what vLLM itself would raise out of the selector (not a rejection)
 
     @property
     def chosen(self) -> str | None:
@@ -168,9 +169,9 @@ def _select(ev: Evaluator, cc, fields, num_heads, device, forced) -> Selection:
             where = " <- ".join(getattr(exc, "trail", [])[:3])
             out.undecided[name] = f"{exc}" + (f" (in {where})" if where else "")
             continue
-        except Raised as exc:
-            out.undecided[name] = f"raised {exc}"
-            continue
+        except Raised as exc:  # nothing in vLLM's loop catches it: the selector itself fails
+            out.error = f"{exc.kind}: {exc.message}"
+            break
         if scope[valid_name]:
             out.valid.append(name)
         for v in scope[invalid_name].values():

@@ -228,6 +228,28 @@ class World:
         return False
 
 
+_TREES: dict[tuple[str, float, int], ast.Module] = {}
+
+
+def _parse(path: str) -> ast.Module:
+    """A source file's tree; parsed once per process (trees are never changed by the walk)."""
+    try:
+        st = os.stat(path)
+        key = (path, st.st_mtime, st.st_size)
+        if key in _TREES:
+            return _TREES[key]
+        if st.st_size > MAX_SOURCE:
+            raise Undecided(f"{path} is too big to read")
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise Undecided(f"cannot read {path}: {exc}") from None
+    if len(_TREES) > 512:
+        _TREES.clear()
+    _TREES[key] = tree
+    return tree
+
+
 class Evaluator:
     def __init__(self, world: World, package: str = "vllm"):
         self.world = world
@@ -259,13 +281,7 @@ class Evaluator:
                 return mod
             self.modules[name] = None
             raise Raised("ModuleNotFoundError", f"No module named '{name}'")
-        try:
-            if os.path.getsize(path) > MAX_SOURCE:
-                raise Undecided(f"{path} is too big to read")
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                tree = ast.parse(fh.read())
-        except (OSError, SyntaxError, ValueError) as exc:
-            raise Undecided(f"cannot read {path}: {exc}") from None
+        tree = _parse(path)
         self.parse_count += 1
         mod = Module(name, tree)
         mod.ns["__file__"] = path
