@@ -77,11 +77,21 @@ def main() -> int:
     import torch
 
     platform = _mock_device()
+    # the device queries vLLM makes through torch itself (FA's version check, a workspace's SM count)
+    torch.cuda.get_device_capability = lambda device=None: tuple(CAPABILITY)
+    torch.cuda.get_device_properties = lambda device=None: types.SimpleNamespace(
+        multi_processor_count=132, major=CAPABILITY[0], minor=CAPABILITY[1], total_memory=80 << 30, name="NVIDIA mocked")
     import vllm.config as vllm_config
     from vllm.platforms.interface import DeviceCapability
     from vllm.v1.attention.selector import AttentionSelectorConfig
 
-    current = types.SimpleNamespace(model_config=types.SimpleNamespace(hf_text_config=HF_CONFIG, hf_config=HF_CONFIG))
+    # what preflight assumes of the launch: one GPU's layout, no context parallelism (vLLM's defaults)
+    parallel = types.SimpleNamespace(tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=1,
+                                     decode_context_parallel_size=1, prefill_context_parallel_size=1,
+                                     cp_kv_cache_interleave_size=1)
+    cache = types.SimpleNamespace(cache_dtype="auto", mamba_ssm_cache_dtype="auto", mamba_cache_dtype="auto")
+    model = types.SimpleNamespace(hf_text_config=HF_CONFIG, hf_config=HF_CONFIG, is_hybrid=False)
+    current = types.SimpleNamespace(model_config=model, parallel_config=parallel, cache_config=cache)
     vllm_config.get_current_vllm_config = lambda: current
     takes_heads = "num_heads" in inspect.signature(platform.get_valid_backends).parameters
     out = []
@@ -89,6 +99,7 @@ def main() -> int:
         CAPABILITY[:] = case["capability"]
         HF_CONFIG.__dict__.clear()
         HF_CONFIG.__dict__.update(case.get("hf_config") or {})
+        cache.cache_dtype = case["selector"]["kv_cache_dtype"]
         fields = {k: v for k, v in case["selector"].items() if k in AttentionSelectorConfig._fields}
         fields["dtype"] = getattr(torch, fields["dtype"])
         cfg = AttentionSelectorConfig(**fields)

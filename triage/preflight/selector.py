@@ -45,15 +45,17 @@ class SelectorUnreadable(Exception):
     """The environment has no vLLM selector this module can read."""
 
 
-def _world(site_dirs: list[str], hf_config: dict[str, Any] | None, environ: dict[str, str] | None) -> World:
+def _world(site_dirs: list[str], hf_config: dict[str, Any] | None, environ: dict[str, str] | None,
+           kv_cache_dtype: str = "auto") -> World:
     w = World(site_dirs=list(site_dirs), environ=dict(environ or {}))
     hf = Namespace(**(hf_config or {}))
-    model = Namespace(hf_text_config=hf, hf_config=hf) if hf_config is not None else None
+    model = Namespace(hf_text_config=hf, hf_config=hf, is_hybrid=False) if hf_config is not None else None
+    cache = Namespace(cache_dtype=kv_cache_dtype, mamba_ssm_cache_dtype="auto", mamba_cache_dtype="auto")
     # the launch's parallel layout at vLLM's defaults: no context parallelism
     parallel = Namespace(tensor_parallel_size=1, pipeline_parallel_size=1, data_parallel_size=1,
                          decode_context_parallel_size=1, prefill_context_parallel_size=1,
                          cp_kv_cache_interleave_size=1)
-    vllm_config = Namespace(model_config=model, parallel_config=parallel)
+    vllm_config = Namespace(model_config=model, parallel_config=parallel, cache_config=cache)
     w.intercepts.update({
         "vllm.config.get_current_vllm_config": Builtin(lambda: vllm_config, "get_current_vllm_config"),
         "importlib.util.find_spec": lambda name, *a: Ext("spec") if w.exists(str(name)) else None,
@@ -114,7 +116,7 @@ def select(site_dirs: list[str], cc: tuple[int, int], fields: dict[str, Any], *,
     """vLLM's answer for one attention layer. `fields` are AttentionSelectorConfig's (head_size, dtype as
     'bfloat16', kv_cache_dtype, block_size, use_mla, use_sparse, has_sink, ...); those this release does
     not have are dropped, as vLLM itself never sees them."""
-    ev = Evaluator(_world(site_dirs, hf_config, environ))
+    ev = Evaluator(_world(site_dirs, hf_config, environ, str(fields.get("kv_cache_dtype") or "auto")))
     with Session(ev):
         try:
             return _select(ev, cc, fields, num_heads, device, forced)

@@ -110,6 +110,7 @@ class Klass:
     defaults: dict[str, Any] = field(default_factory=dict)
     is_enum: bool = False
     is_namedtuple: bool = False
+    is_dataclass: bool = False
     members: dict[str, "EnumMember"] = field(default_factory=dict)
 
     def mro(self) -> list["Klass"]:
@@ -169,6 +170,13 @@ class Builtin:
 class Super:
     klass: Klass
     receiver: Any
+
+
+@dataclass(frozen=True)
+class LiteralType:
+    """typing.Literal[...]: its values are what typing.get_args answers."""
+
+    values: tuple
 
 
 class Namespace:
@@ -258,6 +266,7 @@ class Evaluator:
         self.steps = 0
         self.parse_count = 0
         world.intercepts.setdefault("importlib.import_module", lambda name, *a: self._import_module(name, lazy=False))
+        world.intercepts.setdefault("typing.get_args", lambda t: t.values if isinstance(t, LiteralType) else ())
         for fn in ("join", "dirname", "basename", "exists", "isfile", "isdir", "abspath"):
             world.intercepts.setdefault(f"os.path.{fn}", _strings_only(getattr(os.path, fn)))
 
@@ -307,9 +316,10 @@ class Evaluator:
             elif isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None:
                 targets = st.targets if isinstance(st, ast.Assign) else [st.target]
                 names = [t.id for t in targets if isinstance(t, ast.Name)]
-                if klass is not None and klass.is_namedtuple and isinstance(st, ast.AnnAssign) and names:
+                if (klass is not None and (klass.is_namedtuple or klass.is_dataclass) and isinstance(st, ast.AnnAssign)
+                        and names and not _is_classvar(st.annotation)):
                     klass.fields.append(names[0])
-                    klass.defaults[names[0]] = self._deferred(st.value, mod, ns)
+                    klass.defaults[names[0]] = self._field_default(st.value, mod, ns)
                     continue
                 if len(names) != len(targets):
                     continue
@@ -317,8 +327,8 @@ class Evaluator:
                     ns.pop(n, None)
                     mod.lazy[self._key(klass, n)] = self._deferred(st.value, mod, ns)
                     ns[n] = _LAZY
-            elif isinstance(st, ast.AnnAssign) and klass is not None and klass.is_namedtuple:
-                if isinstance(st.target, ast.Name):
+            elif isinstance(st, ast.AnnAssign) and klass is not None and (klass.is_namedtuple or klass.is_dataclass):
+                if isinstance(st.target, ast.Name) and not _is_classvar(st.annotation):
                     klass.fields.append(st.target.id)
             elif isinstance(st, (ast.If, ast.Try)):
                 try:
@@ -342,6 +352,18 @@ class Evaluator:
 
         return get
 
+    def _field_default(self, node: ast.expr, mod: Module, ns: dict[str, Any]) -> Callable[[], Any]:
+        """A dataclass field's default: the value, or field(default=...) / field(default_factory=...)."""
+        if isinstance(node, ast.Call) and _names_of(node.func)[-1:] == ["field"]:
+            for kw in node.keywords:
+                if kw.arg == "default":
+                    return self._deferred(kw.value, mod, ns)
+                if kw.arg == "default_factory":
+                    factory = self._deferred(kw.value, mod, ns)
+                    return lambda: self.call(factory(), [], {})
+            raise Undecided("a dataclass field without a default")
+        return self._deferred(node, mod, ns)
+
     def _function(self, st, mod: Module, scope, klass: Klass | None) -> Function:
         kind = "function"
         for d in st.decorator_list:
@@ -358,6 +380,13 @@ class Evaluator:
             except (Undecided, Raised):
                 bases.append(Ext("unknown"))
         k = Klass(st.name, mod, bases)
+        k.is_dataclass = any(_names_of(d.func if isinstance(d, ast.Call) else d)[-1:] == ["dataclass"]
+                             for d in st.decorator_list) or any(isinstance(b, Klass) and b.is_dataclass for b in bases)
+        if k.is_dataclass:
+            for b in bases:
+                if isinstance(b, Klass) and b.is_dataclass:
+                    k.fields += [f for f in b.fields if f not in k.fields]
+                    k.defaults.update(b.defaults)
         base_names = [getattr(b, "path", getattr(b, "name", "")) for b in bases]
         k.is_namedtuple = any(str(n).endswith("NamedTuple") for n in base_names)
         k.is_enum = any(str(n).split(".")[-1] in ("Enum", "IntEnum", "StrEnum") for n in base_names) or any(
@@ -825,6 +854,25 @@ class Evaluator:
             pass
         inst = Instance(k)
         init, owner = k.lookup("__init__")
+        if k.is_dataclass and not (isinstance(init, Function) and owner is k):
+            vals = list(args)
+            if len(vals) > len(k.fields):
+                raise Raised("TypeError", "too many arguments")
+            for name in k.fields:
+                if vals:
+                    inst.attrs[name] = vals.pop(0)
+                elif name in kwargs:
+                    inst.attrs[name] = kwargs.pop(name)
+                elif name in k.defaults:
+                    inst.attrs[name] = k.defaults[name]()
+                else:
+                    raise Raised("TypeError", f"missing {name}")
+            if kwargs:
+                raise Raised("TypeError", f"unexpected {sorted(kwargs)}")
+            post, powner = k.lookup("__post_init__")
+            if isinstance(post, Function):
+                self._invoke(post, [inst], {}, inst, powner)
+            return inst
         if isinstance(init, Function):
             self._invoke(init, [inst, *args], kwargs, inst, owner)
         elif args or kwargs:
@@ -915,7 +963,7 @@ class Evaluator:
                 b2 = b.values if isinstance(b, Instance) and b.values is not None else b
                 return _PYCMP[dunder](a.values, b2)
             if dunder in ("__eq__", "__ne__"):
-                return (a is b) == (dunder == "__eq__")
+                return self._eq(a, b) == (dunder == "__eq__")
             raise Undecided(f"compares {a.klass.name}")
         if dunder in ("__eq__", "__ne__"):
             return self._eq(a, b) == (dunder == "__eq__")
@@ -927,6 +975,8 @@ class Evaluator:
             raise Raised("TypeError", str(exc)) from None
 
     def _eq(self, a: Any, b: Any) -> bool:
+        if isinstance(a, Instance) and isinstance(b, Instance) and a.klass is b.klass and a.klass.is_dataclass:
+            return all(self._eq(a.attrs.get(f), b.attrs.get(f)) for f in a.klass.fields)
         if isinstance(a, Instance) or isinstance(b, Instance):
             if isinstance(a, Instance) and a.values is not None and isinstance(b, Instance) and b.values is not None:
                 return a.values == b.values
@@ -1038,6 +1088,9 @@ class Evaluator:
 
     def _e_Subscript(self, n, mod, env):
         obj = self.expr(n.value, mod, env)
+        if isinstance(obj, Ext) and obj.path.split(".")[-1] == "Literal":
+            args = self.expr(n.slice, mod, env)
+            return LiteralType(args if isinstance(args, tuple) else (args,))
         if isinstance(obj, (Ext, Klass)):
             return obj  # a type annotation: list[int], ClassVar[...]
         key = self.expr(n.slice, mod, env)
@@ -1084,6 +1137,11 @@ class Evaluator:
 
     def _e_DictComp(self, n, mod, env):
         return dict(self._comp(n, mod, env, lambda s: (self.expr(n.key, mod, s), self.expr(n.value, mod, s))))
+
+    def _e_NamedExpr(self, n, mod, env):
+        v = self.expr(n.value, mod, env)
+        env[n.target.id] = v
+        return v
 
     def _e_Starred(self, n, mod, env):
         raise Undecided("starred expression")
@@ -1140,6 +1198,13 @@ def _is_logging(node: ast.expr) -> bool:
     while isinstance(f, ast.Attribute):
         f = f.value
     return isinstance(f, ast.Name) and (f.id in ("logger", "logging", "warnings", "log", "_logger", "print"))
+
+
+def _is_classvar(ann: ast.expr) -> bool:
+    node = ann.value if isinstance(ann, ast.Subscript) else ann
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value.startswith("ClassVar")
+    return _names_of(node)[-1:] == ["ClassVar"]
 
 
 def _is_type_checking(test: ast.expr) -> bool:
