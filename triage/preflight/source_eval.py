@@ -15,6 +15,7 @@ the network is reachable, and every walk has a step budget.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 import sys
@@ -212,28 +213,38 @@ class World:
     on_path: set[str] = field(default_factory=set)  # executables `shutil.which` finds
 
     def module_file(self, name: str) -> str | None:
-        rel = name.replace(".", os.sep)
-        for site in self.site_dirs:
-            for cand in (os.path.join(site, rel + ".py"), os.path.join(site, rel, "__init__.py")):
-                if os.path.isfile(cand):
-                    return cand
-        return None
+        return _cached_module_file(tuple(self.site_dirs), name)
 
     def exists(self, name: str) -> bool:
-        """A module a real import would find: a source file, a package folder or a compiled extension."""
-        if self.module_file(name):
+        return _cached_exists(tuple(self.site_dirs), name)
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_module_file(site_dirs: tuple[str, ...], name: str) -> str | None:
+    rel = name.replace(".", os.sep)
+    for site in site_dirs:
+        for cand in (os.path.join(site, rel + ".py"), os.path.join(site, rel, "__init__.py")):
+            if os.path.isfile(cand):
+                return cand
+    return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_exists(site_dirs: tuple[str, ...], name: str) -> bool:
+    """A module a real import would find: a source file, a package folder or a compiled extension."""
+    if _cached_module_file(site_dirs, name):
+        return True
+    rel = name.replace(".", os.sep)
+    for site in site_dirs:
+        if os.path.isdir(os.path.join(site, rel)):
             return True
-        rel = name.replace(".", os.sep)
-        for site in self.site_dirs:
-            if os.path.isdir(os.path.join(site, rel)):
+        folder, base = os.path.split(os.path.join(site, rel))
+        try:
+            if any(f.startswith(base + ".") and f.endswith((".so", ".pyd")) for f in os.listdir(folder)):
                 return True
-            folder, base = os.path.split(os.path.join(site, rel))
-            try:
-                if any(f.startswith(base + ".") and f.endswith((".so", ".pyd")) for f in os.listdir(folder)):
-                    return True
-            except OSError:
-                continue
-        return False
+        except OSError:
+            continue
+    return False
 
 
 _TREES: dict[tuple[str, float, int], ast.Module] = {}
@@ -263,6 +274,7 @@ class Evaluator:
         self.world = world
         self.package = package
         self.modules: dict[str, Module | None] = {}
+        self.failed: dict[str, Raised] = {}
         self.steps = 0
         self.parse_count = 0
         world.intercepts.setdefault("importlib.import_module", lambda name, *a: self._import_module(name, lazy=False))
@@ -277,6 +289,8 @@ class Evaluator:
 
     def module(self, name: str) -> Module:
         """The package's module `name`, its top level run (imports checked, calls deferred)."""
+        if name in self.failed:
+            raise self.failed[name]
         if name in self.modules:
             mod = self.modules[name]
             if mod is None:
@@ -297,8 +311,9 @@ class Evaluator:
         self.modules[name] = mod
         try:
             self._toplevel(tree.body, mod, mod.ns)
-        except Raised:
-            self.modules[name] = None
+        except Raised as exc:
+            del self.modules[name]
+            self.failed[name] = exc  # a failed import fails again, with the same error, each time it is tried
             raise
         return mod
 
