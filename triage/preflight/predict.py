@@ -83,31 +83,87 @@ def _reasons(name: str, spec: dict[str, Any], shape: dict[str, Any], dtype: str,
     return why
 
 
+# Architectures whose attention layers carry learned sinks (vLLM passes has_sink=True for them).
+SINK_ARCHES = ("GptOssForCausalLM",)
+
+
+def selector_fields(launch: Launch, cfg: dict[str, Any]) -> dict[str, Any]:
+    """The AttentionSelectorConfig vLLM builds for the model's layers (vllm/attention/layer.py)."""
+    shape = attention_shape(cfg)
+    sliding = bool(cfg.get("sliding_window")) and cfg.get("use_sliding_window") is not False
+    return {"head_size": shape["head_size"], "dtype": model_dtype(launch, cfg), "kv_cache_dtype": launch.kv_cache_dtype,
+            "block_size": launch.block_size, "use_mla": shape["use_mla"], "use_sparse": shape["use_sparse"],
+            "has_sink": shape["architecture"] in SINK_ARCHES, "has_sliding_window": sliding}
+
+
+def source_selection(launch: Launch, cfg: dict[str, Any], m: Machine):
+    """vLLM's own selector walked in the installed source (triage.preflight.selector), or None with why."""
+    from triage.preflight.selector import SelectorUnreadable, SourceSelector
+
+    cc = m.cc
+    if not cc or "vllm" not in m.packages or not m.source("vllm/platforms/cuda.py"):
+        return None, "no installed vLLM source to read"
+    forced = (launch.attention_backend or "").upper() or None
+    heads = int(cfg.get("num_attention_heads") or 0) // max(1, launch.tp) or None
+    try:
+        return SourceSelector(m.site_dirs).select(cc, selector_fields(launch, cfg), num_heads=heads, hf_config=cfg,
+                                                  device=m.gpu_name, forced=forced), None
+    except SelectorUnreadable as exc:
+        return None, str(exc)
+
+
+def _table_rejections(launch: Launch, shape: dict[str, Any], dtype: str, m: Machine,
+                      names: list[str] | None = None) -> dict[str, list[str]]:
+    kv, cc, vllm = launch.kv_cache_dtype, m.cc, m.packages.get("vllm")
+    if names is None:
+        names = [n for n, s in BACKENDS.items() if bool(s.get("sparse")) == shape["use_sparse"]
+                 and ("MLA" in n) == shape["use_mla"]]
+    return {n: _reasons(n, BACKENDS.get(n, {}), shape, dtype, kv, cc, vllm, m.packages) for n in names}
+
+
 def attention(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
     """vLLM's attention selector (vllm/platforms/cuda.py get_attn_backend_cls): some backend must accept
-    the model's layers on this GPU; a forced one (--attention-backend) must accept them itself."""
+    the model's layers on this GPU; a forced one (--attention-backend) must accept them itself.
+    Asked of the installed vLLM's own source where it can be read; triage's table answers the rest."""
     cfg = model.config
     if not cfg:
         return None
     shape = attention_shape(cfg)
     dtype, kv, cc = model_dtype(launch, cfg), launch.kv_cache_dtype, m.cc
     vllm = m.packages.get("vllm")
-    names = [n for n, s in BACKENDS.items() if bool(s.get("sparse")) == shape["use_sparse"]
-             and ("MLA" in n) == shape["use_mla"]]
-    if launch.attention_backend and launch.attention_backend.upper() != "CUSTOM":
-        names = [launch.attention_backend.upper()]
-    rejected = {n: _reasons(n, BACKENDS.get(n, {}), shape, dtype, kv, cc, vllm, m.packages) for n in names}
+    basis = "triage's capability table"
     if launch.attention_backend and launch.attention_backend.upper() == "CUSTOM":
         if "triage-sparse-mla" in m.packages:
             return None
         rejected = {"CUSTOM": ["nothing registered in the CUSTOM slot (no plugin installed)"]}
-    if any(not why for why in rejected.values()):
-        return None
+    else:
+        sel, why_not = source_selection(launch, cfg, m)
+        if sel is not None and sel.error is None:
+            if sel.valid:
+                return None
+            rejected = dict(sel.invalid)
+            if sel.undecided:  # what the source walk could not settle, the table answers
+                table = _table_rejections(launch, shape, dtype, m, list(sel.undecided))
+                if any(not w for w in table.values()):
+                    return None
+                rejected.update({n: [*w, "(triage's table: the source needs a running process here)"]
+                                 for n, w in table.items()})
+                basis = f"vLLM {vllm}'s own source ({sel.files_read} files), triage's table for {', '.join(sel.undecided)}"
+            else:
+                basis = f"vLLM {vllm}'s own selector, read from its source ({sel.files_read} files)"
+        else:
+            names = [launch.attention_backend.upper()] if launch.attention_backend else None
+            rejected = _table_rejections(launch, shape, dtype, m, names)
+            if sel is not None and sel.error:
+                basis += f" (the installed source raised {sel.error})"
+            if any(not why for why in rejected.values()):
+                return None
     where = f"{m.gpu_name} (compute capability {cc[0]}.{cc[1]})" if cc else m.gpu_name
     evidence = [f"config.json: architectures={shape['architecture']}, " + (
         f"kv_lora_rank + qk_rope_head_dim = head size {shape['head_size']}" if shape["use_mla"]
         else f"head size {shape['head_size']}") + (", index_topk (DSA sparse attention)" if shape["use_sparse"] else ""),
-        f"dtype {dtype}, kv cache dtype {kv}", f"GPU: {where}; vLLM {vllm or 'not found in the named environment'}"]
+        f"dtype {dtype}, kv cache dtype {kv}", f"GPU: {where}; vLLM {vllm or 'not found in the named environment'}",
+        f"backend gates from {basis}"]
     evidence += [f"{n}: {', '.join(w)}" for n, w in rejected.items()]
     if shape["use_sparse"]:
         fix = ("No sparse MLA backend of this vLLM runs this model on this GPU. On SM12x, vLLM 0.24+ has "
@@ -121,7 +177,7 @@ def attention(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None
     title = (f"--attention-backend {launch.attention_backend} will be refused for this model on this GPU" if forced
              else "vLLM will find no attention backend for this model on this GPU")
     return _diag("attention_backend", "attention_backend", title, 0.9, evidence, fix, playbook,
-                 {**shape, "dtype": dtype, "kv_cache_dtype": kv, "rejected": rejected})
+                 {**shape, "dtype": dtype, "kv_cache_dtype": kv, "rejected": rejected, "gates_from": basis})
 
 
 def kv_per_token(cfg: dict[str, Any], launch: Launch, dtype: str) -> int:
@@ -262,6 +318,27 @@ def parallelism(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | No
     return None
 
 
+def _vllm_config_types(m: Machine) -> set[str]:
+    """Model types vLLM brings its own config class for (vllm/transformers_utils/config.py _CONFIG_REGISTRY)."""
+    src = m.source("vllm/transformers_utils/config.py")
+    try:
+        tree = ast.parse(src) if src else None
+    except SyntaxError:
+        return set()
+    out: set[str] = set()
+    for node in ast.walk(tree) if tree else ():
+        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if not (isinstance(target, ast.Name) and target.id == "_CONFIG_REGISTRY"):
+            continue
+        value = node.value
+        if isinstance(value, ast.Call):
+            out |= {k.arg for k in value.keywords if k.arg}
+            value = value.args[0] if value.args else None
+        if isinstance(value, ast.Dict):
+            out |= {k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return out
+
+
 def support(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
     """vllm/model_executor/models/registry.py and transformers' CONFIG_MAPPING_NAMES: is the model known?"""
     cfg = model.config
@@ -274,7 +351,8 @@ def support(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
                      0.8, [f"config.json: architectures={arch}", "not in the installed vllm/model_executor/models/registry.py"],
                      "Upgrade vLLM to a release that supports this architecture.", "model-support")
     auto = m.source("transformers/models/auto/configuration_auto.py")
-    if mtype and auto and not re.search(rf'\(\s*"{re.escape(str(mtype))}"\s*,', auto):
+    if (mtype and auto and not re.search(rf'\(\s*"{re.escape(str(mtype))}"\s*,', auto)
+            and str(mtype) not in _vllm_config_types(m) and "--trust-remote-code" not in launch.switches):
         return _diag("model_support", "model_type_unknown",
                      f"transformers {m.packages.get('transformers', '')} does not know model type {mtype}".replace("  ", " "),
                      0.75, [f"config.json: model_type={mtype}", "not in the installed transformers' CONFIG_MAPPING_NAMES"],
