@@ -135,14 +135,50 @@ def test_the_hugging_face_cache_layout(tmp_path, monkeypatch):
     assert "nor in the Hugging Face cache" in read_model("someone/else").problem
 
 
-def test_gguf_header_names_the_architecture(tmp_path):
-    def kv(key: str, value: str) -> bytes:
-        k, v = key.encode(), value.encode()
-        return struct.pack("<Q", len(k)) + k + struct.pack("<I", 8) + struct.pack("<Q", len(v)) + v
-    f = tmp_path / "model.gguf"
-    f.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv("general.architecture", "olmo2") + kv("general.name", "x"))
-    assert gguf_architecture(str(f)) == "olmo2"
-    assert read_model(str(f)).weight_bytes == f.stat().st_size
+def _gguf(path: Path, meta: list[tuple[str, int, object]], tensors: list[tuple[str, list[int], int]]) -> None:
+    """A GGUF v3 file as llama.cpp writes it: header, key-values, tensor infos, aligned data."""
+    def s(text: str) -> bytes:
+        b = text.encode()
+        return struct.pack("<Q", len(b)) + b
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta))
+    for key, vtype, value in meta:
+        out += s(key) + struct.pack("<I", vtype)
+        if vtype == 8:
+            out += s(value)
+        elif vtype == 9:  # an array of strings (a vocabulary)
+            out += struct.pack("<IQ", 8, len(value)) + b"".join(s(v) for v in value)
+        else:
+            out += struct.pack({4: "<I", 6: "<f", 10: "<Q"}[vtype], value)
+    offset = 0
+    for name, dims, ttype in tensors:
+        out += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+        out += struct.pack("<IQ", ttype, offset)
+        offset += 32
+    out += b"\0" * (-len(out) % 32) + b"\0" * offset  # a stand-in for the data section
+    path.write_bytes(out)
+
+
+def test_gguf_header_gives_architecture_shape_and_tensor_sizes(tmp_path):
+    f = tmp_path / "model-Q4_K_M.gguf"
+    meta = [("general.architecture", 8, "llama"), ("general.name", 8, "Llama 3.1 8B"),
+            ("llama.block_count", 4, 32), ("llama.context_length", 4, 131072), ("llama.embedding_length", 4, 4096),
+            ("llama.attention.head_count", 4, 32), ("llama.attention.head_count_kv", 4, 8),
+            ("llama.rope.freq_base", 6, 500000.0), ("tokenizer.ggml.tokens", 9, [f"t{i}" for i in range(100)])]
+    # token_embd in Q4_K (256 elements in 144 bytes), one attention weight in F16, a norm in F32
+    tensors = [("token_embd.weight", [4096, 128256], 12), ("blk.0.attn_q.weight", [4096, 4096], 1),
+               ("blk.0.attn_norm.weight", [4096], 0)]
+    _gguf(f, meta, tensors)
+    assert gguf_architecture(str(f)) == "llama"
+    m = read_model(str(f))
+    assert m.weight_bytes == 4096 * 128256 // 256 * 144 + 4096 * 4096 * 2 + 4096 * 4
+    assert m.config["num_key_value_heads"] == 8 and m.config["max_position_embeddings"] == 131072
+    # the GGUF's shape feeds the same checks: 131072 tokens of KV cache do not fit a 16 GiB T4
+    d = _predict(f, gpu=("Tesla T4", 1, "7.5", 16.0))
+    kv = next(x for x in d if x.category == "kv_cache_memory")
+    assert kv.facts["kv_bytes_per_token"] == 32 * 2 * 8 * 128 * 2
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + struct.pack("<IQQ", 99, 0, 0))
+    assert "version 99" in read_model(str(bad)).problem
 
 
 @pytest.mark.parametrize("argv,err", [(["vllm", "serve"], "no model"), (["vllm", "serve", "m", "--max-model-len"], "needs a value"),

@@ -16,7 +16,7 @@ import sys
 
 from triage.model import SCHEMA
 from triage.preflight.launch import LaunchError, parse_launch
-from triage.preflight.machine import Machine, given_gpus, probe_this_machine, read_environment
+from triage.preflight.machine import Machine, given_gpus, probe_this_machine, read_environment, vllm_python
 from triage.preflight.model import read_model
 from triage.preflight.predict import predict
 from triage.sanitize import clean
@@ -35,8 +35,11 @@ def _snapshot_machine(path: str) -> Machine:
         raise ValueError("not a `triage probe --json` snapshot")
     pk = facts.get("packages")
     pk = pk if isinstance(pk, dict) else {}
-    return Machine(gpus=[g for g in facts.get("gpus") or [] if isinstance(g, dict)],
-                   packages={str(k).lower(): str(v) for k, v in pk.items()}, where=f"snapshot {path}")
+    m = Machine(gpus=[g for g in facts.get("gpus") or [] if isinstance(g, dict)],
+                packages={str(k).lower(): str(v) for k, v in pk.items()}, where=f"snapshot {path}")
+    cuda = facts.get("cuda_driver_version")
+    m.cuda_driver_version = cuda if isinstance(cuda, str) else None
+    return m
 
 
 def main(argv: list[str]) -> int:
@@ -71,15 +74,16 @@ def main(argv: list[str]) -> int:
                 raise LaunchError("--gpu needs --cc and --gpu-mem-gib")
             machine = Machine(gpus=given_gpus(args.gpu, args.gpus, args.cc, args.gpu_mem_gib), where="the GPUs given")
         else:
-            machine = Machine(gpus=probe_this_machine())
+            machine = probe_this_machine()
         if not command:
             raise LaunchError("give the launch after --: triage preflight -- vllm serve MODEL ...")
         launch = parse_launch(command)
     except (LaunchError, OSError, ValueError, KeyError) as exc:
         print(f"triage preflight: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    if args.python:
-        read_environment(machine, args.python)
+    python = args.python or (None if args.demo or args.snapshot else vllm_python())
+    if python:
+        read_environment(machine, python)
     model = read_model(launch.model)
     if args.demo:
         with open(os.path.join(DEMO_DIR, "glm5_config.json"), encoding="utf-8") as fh:
@@ -108,8 +112,8 @@ def _print(model: str, machine: Machine, diagnoses: list, notes: list[str]) -> N
     gpus = f"{len(machine.gpus)}x {machine.gpu_name}" if machine.gpus else "no GPU"
     print(clean(f"triage preflight: {model} on {machine.where} ({gpus}, vLLM {machine.packages.get('vllm', 'unknown')})"))
     if not diagnoses:
-        print("No failure predicted: parallelism, model support, dtype, quantization, attention backend and KV-cache "
-              "budget all pass.")
+        print("No failure predicted: installation, parallelism, shared memory, model support, dtype, quantization, "
+              "attention backend, KV-cache budget and chat template all pass.")
     for i, d in enumerate(diagnoses):
         print(clean(f"\n{'WILL FAIL' if i == 0 else 'ALSO'}: {d.title}   [{d.category}, predicted]"))
         for e in d.evidence:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 from typing import Any
 
 from triage import versions
@@ -19,6 +20,7 @@ from triage.preflight.model import ModelFiles
 from triage.rules.attention.explain import BACKENDS, DSA_ARCHES
 
 GIB = 1 << 30
+SHM_ENOUGH = 1 << 30  # NCCL and vLLM's queues fit; Docker's 64 MB default does not
 # vLLM's get_min_capability() of each method, for when the installed source cannot be read
 # (vllm/model_executor/layers/quantization/*.py).
 MIN_CAPABILITY = {"awq": 75, "gptq": 60, "bitsandbytes": 70, "fp8": 80, "awq_marlin": 80, "gptq_marlin": 80,
@@ -360,9 +362,79 @@ def support(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
     return None
 
 
-CHECKS = (parallelism, support, dtype, quantization, attention, kv_budget)
+def shared_memory(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
+    """More than one GPU process talks through /dev/shm (vLLM's message queue, NCCL's buffers); a container's
+    default 64 MB ends in 'Bus error' once they start."""
+    world = launch.tp * launch.pp
+    if world <= 1 or not m.in_container or m.shm_bytes is None or m.shm_bytes >= SHM_ENOUGH:
+        return None
+    return _diag("distributed", "shm_too_small",
+                 f"/dev/shm is {m.shm_bytes / (1 << 20):.0f} MiB in this container; {world} GPU workers need more",
+                 0.7, [f"/dev/shm: {m.shm_bytes / (1 << 20):.0f} MiB (inside a container)",
+                       f"TP {launch.tp} x PP {launch.pp} = {world} worker processes"],
+                 "Start the container with --ipc=host or --shm-size=16g (Kubernetes: an emptyDir with medium Memory "
+                 "mounted at /dev/shm).", "distributed", {"shm_bytes": m.shm_bytes, "world_size": world})
+
+
+def chat_template(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
+    """`vllm serve` answers /v1/chat/completions; without a template transformers refuses every chat request."""
+    if model.chat_template is not False or "--chat-template" in launch.other or any(
+            o.startswith("--chat-template=") for o in launch.other):
+        return None
+    return _diag("tokenizer_chat_template", "no_chat_template",
+                 "Chat requests will fail: the tokenizer has no chat template", 0.55,
+                 ["tokenizer_config.json has no chat_template and there is no chat_template.jinja"],
+                 "Pass --chat-template <file.jinja> (the model card or vLLM's examples/ folder has one), or use the "
+                 "completions endpoint for base models.", "tokenizer-chat-template")
+
+
+def _cuda_of_torch(version: str | None) -> tuple[int, int] | None:
+    """torch's local version tag (2.9.0+cu128) as the CUDA it was built for."""
+    mt = re.search(r"\+cu(\d{2,3})(\d)\b", version or "")
+    return (int(mt.group(1)), int(mt.group(2))) if mt else None
+
+
+def installation(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
+    """The driver against torch's CUDA build, and vLLM's compiled extension against the torch installed
+    (vLLM pins the torch it was built with; another one fails with undefined symbols)."""
+    torch_v = m.packages.get("torch")
+    built = _cuda_of_torch(torch_v)
+    drv = re.match(r"(\d+)\.(\d+)", m.cuda_driver_version or "")
+    if built and drv and built > (int(drv.group(1)), int(drv.group(2))):
+        return _diag("cuda_driver", "driver_too_old",
+                     f"The NVIDIA driver runs CUDA up to {m.cuda_driver_version}; torch {torch_v} was built for CUDA "
+                     f"{built[0]}.{built[1]}", 0.85,
+                     [f"driver: CUDA {m.cuda_driver_version} (NVML)", f"torch {torch_v} (its +cu tag)"],
+                     "Upgrade the NVIDIA driver to one that supports the CUDA version torch/vLLM were built for, or "
+                     "install torch/vLLM built for an older CUDA.", "cuda-driver",
+                     {"cuda_driver_version": m.cuda_driver_version, "torch_cuda_version": f"{built[0]}.{built[1]}"})
+    want = m.torch_pin
+    if want and torch_v and torch_v.split("+")[0] != want:
+        return _diag("install_mismatch", "torch_version_pin",
+                     f"vLLM {m.packages.get('vllm')} was built for torch {want}; torch {torch_v} is installed", 0.75,
+                     [f"vllm {m.packages.get('vllm')} METADATA: Requires-Dist torch=={want}", f"installed: torch {torch_v}"],
+                     "Install the torch version this vLLM release pins (see `pip show vllm` Requires), ideally by "
+                     "reinstalling vLLM into a clean environment.", "install-mismatch", {"want": want, "have": torch_v})
+    return None
+
+
+CHECKS = (installation, parallelism, shared_memory, support, dtype, quantization, attention, kv_budget, chat_template)
+
+
+def text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's hf_text_config: a multimodal checkpoint's language model keys (text_config), over the top level."""
+    inner = cfg.get("text_config") if isinstance(cfg, dict) else None
+    if not isinstance(inner, dict):
+        return cfg
+    merged = {**cfg, **inner}
+    for key in ("architectures", "quantization_config"):
+        if key in cfg:
+            merged[key] = cfg[key]
+    merged.setdefault("torch_dtype", cfg.get("torch_dtype"))
+    return merged
 
 
 def predict(launch: Launch, model: ModelFiles, m: Machine) -> list[Diagnosis]:
+    model = replace(model, config=text_config(model.config)) if model.config else model
     out = [d for d in (check(launch, model, m) for check in CHECKS) if d is not None]
     return sorted(out, key=lambda d: -d.confidence)
