@@ -345,6 +345,11 @@ class Evaluator:
             elif isinstance(st, ast.AnnAssign) and klass is not None and (klass.is_namedtuple or klass.is_dataclass):
                 if isinstance(st.target, ast.Name) and not _is_classvar(st.annotation):
                     klass.fields.append(st.target.id)
+            elif isinstance(st, (ast.If, ast.Try)) and klass is None:
+                block = _LazyBlock(self, st, mod, ns)  # run when one of its names is first needed
+                for n in block.names:
+                    block.before[n] = ns.get(n, _MISSING)
+                    ns[n] = block
             elif isinstance(st, (ast.If, ast.Try)):
                 try:
                     self._block([st], mod, ns, top=True)
@@ -668,6 +673,11 @@ class Evaluator:
 
     def _resolve1(self, ns: dict[str, Any], ident: str, mod: Module) -> Any:
         v = ns[ident]
+        if isinstance(v, _LazyBlock):
+            v.run()
+            if ident not in ns:
+                raise Raised("NameError", ident)
+            return self._resolve1(ns, ident, mod)
         if v is _LAZY:
             v = mod.lazy[ident]()
             ns[ident] = v
@@ -1165,6 +1175,32 @@ class Evaluator:
 class _Thunk:
     def __init__(self, get):
         self.get = get
+
+
+class _LazyBlock:
+    """A module-level if/try, run once when a name it binds is first read (as importing would have run it)."""
+
+    def __init__(self, ev: "Evaluator", st: ast.stmt, mod: Module, ns: dict[str, Any]):
+        self.ev, self.st, self.mod, self.ns = ev, st, mod, ns
+        self.names = sorted(_bound_names(st))
+        self.before: dict[str, Any] = {}
+        self.done = False
+
+    def run(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        for n in self.names:  # what the names were before the block; the block may leave some alone
+            if self.ns.get(n) is self:
+                if self.before[n] is _MISSING:
+                    del self.ns[n]
+                else:
+                    self.ns[n] = self.before[n]
+        try:
+            self.ev._block([self.st], self.mod, self.ns, top=True)
+        except (Undecided, Raised) as exc:
+            for n in self.names:
+                self.ns[n] = _Poison(f"{self.mod.name}.{n} is set by code preflight does not run ({exc})")
 
 
 class _Poison:
