@@ -21,7 +21,7 @@ import vllm_envs
 from triage.preflight.selector import SelectorUnreadable, SourceSelector
 
 HERE = Path(__file__).resolve().parent
-RELEASES = ["0.16.0", "0.25.1", "0.33.0"]
+RELEASES = ["0.16.0", "0.25.1", "0.28.0", "0.33.0"]
 CAPABILITIES = [[8, 0], [8, 9], [9, 0], [10, 0], [12, 0]]
 MLA_CONFIG = {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
 # (label, selector fields, heads per GPU, the model config the backends may consult)
