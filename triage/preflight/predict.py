@@ -329,7 +329,9 @@ def _vllm_config_types(m: Machine) -> set[str]:
         return set()
     out: set[str] = set()
     for node in ast.walk(tree) if tree else ():
-        target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        target = node.targets[0] if isinstance(node, ast.Assign) else node.target
         if not (isinstance(target, ast.Name) and target.id == "_CONFIG_REGISTRY"):
             continue
         value = node.value

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import shutil
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from triage.preflight.source_eval import (Builtin, Evaluator, Ext, Function, Instance, Klass, Namespace, Raised, Session,
                                           Undecided, World)
@@ -98,7 +98,7 @@ class SourceSelector:
         devcap = ev.module("vllm.platforms.interface").ns.get("DeviceCapability")
         if not isinstance(devcap, Klass):
             raise SelectorUnreadable("no DeviceCapability in vllm/platforms/interface.py")
-        answers = {
+        answers: dict[str, Callable[..., Any]] = {
             "get_device_capability": lambda device_id=0: Instance(devcap, values=f.cc),
             "get_device_name": lambda device_id=0: f.device,
             "num_compute_units": lambda device_id=0: 132,
@@ -106,7 +106,8 @@ class SourceSelector:
             "is_cuda": lambda: True, "is_rocm": lambda: False, "is_xpu": lambda: False, "is_cpu": lambda: False,
         }
         # the device queries answered here, everything else by the platform's own (class)methods
-        mocked = Klass("MockedCudaPlatform", klass.module, [klass], ns={k: Builtin(v, k) for k, v in answers.items()})
+        ns: dict[str, Any] = {k: Builtin(v, k) for k, v in answers.items()}
+        mocked = Klass("MockedCudaPlatform", klass.module, [klass], ns=ns)
         ev.world.intercepts["vllm.platforms.current_platform"] = Instance(mocked)
         cfg_k = ev.module("vllm.v1.attention.selector").ns.get("AttentionSelectorConfig")
         if not isinstance(cfg_k, Klass):
@@ -141,6 +142,8 @@ class SourceSelector:
         if not isinstance(gvb, Function):
             raise SelectorUnreadable("no get_valid_backends on the CUDA platform")
         node = gvb.node
+        if not isinstance(node, ast.FunctionDef):
+            raise SelectorUnreadable("get_valid_backends is not a plain method")
         params = [a.arg for a in node.args.args]
         env: dict[str, Any] = {params[0]: klass, "\0self": klass, "\0class": owner}
         for p in params[1:]:

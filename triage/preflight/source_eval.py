@@ -31,6 +31,12 @@ STEP_BUDGET = 400_000
 class Undecided(Exception):
     """The source asks something only the running program could answer."""
 
+    trail: list[str]  # the functions it was asked in, innermost first
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.trail = []
+
 
 class Raised(Exception):
     """An exception the evaluated code raised (catchable by its own `except`)."""
@@ -183,8 +189,14 @@ class LiteralType:
 class Namespace:
     """A plain object with attributes (a model's hf_config, a fake VllmConfig)."""
 
-    def __init__(self, **attrs):
+    def __init__(self, **attrs: Any):
         self.__dict__.update(attrs)
+
+    def __getattr__(self, name: str) -> Any:  # only reached for a missing attribute
+        raise AttributeError(name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__[name] = value
 
 
 _MISSING = object()
@@ -668,7 +680,7 @@ class Evaluator:
         try:
             return self._resolve1(ns, ident, mod)
         except Undecided as u:
-            u.trail = getattr(u, "trail", []) + [f"{mod.name}.{ident}"]
+            u.trail = u.trail + [f"{mod.name}.{ident}"]
             raise
 
     def _resolve1(self, ns: dict[str, Any], ident: str, mod: Module) -> Any:
@@ -735,7 +747,8 @@ class Evaluator:
             if obj.values is not None and name in obj.klass.fields:
                 return obj.values[obj.klass.fields.index(name)]
             if obj.values is not None and name == "_asdict":
-                return Builtin(lambda: dict(zip(obj.klass.fields, obj.values)), "_asdict")
+                values = obj.values
+                return Builtin(lambda: dict(zip(obj.klass.fields, values)), "_asdict")
             if name == "__class__":
                 return obj.klass
             v, owner = obj.klass.lookup(name)
@@ -918,8 +931,7 @@ class Evaluator:
         except _Return as r:
             return r.value
         except Undecided as u:
-            trail = getattr(u, "trail", [])
-            u.trail = trail + [f"{f.module.name}.{getattr(node, 'name', 'lambda')}"]
+            u.trail = u.trail + [f"{f.module.name}.{getattr(node, 'name', 'lambda')}"]
             raise
         return None
 
@@ -966,7 +978,7 @@ class Evaluator:
         if isinstance(op, ast.Is):
             return a is b or (a is None and b is None)
         if isinstance(op, ast.IsNot):
-            return not (a is b)
+            return a is not b
         if isinstance(op, (ast.In, ast.NotIn)):
             if isinstance(b, Klass) and b.is_enum:
                 b = list(b.members.values())
