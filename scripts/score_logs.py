@@ -2,7 +2,7 @@
 """Score triage on labelled log sets through the real CLI, fixtures and held-out validation side by side.
 
     python scripts/score_logs.py                      # every known set
-    python scripts/score_logs.py tests/logs/validation/index.yaml --fix
+    python scripts/score_logs.py tests/logs/validation2/index.yaml --fix
     python scripts/score_logs.py --json               # one JSON object, for scripts
 
 A set is an index file: a YAML mapping from a log's file name (beside the index) to at least
@@ -37,12 +37,19 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "tests" / "logs"
+def is_held_out(folder: Path) -> bool:
+    """Every tests/logs/validation*/ folder is a held-out set, never a fixture."""
+    return folder.name.startswith("validation")
+
+
 def default_sets() -> dict[str, list[Path]]:
-    """Every fixture folder with expected*.yaml (tests/logs/<dir>/), then the held-out validation set."""
+    """Every fixture folder with expected*.yaml (tests/logs/<dir>/), then each held-out validation* set."""
+    folders = sorted(p for p in LOGS.iterdir() if p.is_dir())
     sets = {f"fixtures: {d.name}": sorted(d.glob("expected*.yaml"))
-            for d in sorted(p for p in LOGS.iterdir() if p.is_dir() and p.name != "validation")
-            if any(d.glob("expected*.yaml"))}
-    sets["validation (held out)"] = [LOGS / "validation" / "index.yaml"]
+            for d in folders if not is_held_out(d) and any(d.glob("expected*.yaml"))}
+    for d in folders:
+        if is_held_out(d) and (d / "index.yaml").exists():
+            sets[f"{d.name} (held out)"] = [d / "index.yaml"]
     return sets
 
 
@@ -220,7 +227,7 @@ def print_side_by_side(summaries: dict[str, dict], verbose: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("index", nargs="*", help="index files to score (default: fixtures and validation)")
+    ap.add_argument("index", nargs="*", help="index files to score (default: fixtures and every validation* set)")
     ap.add_argument("--fix", action="store_true", help="also score `triage fix --dry-run` for reading clean")
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     ap.add_argument("-v", "--verbose", action="store_true", help="list every miss")
