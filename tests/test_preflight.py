@@ -215,3 +215,15 @@ def test_cli_healthy_exits_3(tmp_path):
                    "vllm", "serve", str(d))
     assert r.returncode == 3, r.stdout + r.stderr
     assert b"No failure predicted" in r.stdout
+
+
+def test_sliding_window_layers_hold_only_their_window(tmp_path):
+    """Gemma 3: five layers in six attend to 1024 tokens; only the full-attention ones grow with the length."""
+    cfg = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 5376,
+           "num_hidden_layers": 62, "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128,
+           "sliding_window": 1024, "sliding_window_pattern": 6, "max_position_embeddings": 131072,
+           "torch_dtype": "bfloat16"}
+    assert _predict(_model_dir(tmp_path, cfg, 51.1), gpu=("NVIDIA H100 80GB HBM3", 1, "9.0", 80.0)) == []
+    every = dict(cfg, sliding_window_pattern=None)  # the same cache counted as full on every layer
+    d = _predict(_model_dir(tmp_path, every, 51.1, name="all-full"), gpu=("NVIDIA H100 80GB HBM3", 1, "9.0", 80.0))
+    assert [x.category for x in d] == ["kv_cache_memory"] and d[0].facts["largest_max_model_len"] < 131072

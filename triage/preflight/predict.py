@@ -182,20 +182,44 @@ def attention(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None
                  {**shape, "dtype": dtype, "kv_cache_dtype": kv, "rejected": rejected, "gates_from": basis})
 
 
+def sliding_layers(cfg: dict[str, Any]) -> tuple[int, int | None]:
+    """How many layers attend only to a sliding window, and its size (layer_types, or Gemma's
+    sliding_window_pattern: every Nth layer full, the rest sliding)."""
+    window = cfg.get("sliding_window")
+    if not isinstance(window, int) or window <= 0 or cfg.get("use_sliding_window") is False:
+        return 0, None
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and types:
+        return sum(1 for t in types if t == "sliding_attention"), window
+    pattern = cfg.get("sliding_window_pattern")
+    layers = int(cfg.get("num_hidden_layers") or 0)
+    if isinstance(pattern, int) and pattern > 1:
+        return layers - layers // pattern, window
+    return 0, None  # a window on every layer (Mistral-style) is left to the full-length estimate
+
+
 def kv_per_token(cfg: dict[str, Any], launch: Launch, dtype: str) -> int:
-    """Bytes of KV cache one token takes on one GPU (vllm/v1/kv_cache_interface.py page sizes)."""
+    """Bytes of KV cache one token takes on one GPU, all layers (vllm/v1/kv_cache_interface.py page sizes)."""
     layers = max(1, int(cfg.get("num_hidden_layers") or 1) // max(1, launch.pp))
+    return layers * kv_per_layer_token(cfg, launch, dtype)
+
+
+def kv_per_layer_token(cfg: dict[str, Any], launch: Launch, dtype: str) -> int:
     kv = launch.kv_cache_dtype
     elt = 1 if kv.startswith("fp8") else DTYPE_BYTES.get(dtype, 2)
     if cfg.get("kv_lora_rank"):
         if kv == "fp8_ds_mla":
-            return layers * 656
-        return layers * (int(cfg["kv_lora_rank"]) + int(cfg.get("qk_rope_head_dim") or 0)) * elt
+            return 656
+        return (int(cfg["kv_lora_rank"]) + int(cfg.get("qk_rope_head_dim") or 0)) * elt
     heads = int(cfg.get("num_attention_heads") or 1)
     kv_heads = int(cfg.get("num_key_value_heads") or heads)
     head_dim = int(cfg.get("head_dim") or (int(cfg.get("hidden_size") or 0) // heads))
     per_gpu_heads = max(1, -(-kv_heads // max(1, launch.tp)))
-    return layers * 2 * per_gpu_heads * head_dim * elt
+    return 2 * per_gpu_heads * head_dim * elt
+
+
+# vLLM's scheduler default for online serving: a sliding-window layer holds its window plus one step's tokens
+SLIDING_STEP_TOKENS = 8192
 
 
 def kv_budget(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
@@ -227,9 +251,22 @@ def kv_budget(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None
         return _diag("kv_cache_memory", "no_kv_memory", "No memory will be left for the KV cache", 0.8, ev,
                      "Raise --gpu-memory-utilization, or use more GPUs / a quantized checkpoint.",
                      "kv-cache-memory", facts)
-    fits = int(free // per_token) // 16 * 16
-    facts["largest_max_model_len"] = fits
-    ev.append(f"KV cache: {free / GIB:.1f} GiB left, {per_token} bytes a token on each GPU: room for {fits} tokens")
+    layers = max(1, int(cfg.get("num_hidden_layers") or 1) // max(1, launch.pp))
+    sliding, window = sliding_layers(cfg)
+    sliding = sliding // max(1, launch.pp)
+    full = max(0, layers - sliding)
+    per_layer = kv_per_layer_token(cfg, launch, dtype)
+    held = min(window + SLIDING_STEP_TOKENS, max_len) if window and max_len else 0
+    if sliding and full:  # vLLM's check: full layers hold the whole length, sliding ones their window
+        fits = int((free / per_layer - sliding * held) // full) // 16 * 16
+        facts["sliding_window_layers"] = sliding
+    else:
+        fits = int(free // per_token) // 16 * 16
+    facts["largest_max_model_len"] = max(fits, 0)
+    window_note = (f" ({sliding} of the {layers} layers keep only a {window}-token window)"
+                   if sliding and full else "")
+    ev.append(f"KV cache: {free / GIB:.1f} GiB left, {per_token} bytes a token on each GPU{window_note}: "
+              f"room for {fits} tokens")
     if max_len and fits < max_len:
         return _diag("kv_cache_memory", "max_len_exceeds_kv",
                      f"max_model_len {max_len} will not fit in the KV cache (room for about {fits} tokens)", 0.75,
