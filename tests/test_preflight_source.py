@@ -358,3 +358,25 @@ def test_preflight_says_which_gates_came_from_source(site, tmp_path):
     assert att.facts["rejected"] == {"TRITON_MLA": ["sparse not supported"], "SPARSE_SM120": ["dtype not supported"]}
     launch = parse_launch(["vllm", "serve", str(d), "--dtype", "bfloat16"])
     assert not [x for x in predict(launch, read_model(str(d)), m) if x.category == "attention_backend"]
+
+
+def test_a_selector_it_cannot_read_falls_back_to_the_table(site, tmp_path):
+    cuda = site / "vllm" / "platforms" / "cuda.py"
+    cuda.write_text(cuda.read_text().replace("def get_valid_backends", "def renamed_in_a_new_release"))
+    prefix = tmp_path / "venv"
+    (prefix / "lib" / "python3.12").mkdir(parents=True)
+    (prefix / "lib" / "python3.12" / "site-packages").symlink_to(site)
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "python").write_text("#!/bin/sh\nexit 99\n")
+    m = Machine(gpus=given_gpus("NVIDIA RTX PRO 6000 Blackwell", 1, "12.0", 96.0))
+    read_environment(m, str(prefix / "bin" / "python"))
+    d = tmp_path / "dsv32"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({
+        "architectures": ["DeepseekV32ForCausalLM"], "model_type": "deepseek_v32", "num_attention_heads": 128,
+        "num_hidden_layers": 61, "kv_lora_rank": 512, "qk_rope_head_dim": 64, "index_topk": 2048,
+        "torch_dtype": "float16"}))
+    launch = parse_launch(["vllm", "serve", str(d)])
+    att = next(x for x in predict(launch, read_model(str(d)), m) if x.category == "attention_backend")
+    assert att.facts["gates_from"].startswith("triage's capability table")
+    assert "no get_valid_backends" in att.facts["gates_from"]

@@ -112,6 +112,9 @@ def source_selection(launch: Launch, cfg: dict[str, Any], m: Machine):
                                                   device=m.gpu_name, forced=forced), None
     except SelectorUnreadable as exc:
         return None, str(exc)
+    except (RecursionError, MemoryError, ValueError, TypeError, AttributeError, KeyError, IndexError) as exc:
+        # source the walk cannot follow (deep recursion, a construct it mis-reads): the table answers instead
+        return None, f"the source walk stopped: {type(exc).__name__}"
 
 
 def _table_rejections(launch: Launch, shape: dict[str, Any], dtype: str, m: Machine,
@@ -158,6 +161,8 @@ def attention(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None
             rejected = _table_rejections(launch, shape, dtype, m, names)
             if sel is not None and sel.error:
                 basis += f" (the installed source raised {sel.error})"
+            elif why_not and m.site_dirs:
+                basis += f" (the installed vLLM's selector could not be read: {why_not})"
             if any(not why for why in rejected.values()):
                 return None
     where = f"{m.gpu_name} (compute capability {cc[0]}.{cc[1]})" if cc else m.gpu_name

@@ -1243,7 +1243,7 @@ _LAZY = object()
 _PYCMP = {"__lt__": lambda a, b: a < b, "__le__": lambda a, b: a <= b, "__gt__": lambda a, b: a > b,
           "__ge__": lambda a, b: a >= b, "__eq__": lambda a, b: a == b, "__ne__": lambda a, b: a != b}
 SAFE_METHODS = {"startswith", "endswith", "lower", "upper", "split", "rsplit", "strip", "join", "replace",
-                "index", "count", "format", "partition", "rpartition", "isdigit", "copy"}
+                "index", "count", "partition", "rpartition", "isdigit", "copy"}
 
 
 def _strings_only(fn):
