@@ -397,7 +397,7 @@ def support(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
                      0.8, [f"config.json: architectures={arch}", "not in the installed vllm/model_executor/models/registry.py"],
                      "Upgrade vLLM to a release that supports this architecture.", "model-support")
     auto = m.source("transformers/models/auto/configuration_auto.py")
-    if (mtype and auto and not re.search(rf'\(\s*"{re.escape(str(mtype))}"\s*,', auto)
+    if (mtype and auto and not cfg.get("gguf") and not re.search(rf'\(\s*"{re.escape(str(mtype))}"\s*,', auto)
             and str(mtype) not in _vllm_config_types(m) and "--trust-remote-code" not in launch.switches):
         return _diag("model_support", "model_type_unknown",
                      f"transformers {m.packages.get('transformers', '')} does not know model type {mtype}".replace("  ", " "),
