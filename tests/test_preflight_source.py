@@ -357,7 +357,9 @@ def test_preflight_says_which_gates_came_from_source(site, tmp_path):
     assert "vLLM 9.9.0's own selector" in att.facts["gates_from"]
     assert att.facts["rejected"] == {"TRITON_MLA": ["sparse not supported"], "SPARSE_SM120": ["dtype not supported"]}
     launch = parse_launch(["vllm", "serve", str(d), "--dtype", "bfloat16"])
-    assert not [x for x in predict(launch, read_model(str(d)), m) if x.category == "attention_backend"]
+    found: dict = {}
+    assert not [x for x in predict(launch, read_model(str(d)), m, found) if x.category == "attention_backend"]
+    assert found["attention_backend"] == "SPARSE_SM120" and "own selector" in found["gates_from"]
 
 
 def test_a_selector_it_cannot_read_falls_back_to_the_table(site, tmp_path):

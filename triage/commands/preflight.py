@@ -88,7 +88,8 @@ def main(argv: list[str]) -> int:
     if args.demo:
         with open(os.path.join(DEMO_DIR, "glm5_config.json"), encoding="utf-8") as fh:
             model.config, model.where, model.problem = json.load(fh), "the bundled demo config", None
-    diagnoses = predict(launch, model, machine)
+    found: dict = {}
+    diagnoses = predict(launch, model, machine, found)
     notes = [n for n in (model.problem,
                          None if machine.gpus else "no GPU found: GPU-dependent checks were skipped",
                          None if "vllm" in machine.packages else
@@ -101,19 +102,23 @@ def main(argv: list[str]) -> int:
                "environment": {"gpus": [{k: g.get(k) for k in ("name", "compute_capability", "memory_total_mib")}
                                         for g in machine.gpus],
                                **({"vllm_version": machine.packages["vllm"]} if "vllm" in machine.packages else {})},
+               **({"preflight": found} if found else {}),
                **({"warnings": notes} if notes else {})}
         print(clean(json.dumps(out, indent=2)))
     else:
-        _print(launch.model, machine, diagnoses, notes)
+        _print(launch.model, machine, diagnoses, notes, found)
     return 0 if diagnoses else 3
 
 
-def _print(model: str, machine: Machine, diagnoses: list, notes: list[str]) -> None:
+def _print(model: str, machine: Machine, diagnoses: list, notes: list[str], found: dict) -> None:
     gpus = f"{len(machine.gpus)}x {machine.gpu_name}" if machine.gpus else "no GPU"
     print(clean(f"triage preflight: {model} on {machine.where} ({gpus}, vLLM {machine.packages.get('vllm', 'unknown')})"))
     if not diagnoses:
         print("No failure predicted: installation, parallelism, shared memory, model support, dtype, quantization, "
               "attention backend, KV-cache budget and chat template all pass.")
+    if found.get("attention_backend"):
+        print(clean(f"Attention backend vLLM will pick: {found['attention_backend']} (of "
+                    f"{', '.join(found['attention_backends_valid'])}; {found['gates_from']})"))
     for i, d in enumerate(diagnoses):
         print(clean(f"\n{'WILL FAIL' if i == 0 else 'ALSO'}: {d.title}   [{d.category}, predicted]"))
         for e in d.evidence:

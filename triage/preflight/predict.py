@@ -126,7 +126,7 @@ def _table_rejections(launch: Launch, shape: dict[str, Any], dtype: str, m: Mach
     return {n: _reasons(n, BACKENDS.get(n, {}), shape, dtype, kv, cc, vllm, m.packages) for n in names}
 
 
-def attention(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None:
+def attention(launch: Launch, model: ModelFiles, m: Machine, found: dict[str, Any] | None = None) -> Diagnosis | None:
     """vLLM's attention selector (vllm/platforms/cuda.py get_attn_backend_cls): some backend must accept
     the model's layers on this GPU; a forced one (--attention-backend) must accept them itself.
     Asked of the installed vLLM's own source where it can be read; triage's table answers the rest."""
@@ -145,6 +145,10 @@ def attention(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None
         sel, why_not = source_selection(launch, cfg, m)
         if sel is not None and sel.error is None:
             if sel.valid:
+                if found is not None:  # what vLLM will pick, for the report of a launch that passes
+                    found["attention_backend"] = sel.chosen
+                    found["attention_backends_valid"] = sel.valid
+                    found["gates_from"] = f"vLLM {vllm}'s own selector, read from its source ({sel.files_read} files)"
                 return None
             rejected = dict(sel.invalid)
             if sel.undecided:  # what the source walk could not settle, the table answers
@@ -478,7 +482,10 @@ def text_config(cfg: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def predict(launch: Launch, model: ModelFiles, m: Machine) -> list[Diagnosis]:
+def predict(launch: Launch, model: ModelFiles, m: Machine, found: dict[str, Any] | None = None) -> list[Diagnosis]:
+    """The failures vLLM would stop with, most certain first; `found` collects what a passing check learnt
+    (the attention backend vLLM will pick)."""
     model = replace(model, config=text_config(model.config)) if model.config else model
-    out = [d for d in (check(launch, model, m) for check in CHECKS) if d is not None]
+    out = [d for d in (check(launch, model, m, found) if check is attention else check(launch, model, m)
+                       for check in CHECKS) if d is not None]
     return sorted(out, key=lambda d: -d.confidence)
