@@ -26,8 +26,9 @@ def this_machine() -> Any:
     return m
 
 
-def run_preflight(command: str, machine_factory: Callable[[], Any]) -> tuple[list[Any], Any, str | None]:
-    """(diagnoses, machine, problem) for one command line; problem is a one-line reason it was not read."""
+def run_preflight(command: str, machine_factory: Callable[[], Any]) -> tuple[list[Any], Any, str | None, dict]:
+    """(diagnoses, machine, problem, found) for one command line; problem is a one-line reason it was not
+    read, found what passing checks learnt (the attention backend vLLM will pick)."""
     from triage.preflight.launch import LaunchError, parse_launch
     from triage.preflight.model import read_model
     from triage.preflight.predict import predict
@@ -35,13 +36,14 @@ def run_preflight(command: str, machine_factory: Callable[[], Any]) -> tuple[lis
     try:
         launch = parse_launch(shlex.split(command))
     except (LaunchError, ValueError) as exc:
-        return [], None, str(exc)
+        return [], None, str(exc), {}
     machine = machine_factory()
     model = read_model(launch.model)
-    return predict(launch, model, machine), machine, model.problem
+    found: dict = {}
+    return predict(launch, model, machine, found), machine, model.problem, found
 
 
-def render(diagnoses: list[Any], machine: Any, problem: str | None) -> str:
+def render(diagnoses: list[Any], machine: Any, problem: str | None, found: dict) -> str:
     if machine is None:
         return f"[b $error]Cannot read that command:[/] {escape(problem or '')}"
     gpus = f"{len(machine.gpus)}x {machine.gpu_name}" if machine.gpus else "no GPU found"
@@ -51,6 +53,9 @@ def render(diagnoses: list[Any], machine: Any, problem: str | None) -> str:
     if not diagnoses:
         lines.append("[b $success]No failure predicted[/]: installation, parallelism, shared memory, model support, "
                      "dtype, quantization, attention backend, KV-cache budget and chat template all pass.")
+        if found.get("attention_backend"):
+            lines.append(f"Attention backend vLLM will pick: [b]{escape(found['attention_backend'])}[/] "
+                         f"[$text-muted]({escape(found['gates_from'])})[/]")
     for i, d in enumerate(diagnoses):
         head = "WILL FAIL" if i == 0 else "ALSO"
         lines.append(f"[b $error]{head}:[/] [b]{escape(d.title)}[/]  [$text-muted]{escape(d.category)}, predicted[/]")
