@@ -227,3 +227,31 @@ def test_sliding_window_layers_hold_only_their_window(tmp_path):
     every = dict(cfg, sliding_window_pattern=None)  # the same cache counted as full on every layer
     d = _predict(_model_dir(tmp_path, every, 51.1, name="all-full"), gpu=("NVIDIA H100 80GB HBM3", 1, "9.0", 80.0))
     assert [x.category for x in d] == ["kv_cache_memory"] and d[0].facts["largest_max_model_len"] < 131072
+
+
+def test_installation_driver_against_torch_cuda_and_torch_against_vllms_pin(tmp_path):
+    """From metadata only: torch's +cu tag against the driver's CUDA (NVML), and the torch vLLM's METADATA
+    pins against the torch installed; each predicted as the category its failure log is diagnosed with."""
+    site = tmp_path / "venv" / "lib" / "python3.12" / "site-packages"
+    for name, version, extra in (("vllm", "0.11.2", "Requires-Dist: torch==2.9.0\nRequires-Dist: torchaudio==2.9.0\n"),
+                                 ("torch", "2.8.0+cu128", "")):
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{extra}\n")
+    (tmp_path / "venv" / "bin").mkdir()
+    py = tmp_path / "venv" / "bin" / "python"
+    py.write_text("#!/bin/sh\nexit 99\n")
+    m = Machine(gpus=given_gpus("NVIDIA L4", 1, "8.9", 24.0))
+    read_environment(m, str(py))
+    assert m.torch_pin == "2.9.0"
+    m.cuda_driver_version = "12.4"
+    d = _predict(_model_dir(tmp_path, LLAMA_8B, 15.0), machine=m)
+    log_cat = json.loads(run_triage("--log", str(ROOT / "tests" / "logs" / "cuda.driver_too_old.log"), "--json",
+                                    "--offline", "--no-probe").stdout)["diagnoses"][0]["category"]
+    assert d[0].category == log_cat == "cuda_driver" and d[0].facts["torch_cuda_version"] == "12.8"
+    m.cuda_driver_version = "12.8"
+    d = _predict(_model_dir(tmp_path, LLAMA_8B, 15.0, name="m2"), machine=m)
+    log_cat = json.loads(run_triage("--log", str(ROOT / "tests" / "logs" / "install.torch_version_pin.log"), "--json",
+                                    "--offline", "--no-probe").stdout)["diagnoses"][0]["category"]
+    assert d[0].category == log_cat == "install_mismatch" and d[0].facts == {
+        "predicted": True, "want": "2.9.0", "have": "2.8.0+cu128"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 from triage.model import SCHEMA
@@ -57,6 +58,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--gpus", type=int, default=1, help="how many of them (with --gpu)")
     p.add_argument("--cc", metavar="X.Y", help="their compute capability (with --gpu)")
     p.add_argument("--gpu-mem-gib", type=float, help="their memory in GiB (with --gpu)")
+    p.add_argument("--driver-cuda", metavar="X.Y", help="the CUDA version the driver runs, as nvidia-smi shows it "
+                   "(with --gpu)")
     p.add_argument("--demo", action="store_true", help="GLM-5 (DSA) on 8x RTX PRO 6000: the flagship, predicted")
     try:
         args = p.parse_args(own)
@@ -73,6 +76,10 @@ def main(argv: list[str]) -> int:
             if not args.cc or not args.gpu_mem_gib:
                 raise LaunchError("--gpu needs --cc and --gpu-mem-gib")
             machine = Machine(gpus=given_gpus(args.gpu, args.gpus, args.cc, args.gpu_mem_gib), where="the GPUs given")
+            if args.driver_cuda:
+                if not re.fullmatch(r"\d+\.\d+", args.driver_cuda):
+                    raise LaunchError(f"--driver-cuda {args.driver_cuda!r} is not a version such as 12.8")
+                machine.cuda_driver_version = args.driver_cuda
         else:
             machine = probe_this_machine()
         if not command:
