@@ -887,9 +887,6 @@ class Evaluator:
                 if self._unthunk(m.value, k, m.name) == (args[0] if args else None):
                     return m
             raise Raised("ValueError", f"{args!r} is not a valid {k.name}")
-        if any(isinstance(b, Ext) and b.path not in ("abc.ABC", "typing.Generic") and not b.path.startswith("typing.")
-               for b in k.mro()[-1].bases) and not all(isinstance(b, Klass) for b in k.bases):
-            pass
         inst = Instance(k)
         init, owner = k.lookup("__init__")
         if k.is_dataclass and not (isinstance(init, Function) and owner is k):
@@ -1298,8 +1295,8 @@ def _bound_names(st: ast.stmt) -> set[str]:
 
 
 def _load(target: ast.expr) -> ast.expr:
-    t = ast.parse(ast.unparse(target), mode="eval").body
-    return t
+    """An assignment target read as a value (for `x += 1`)."""
+    return ast.parse(ast.unparse(target), mode="eval").body
 
 
 def _isinstance(obj, kinds) -> bool:
