@@ -255,3 +255,23 @@ def test_installation_driver_against_torch_cuda_and_torch_against_vllms_pin(tmp_
                                     "--offline", "--no-probe").stdout)["diagnoses"][0]["category"]
     assert d[0].category == log_cat == "install_mismatch" and d[0].facts == {
         "predicted": True, "want": "2.9.0", "have": "2.8.0+cu128"}
+
+
+def test_a_quantization_method_this_vllm_does_not_know(tmp_path):
+    py = _fake_env(tmp_path, "0.33.0", '_MODELS = {"LlamaForCausalLM": ("llama", "LlamaForCausalLM")}\n', {})
+    q = tmp_path / "venv" / "lib" / "python3.12" / "site-packages" / "vllm" / "model_executor" / "layers" / "quantization"
+    (q / "__init__.py").write_text('from typing import Literal\n\nQuantizationMethods = Literal[\n    "awq",\n    "fp8",\n]\n'
+                                   'def get_quantization_config(quantization):\n    from .fp8 import Fp8Config\n'
+                                   '    method_to_config = {"fp8": Fp8Config}\n    return method_to_config[quantization]\n')
+    (q / "fp8.py").write_text("class Fp8Config:\n    @classmethod\n    def get_min_capability(cls) -> int:\n        return 75\n")
+    m = Machine(gpus=given_gpus("NVIDIA L4", 1, "8.9", 24.0))
+    read_environment(m, py)
+    bnb = dict(LLAMA_8B, quantization_config={"quant_method": "bitsandbytes"})
+    d = _predict(_model_dir(tmp_path, bnb, 5.0), machine=m)
+    assert d[0].signature == "preflight.invalid_method" and d[0].title == "Invalid quantization method: bitsandbytes"
+    log = run_triage("--log", str(ROOT / "tests" / "logs" / "quant.invalid_method.log"), "--json", "--offline", "--no-probe")
+    assert json.loads(log.stdout)["diagnoses"][0]["category"] == d[0].category
+    m.gpus = given_gpus("Tesla T4", 1, "7.0", 16.0)  # fp8's class here says 7.5: read through the method table
+    d = _predict(_model_dir(tmp_path, dict(LLAMA_8B, torch_dtype="float16", quantization_config={"quant_method": "fp8"}),
+                            5.0, name="fp8"), machine=m)
+    assert d[0].category == "quantization" and d[0].facts["min_capability"] == 75

@@ -284,20 +284,74 @@ def kv_budget(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | None
     return None
 
 
-def _min_capability_from_source(m: Machine, method: str) -> int | None:
-    fn = QUANT_FILES.get(method)
-    src = m.source(f"vllm/model_executor/layers/quantization/{fn}") if fn else None
-    if not src:
-        return None
+QUANT_PKG = "vllm/model_executor/layers/quantization"
+
+
+def _parse(src: str | None) -> ast.Module | None:
     try:
-        tree = ast.parse(src)
+        return ast.parse(src) if src else None
     except SyntaxError:
         return None
-    for node in ast.walk(tree):
+
+
+def _quant_class(m: Machine, method: str) -> tuple[str, str] | None:
+    """(file, class) of a method's config, from get_quantization_config's own method_to_config table and the
+    imports beside it (vllm/model_executor/layers/quantization/__init__.py); the file names change by release."""
+    tree = _parse(m.source(f"{QUANT_PKG}/__init__.py"))
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "get_quantization_config"),
+              None) if tree else None
+    if fn is None:
+        return None
+    where: dict[str, str] = {}
+    cls = None
+    for node in ast.walk(fn):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            rel = node.module.replace(".", "/")
+            if node.level == 0:
+                rel = rel.removeprefix(QUANT_PKG + "/") if rel.startswith(QUANT_PKG) else ""
+            for a in node.names:
+                if rel:
+                    where[a.asname or a.name] = rel
+        elif isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and k.value == method and isinstance(v, ast.Name):
+                    cls = v.id
+    if cls is None or cls not in where:
+        return None
+    return where[cls], cls
+
+
+def quant_methods(m: Machine) -> set[str] | None:
+    """QuantizationMethods = Literal[...] of the installed vLLM: the methods `--quantization` and a checkpoint's
+    quant_method may name (anything else: 'Invalid quantization method')."""
+    tree = _parse(m.source(f"{QUANT_PKG}/__init__.py"))
+    for node in ast.walk(tree) if tree else ():
+        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Subscript)
+                and any(isinstance(t, ast.Name) and t.id == "QuantizationMethods"
+                        for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))):
+            elts = node.value.slice.elts if isinstance(node.value.slice, ast.Tuple) else [node.value.slice]
+            out = {e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            return out or None
+    return None
+
+
+def _min_capability_from_source(m: Machine, method: str) -> int | None:
+    """The method's config class's get_min_capability(), when it returns a constant (read, never imported)."""
+    found = _quant_class(m, method)
+    if found:
+        rel, cls = found
+        tree = next((t for t in (_parse(m.source(f"{QUANT_PKG}/{rel}.py")),
+                                 _parse(m.source(f"{QUANT_PKG}/{rel}/__init__.py"))) if t), None)
+        klass = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls), None) if tree else None
+    else:
+        fn = QUANT_FILES.get(method)
+        klass = _parse(m.source(f"{QUANT_PKG}/{fn}")) if fn else None
+    for node in ast.walk(klass) if klass else ():
         if isinstance(node, ast.FunctionDef) and node.name == "get_min_capability":
-            for r in ast.walk(node):
-                if isinstance(r, ast.Return) and isinstance(r.value, ast.Constant) and isinstance(r.value.value, int):
-                    return r.value.value
+            returns = [r.value for r in ast.walk(node) if isinstance(r, ast.Return)]
+            if len(returns) == 1 and isinstance(returns[0], ast.Constant) and isinstance(returns[0].value, int):
+                return returns[0].value
+            return None  # computed: the table answers
     return None
 
 
@@ -306,9 +360,18 @@ def quantization(launch: Launch, model: ModelFiles, m: Machine) -> Diagnosis | N
     qc = model.config.get("quantization_config") if model.config else None
     method = launch.quantization or (qc.get("quant_method") if isinstance(qc, dict) else None)
     cc = m.cc
-    if not method or not cc:
+    if not method:
         return None
     method = str(method).lower()
+    known = quant_methods(m)
+    if known is not None and method not in known:
+        return _diag("quantization", "invalid_method", f"Invalid quantization method: {method}", 0.85,
+                     [f"quantization: {method} ({'--quantization' if launch.quantization else 'config.json quant_method'})",
+                      f"not in the installed vLLM {m.packages.get('vllm', '')}'s QuantizationMethods"],
+                     "Use a vLLM release that supports this quantization method (or a checkpoint quantized with one "
+                     "this release knows).", "quantization", {"method": method})
+    if not cc:
+        return None
     need = _min_capability_from_source(m, method)
     basis = "the installed vLLM's source"
     if need is None:
