@@ -338,6 +338,7 @@ def quant_methods(m: Machine) -> set[str] | None:
 def _min_capability_from_source(m: Machine, method: str) -> int | None:
     """The method's config class's get_min_capability(), when it returns a constant (read, never imported)."""
     found = _quant_class(m, method)
+    klass: ast.AST | None
     if found:
         rel, cls = found
         tree = next((t for t in (_parse(m.source(f"{QUANT_PKG}/{rel}.py")),
