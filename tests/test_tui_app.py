@@ -517,3 +517,195 @@ async def test_preflight_screen_predicts_a_launch_before_it_runs(tmp_path):
         assert not app.screen.query("#preflight-input")
         # the command palette offers it too
         assert any("Preflight" in c.title for c in app.get_system_commands(app.screen))
+
+
+async def test_first_frame_holds_the_diagnosis_and_the_rest_comes_after_it():
+    """As the launcher runs it: the log is read and diagnosed before the app starts, so the first frame
+    drawn already shows the root cause; the other views and the probes/upstream stage come after it."""
+    import threading
+
+    from triage.tui.app import TriageApp
+    from triage.tui.intake import Options, Reader
+    from tui_helpers import log_only
+
+    rec = recorded_report()
+    gate = threading.Event()
+    frames: list[dict] = []
+    full_began_after: list[int] = []
+
+    def full(_o, _s):
+        full_began_after.append(len(frames))
+        gate.wait(10)
+        return recorded_report()
+
+    opts = Options(DEMO_LOG_REL, offline=False, probe=True)
+    reader = Reader(opts, None, lambda o, s: log_only(rec))
+    for _ in range(500):
+        if reader.result is not None:
+            break
+        threading.Event().wait(0.01)
+    app = TriageApp(opts, quick=lambda o, s: log_only(rec), full=full, hosts=[], reader=reader)
+    draw = app._display
+
+    def display(screen, renderable):
+        if not frames:
+            frames.append({"text": _text(app, "#diag-text"), "views": app.views_mounted, "busy": dict(app.busy)})
+        else:
+            frames.append({})
+        draw(screen, renderable)
+
+    app._display = display
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if app.views_mounted and full_began_after:
+                break
+        first = frames[0]
+        assert "ROOT CAUSE" in first["text"] and "No sparse MLA attention backend" in first["text"]
+        assert not first["views"] and "full" not in first["busy"]
+        assert full_began_after and full_began_after[0] >= 1  # probes and upstream began after the first frame
+        assert app.views_mounted
+        await pilot.press("3")
+        assert "searching upstream" in _text(app, "#upgrade-text") and "not assessed yet" in _text(app, "#upgrade-text")
+        gate.set()
+        await settle(pilot, app)
+        assert "0.26.0" in _text(app, "#upgrade-text")  # upstream's answer, arrived later, is on screen
+        await pilot.press("1")
+        assert "ROOT CAUSE" in _text(app, "#diag-text")
+
+
+async def test_a_view_hidden_when_the_report_changed_is_brought_up_to_date_when_shown():
+    app = make_app(full=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        assert app.current_view == "diagnosis" and "machine" in app._stale  # not redrawn while hidden
+        await pilot.press("2")
+        assert "machine" not in app._stale and "Machine (" in _text(app, "#machine-text")
+
+
+async def test_keys_line_follows_the_view_and_a_click_presses_its_key():
+    app = make_app(full=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        keys = _text(app, "#keys")
+        assert "Next evidence" in keys and "Search" in keys and "Quit" in keys and "Add host" not in keys
+        assert "palette" in _text(app, "#palette-key")
+        await pilot.press("2")
+        await pilot.pause()
+        keys = _text(app, "#keys")
+        assert "Add host" in keys and "Probe again" in keys and "Next evidence" not in keys
+        await pilot.press("1")
+        await pilot.pause()
+        # " e Next evidence  / Search ...": a click on "/" presses "/", which opens the search prompt
+        at = _text(app, "#keys").index("/")
+        await pilot.click("#keys", offset=(at, 0))
+        await pilot.pause(0.1)
+        assert type(app.screen).__name__ == "PromptScreen"
+
+
+async def test_a_live_re_diagnosis_of_the_same_lines_keeps_the_log_view():
+    """A live pipe is diagnosed again several times a second: when the lines held did not change, the
+    log view keeps its list (no pass over thousands of lines) and only the evidence is marked anew."""
+    from triage.tui.logview import LogView
+
+    app = make_app(full=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        lv = app.query_one(LogView)
+        held, index = lv.lines, lv._index
+        lv.set_lines(held, [45])
+        assert lv.lines is held and lv._index is index and lv.evidence == [45] and lv.cursor_line_no == 41
+        lv.set_lines(list(held), [41])
+        assert lv._index is not index and lv.evidence == [41]
+
+
+@pytest.fixture
+def spare_core(monkeypatch):
+    """The early child is forked only with two cores or more; these tests need it wherever they run."""
+    from triage.tui import intake
+
+    monkeypatch.setattr(intake, "_spare_core", lambda: True)
+
+
+def test_no_early_child_on_one_core(monkeypatch):
+    from triage.tui import intake
+    from triage.tui.intake import EarlyReport, Options
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0})
+    assert not intake._spare_core()
+    assert EarlyReport.start(Options(DEMO_LOG_REL), piped=False) is None
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {0, 1})
+    assert intake._spare_core()
+
+
+def _early(opts, data: bytes | None = None, close: bool = True):
+    """An EarlyReport as the launcher starts it; a pipe's bytes are fed as the pump would."""
+    from triage.tui.intake import EarlyReport
+
+    early = EarlyReport.start(opts, piped=data is not None)
+    assert early is not None
+    if data is not None:
+        early.feed(data)
+        if close:
+            early.end_of_input()
+    return early
+
+
+def test_early_report_is_the_quick_report_built_in_a_child(spare_core):
+    from triage.logread import scan_path
+    from triage.tui.intake import Options, quick_report
+
+    opts = Options(DEMO_LOG_REL, offline=True, probe=False)
+    want = quick_report(opts, scan_path(DEMO_LOG_REL))
+    got = _early(opts).result()
+    assert got is not None and [d.signature for d in got.diagnoses] == [d.signature for d in want.diagnoses]
+    assert got.diagnoses[0].evidence[0].line == 41
+    piped = _early(Options("-", offline=True, probe=False), (ROOT / DEMO_LOG_REL).read_bytes()).result()
+    assert piped is not None and piped.source == "-" and piped.diagnoses[0].signature == want.diagnoses[0].signature
+
+
+def test_early_report_leaves_big_and_unfinished_logs_to_the_app(monkeypatch, spare_core):
+    from triage.tui import intake
+    from triage.tui.intake import Options
+
+    assert intake.EarlyReport.start(Options("/dev/zero"), piped=False) is None  # a device may never end
+    monkeypatch.setattr(intake, "EARLY_LIMIT", 4096)
+    early = _early(Options("-", offline=True, probe=False), (ROOT / DEMO_LOG_REL).read_bytes())
+    assert early.result() is None  # past the limit the child is stopped: the app diagnoses it itself
+    monkeypatch.setattr(intake, "EARLY_LIMIT", 8 << 20)
+    monkeypatch.setattr(intake, "EARLY_WAIT_S", 1)
+    still_writing = _early(Options("-", offline=True, probe=False), b"INFO starting\n", close=False)
+    import time
+
+    time.sleep(1.5)  # the writer did not close the pipe within EARLY_WAIT_S: the child gave up
+    assert still_writing.result() is None
+
+
+def test_the_reader_shows_the_early_report_and_keeps_its_own_scan(spare_core):
+    """What the launcher wires: the pipe read by the app's reader (for the log view, the live updates and
+    the full stage) while the child diagnoses the same bytes; the report shown is the child's."""
+    import threading
+
+    from triage.tui.intake import Options, Reader
+
+    from triage.tui.intake import EarlyReport
+
+    opts = Options("-", offline=True, probe=False)
+    early = EarlyReport.start(opts, piped=True)
+    r, w = os.pipe()
+    calls = []
+
+    def quick(o, s):
+        calls.append(s)
+        raise AssertionError("the early report should have been used")
+
+    reader = Reader(opts, r, quick, early=early)
+    os.write(w, (ROOT / DEMO_LOG_REL).read_bytes())
+    os.close(w)
+    done = threading.Event()
+    got = []
+    reader.when_done(lambda *res: (got.append(res), done.set()))
+    assert done.wait(30)
+    scan, report, error = got[0]
+    assert error is None and not calls
+    assert report.diagnoses[0].evidence[0].line == 41 and scan.lines_total == 98

@@ -167,3 +167,56 @@ def _only_greys(out: bytes) -> bool:
 def test_log_dash_from_a_terminal_is_a_one_line_error(tmp_path):
     out, status = _run_in_pty(["--log", "-", "--offline", "--no-probe"], tmp_path)
     assert status == 2 and b"standard input is a terminal" in out and b"Traceback" not in out
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+def test_tmux_keys_work_while_a_fast_pipe_streams(tmp_path):
+    """vLLM writing as fast as a pipe takes (the demo's start-up and crash, then requests and repeated
+    errors without end): the diagnosis shows, views switch on keys, and two quit keys quit."""
+    feed = tmp_path / "feed.py"
+    feed.write_text(
+        "import sys\n"
+        f"head = open({str(ROOT / DEMO_LOG_REL)!r}, 'rb').read()\n"
+        "noise = b''.join(b'(APIServer pid=7) ERROR 02-14 10:00:%02d [serving_chat.py:1245] Error in preprocessing '\n"
+        "                 b'prompt inputs: too long (%d tokens)\\n' % (i % 60, 40000 + i) for i in range(2000))\n"
+        "out = sys.stdout.buffer\n"
+        "out.write(head)\n"
+        "while True:\n"
+        "    out.write(noise)\n")
+    sock = str(tmp_path / "tmux.sock")
+    status = tmp_path / "status"
+    env = _env(tmp_path)
+    cmd = (f"cd {ROOT} && {sys.executable} {feed} | PYTHONPATH={ROOT} TRIAGE_HOME={env['TRIAGE_HOME']} "
+           f"TEXTUAL_ANIMATIONS=none {sys.executable} -m triage --log - --offline --no-probe; echo $? > {status}")
+    base = [TMUX, "-S", sock, "-f", "/dev/null"]
+    subprocess.run(base + ["new-session", "-d", "-x", "80", "-y", "24", "-s", "t", "sh", "-c", cmd],
+                   check=True, env={k: v for k, v in env.items() if k != "TMUX"})
+
+    def capture() -> str:
+        return subprocess.run(base + ["capture-pane", "-p", "-t", "t"], capture_output=True, text=True).stdout
+
+    def wait(ok, seconds: float = 30) -> str:
+        deadline = time.monotonic() + seconds
+        screen = capture()
+        while time.monotonic() < deadline and not ok(screen):
+            time.sleep(0.1)
+            screen = capture()
+        return screen
+
+    try:
+        screen = wait(lambda s: "ROOT CAUSE" in s and "still writing" in s)
+        assert "ROOT CAUSE" in screen and "still writing" in screen, screen
+        for _ in range(3):
+            subprocess.run(base + ["send-keys", "-t", "t", "2"], check=True)
+            assert "Machine (" in wait(lambda s: "Machine (" in s), capture()
+            subprocess.run(base + ["send-keys", "-t", "t", "1"], check=True)
+            assert "ROOT CAUSE" in wait(lambda s: "Machine (" not in s and "ROOT CAUSE" in s), capture()
+        subprocess.run(base + ["send-keys", "-t", "t", "q"], check=True)
+        assert "Press q" in wait(lambda s: "Press q" in s), capture()
+        subprocess.run(base + ["send-keys", "-t", "t", "q"], check=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "quit. vLLM is still running" not in capture():
+            time.sleep(0.2)
+        assert "quit. vLLM is still running" in capture()
+    finally:
+        subprocess.run(base + ["kill-server"], capture_output=True)

@@ -48,6 +48,8 @@ async def settle(pilot: Any, app: Any, rounds: int = 400) -> None:
     """Wait until the log is read, both stages are in, and no step of a fix is running."""
     for _ in range(rounds):
         await pilot.pause(0.02)
+        if not app.views_mounted:  # the views other than the diagnosis come after the first frame
+            continue
         fix = app.query_one("#fix")
         if (app.live is not None and app.live.ended and app.report is not None and not app.busy
                 and not app._quick_running and not fix.running

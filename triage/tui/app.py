@@ -1,14 +1,22 @@
 """The Textual application: one main screen with four views (Diagnosis, Machine, Upstream, Fix),
-a status line (input state, work in progress) and the footer; help and prompts are modal screens.
+a status line (input state, work in progress) and the keys of the view (triage.tui.keysline); help
+and prompts are modal screens.
 
-Data flow: the log is read in a thread (triage.tui.intake.LiveLog); each new piece of a live pipe is
-diagnosed again from a snapshot (quick stage: log and saved snapshot only); once the input ends
-(or goes quiet with a failure in it) the full stage probes and searches upstream. Results come back
-to the UI thread with call_from_thread and every view re-renders from the latest Report.
+Data flow: the log is read in a thread (triage.tui.intake.Reader, started by the launcher before
+Textual is imported); each new piece of a live pipe is diagnosed again from a snapshot (quick stage:
+log and saved snapshot only); once the input ends (or goes quiet with a failure in it) the full stage
+probes and searches upstream. Results come back to the UI thread with call_from_thread and every view
+re-renders from the latest Report.
+
+The first frame holds the diagnosis and nothing else costly: when the reader is done by mount time its
+report is shown before the first paint; the other views, the log view's lines and the full stage
+(probes, upstream, their imports) come after that paint.
 """
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import threading
 import time
 from typing import Any, Callable, Iterable
@@ -17,19 +25,18 @@ from textual import work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal
+from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import ContentSwitcher, Footer, Static
+from textual.widgets import ContentSwitcher, Static
 
 from triage.logread import Scan
 from triage.logread.source import InputError
 from triage.model import Report
 from triage.tui import intake
-from triage.tui.intake import LiveLog, Options
-from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+from triage.tui.intake import LiveLog, Options, Reader
+from triage.tui.keysline import KeysLine
+from triage.tui.markup import escape, set_text  # cleaned of terminal control, markup escaped
 from triage.tui.panes.diagnosis import DiagnosisPane
-from triage.tui.panes.fix import FixPane
-from triage.tui.panes.machine import MachinePane
-from triage.tui.panes.upstream import UpstreamPane
 
 VIEWS = [("diagnosis", "Diagnosis"), ("machine", "Machine"), ("upstream", "Upstream"), ("fix", "Fix")]
 TICK_S = 0.25  # how often a live pipe is re-diagnosed (at most)
@@ -62,8 +69,10 @@ class TriageApp(App[int]):
         probe_host: Callable[[str], Any] | None = None,
         finder: Callable[[], list[Any]] | None = None,
         hosts: list[Any] | None = None,
+        reader: Reader | None = None,
     ) -> None:
         super().__init__()
+        self._reader = reader  # already reading (the launcher starts it before Textual is imported)
         self.opts = opts
         self.pipe_fd = pipe_fd
         self._quick_fn, self._full_fn = quick, full
@@ -83,6 +92,8 @@ class TriageApp(App[int]):
         self._quick_running = False
         self._timer: Any = None
         self.current_view = "diagnosis"
+        self._rest: asyncio.Event | None = None  # set once the views other than the diagnosis are mounted
+        self._stale: set[str] = set()  # views not brought up to date with the latest report yet
 
     # --- layout ---
 
@@ -90,12 +101,9 @@ class TriageApp(App[int]):
         with Horizontal(id="nav-bar"):
             yield Static(self._nav_markup(), id="nav")
         with ContentSwitcher(initial="diagnosis", id="views"):
-            yield DiagnosisPane(id="diagnosis")
-            yield MachinePane(id="machine")
-            yield UpstreamPane(id="upstream")
-            yield FixPane(id="fix")
+            yield DiagnosisPane(id="diagnosis")  # the other views are mounted after the first frame
         yield Static("", id="status")
-        yield Footer()
+        yield KeysLine()
 
     def _nav_markup(self) -> str:
         parts = []
@@ -114,12 +122,44 @@ class TriageApp(App[int]):
     def on_mount(self) -> None:
         self.query_one(DiagnosisPane).log_view.focus()
         self._status()
+        self.call_after_refresh(self._after_first_frame)
         if self.opts.source is None:
             from triage.tui.dialogs import OpenLogScreen
 
             self.push_screen(OpenLogScreen(self._finder), self._opened)
         else:
             self._begin()
+
+    def _after_first_frame(self) -> None:
+        self.run_worker(self.mount_views(), group="views")
+
+    async def mount_views(self) -> None:
+        """Mount the Machine, Upstream and Fix views (once; callers wait until they are in)."""
+        if self._rest is not None:
+            await self._rest.wait()
+            return
+        self._rest = asyncio.Event()
+        from triage.tui.panes.fix import FixPane
+        from triage.tui.panes.machine import MachinePane
+        from triage.tui.panes.upstream import UpstreamPane
+
+        panes = [MachinePane(id="machine"), UpstreamPane(id="upstream"), FixPane(id="fix")]
+        for pane in panes:
+            pane.display = False  # the switcher hides only the children it had at its own mount
+        try:
+            await self.query_one("#views", ContentSwitcher).mount(*panes)
+            self._rest.set()
+            self._refresh_views()
+        except NoMatches:  # the app closed while they were being mounted
+            self._rest.set()
+            return
+        # Everything loaded so far lives as long as the app: out of the collector's full passes, which
+        # would otherwise walk it all again (tens of milliseconds, every thread stopped) while a pipe streams.
+        gc.freeze()
+
+    @property
+    def views_mounted(self) -> bool:
+        return self._rest is not None and self._rest.is_set()
 
     def _opened(self, path: str | None) -> None:
         if not path:
@@ -143,6 +183,7 @@ class TriageApp(App[int]):
                 self._timer = None
             self.opts.source, self.opts.demo = path, False
             self.live, self.report, self.full, self.error = None, None, None, None
+            self._reader = None
             self._full_started, self._fed_seen, self.first_diagnosis_at = False, -1, None
             self.query_one(DiagnosisPane).set_log_lines([])
             self._refresh_views()
@@ -154,16 +195,23 @@ class TriageApp(App[int]):
 
     def _begin(self) -> None:
         assert self.opts.source is not None
-        try:
-            self.live = LiveLog(self.opts.source, self.pipe_fd if self.opts.source == "-" else None)
-        except InputError as exc:
-            self.error = str(exc)
-            self._status()
-            self.query_one("#diag-text", Static).update(f"[$error b]Cannot read the log[/]: {escape(str(exc))}")
-            return
-        self._read()
-        if self.live.is_pipe:
-            self._timer = self.set_interval(TICK_S, self._tick)
+        reader, self._reader = self._reader, None
+        if reader is None or reader.opts.source != self.opts.source:
+            try:
+                reader = Reader(self.opts, self.pipe_fd if self.opts.source == "-" else None, self._quick_fn)
+            except InputError as exc:
+                self.error = str(exc)
+                self._status()
+                self.query_one("#diag-text", Static).update(f"[$error b]Cannot read the log[/]: {escape(str(exc))}")
+                return
+        self.live = reader.live
+        if reader.result is not None:
+            self._input_ended(*reader.result)  # before the first paint: the first frame holds the diagnosis
+        else:
+            if self.live.is_pipe:
+                self._timer = self.set_interval(TICK_S, self._tick)
+            live = self.live
+            reader.when_done(lambda *done: self._post(self._input_ended, *done) if self.live is live else None)
         self._status()
 
     # Work that may block for long (a pipe that never ends, an SSH probe) runs in daemon threads, not
@@ -178,14 +226,6 @@ class TriageApp(App[int]):
             self.call_from_thread(callback, *args)
         except RuntimeError:  # the app is closing
             pass
-
-    def _read(self) -> None:
-        def read() -> None:
-            assert self.live is not None
-            scan = self.live.run()
-            self._post(self._input_ended, scan)
-
-        self._daemon(read)
 
     def _tick(self) -> None:
         live = self.live
@@ -202,13 +242,17 @@ class TriageApp(App[int]):
               and self.report.diagnoses and time.monotonic() - self._last_feed_at > QUIET_S):
             self._start_full(live.snapshot())
 
-    def _input_ended(self, scan: Scan) -> None:
+    def _input_ended(self, scan: Scan, report: Report | None, error: str | None) -> None:
         if self._timer is not None:
             self._timer.stop()
             self._timer = None
-        self._status()
-        self._quick(scan, final=True)
-        self._log_lines(scan)
+        if report is not None:
+            self._quick_done(report, scan, True, None)
+        else:
+            self.error = f"the diagnosis failed: {error}"
+            self._status()
+        # The log view's lines (the whole file, read again) after the frame that shows the diagnosis.
+        self.call_after_refresh(self._log_lines, scan)
 
     @work(thread=True, exclusive=True, group="quick", exit_on_error=False)
     def _quick(self, scan: Scan | None, final: bool = False) -> None:
@@ -220,11 +264,19 @@ class TriageApp(App[int]):
 
     def _quick_done(self, report: Report, scan: Scan, final: bool, lines: list[tuple[int, str]] | None) -> None:
         self._quick_running = False
+        if not final and self.live is not None and self.live.ended:
+            return  # a live snapshot's report that came back after the final one
         if lines is not None:
-            self.query_one(DiagnosisPane).set_log_lines(lines, scan.lines_total)
+            pane = self.query_one(DiagnosisPane)
+            held = pane.log_view.lines
+            if (len(held), held[-1][0] if held else None) != (len(lines), lines[-1][0] if lines else None):
+                pane.set_log_lines(lines, scan.lines_total)
+            else:
+                pane.total_lines = scan.lines_total
         self._show(report)
         if final and self.opts.needs_full_stage:
-            self._start_full(scan, force=True)
+            # Probes and the upstream search (and their imports) wait for the frame with the diagnosis.
+            self.call_after_refresh(self._start_full, scan, True)
 
     @work(thread=True, exclusive=True, group="lines", exit_on_error=False)
     def _log_lines(self, scan: Scan) -> None:
@@ -290,13 +342,28 @@ class TriageApp(App[int]):
         self._status()
 
     def _refresh_views(self) -> None:
+        """Show the latest report in the view on screen; the others are brought up to date when shown
+        (a live pipe re-diagnoses several times a second: hidden views need not follow each time)."""
+        self._stale = {vid for vid, _label in VIEWS}
+        self._refresh_view(self.current_view)
+
+    def _refresh_view(self, name: str) -> None:
+        if name not in self._stale:
+            return
         live = not (self.live is not None and self.live.ended)
         busy = self.busy.get("full", "")
-        self.query_one(DiagnosisPane).show(self.report, live=live)
-        self.query_one(MachinePane).show(self.report, self.hosts, busy=busy if self.opts.probe else "")
-        self.query_one(UpstreamPane).show(self.report, busy=busy if not self.opts.offline else "",
-                                          offline=self.opts.offline)
-        self.query_one(FixPane).show(self.report)
+        if name == "diagnosis":
+            self.query_one(DiagnosisPane).show(self.report, live=live)
+        elif not self.views_mounted:
+            return  # shown from the latest report once mounted
+        elif name == "machine":
+            self.query_one("#machine").show(self.report, self.hosts, busy=busy if self.opts.probe else "")
+        elif name == "upstream":
+            self.query_one("#upstream").show(self.report, busy=busy if not self.opts.offline else "",
+                                             offline=self.opts.offline)
+        elif name == "fix":
+            self.query_one("#fix").show(self.report)
+        self._stale.discard(name)
 
     def _status(self) -> None:
         parts = []
@@ -314,14 +381,17 @@ class TriageApp(App[int]):
             parts.append("no log yet")
         for what in self.busy.values():
             parts.append(f"[$accent]⟳ {escape(what)}[/]")
-        self.query_one("#status", Static).update(" · ".join(parts))
+        set_text(self.query_one("#status", Static), " · ".join(parts), layout=False)
 
     # --- actions ---
 
-    def action_view(self, name: str) -> None:
+    async def action_view(self, name: str) -> None:
+        if name != "diagnosis":
+            await self.mount_views()
         self.current_view = name
+        self._refresh_view(name)
         self.query_one("#views", ContentSwitcher).current = name
-        self.query_one("#nav", Static).update(self._nav_markup())
+        set_text(self.query_one("#nav", Static), self._nav_markup(), layout=False)
         pane = self.query_one(f"#{name}")
         if name == "diagnosis":
             self.query_one(DiagnosisPane).log_view.focus()
@@ -400,37 +470,41 @@ class TriageApp(App[int]):
             return
         self._start_full(self.live.scan, force=True)
 
+    def _in_view(self, view: str, do: Callable[[Any], Any]) -> Callable[[], Any]:
+        """A palette command: show `view` (mounting it if need be), then `do(its pane)`."""
+        async def go() -> None:
+            await self.action_view(view)
+            do(self.query_one(f"#{view}"))
+
+        return go
+
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         for i, (vid, label) in enumerate(VIEWS, 1):
-            yield SystemCommand(f"View: {label}", f"show the {label} view (key {i})",
-                                lambda vid=vid: self.action_view(vid))
+            yield SystemCommand(f"View: {label}", f"show the {label} view (key {i})", self._in_view(vid, lambda _p: None))
         yield SystemCommand("Help: keys", "every key of every view (? or f1)", self.action_help)
         yield SystemCommand("Preflight: will a launch fail here?",
                             "type a `vllm serve ...` and see what would stop it, before it starts (P)",
                             self.action_preflight)
         yield SystemCommand("Open another log", "type a path or pick a vLLM log found on this machine",
                             self.action_open_log)
-        diag = self.query_one(DiagnosisPane)
         yield SystemCommand("Diagnosis: next evidence line", "jump the log to the next evidence line (e)",
-                            lambda: (self.action_view("diagnosis"), diag.action_evidence(1)))
+                            self._in_view("diagnosis", lambda p: p.action_evidence(1)))
         yield SystemCommand("Diagnosis: search the log", "find text in the log (/)",
-                            lambda: (self.action_view("diagnosis"), diag.action_search()))
+                            self._in_view("diagnosis", lambda p: p.action_search()))
         yield SystemCommand("Diagnosis: next finding", "show the next finding (])",
-                            lambda: (self.action_view("diagnosis"), diag.action_finding(1)))
+                            self._in_view("diagnosis", lambda p: p.action_finding(1)))
         yield SystemCommand("Machine: add a host", "probe another host over SSH and compare (a)",
-                            lambda: (self.action_view("machine"), self.action_add_host()))
+                            self._in_view("machine", lambda _p: self.action_add_host()))
         yield SystemCommand("Machine: probe again", "run the probes and the upstream search again (r)",
                             self.action_reprobe)
-        up = self.query_one(UpstreamPane)
         yield SystemCommand("Upstream: copy URL", "copy the selected hit's URL with OSC 52 (c)",
-                            lambda: (self.action_view("upstream"), up.action_copy_url()))
-        fix = self.query_one(FixPane)
+                            self._in_view("upstream", lambda p: p.action_copy_url()))
         yield SystemCommand("Fix: start the guided fix", "walk the playbook step by step (4, enter)",
-                            lambda: (self.action_view("fix"), fix.action_go()))
+                            self._in_view("fix", lambda p: p.action_go()))
         yield SystemCommand("Fix: dry run", "show every step and command, run nothing (D)",
-                            lambda: (self.action_view("fix"), fix.action_dry_run()))
+                            self._in_view("fix", lambda p: p.action_dry_run()))
         yield SystemCommand("Fix: choose another playbook", "pick any playbook (p)",
-                            lambda: (self.action_view("fix"), fix.action_pick()))
+                            self._in_view("fix", lambda p: p.action_pick()))
         yield SystemCommand("Fix: undo the last playbook", "revert what it changed (u)",
-                            lambda: (self.action_view("fix"), fix.action_undo()))
+                            self._in_view("fix", lambda p: p.action_undo()))

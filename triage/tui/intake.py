@@ -22,6 +22,9 @@ from triage.model import Report
 
 # Above this size a file's log view shows only the selected (error-like) lines, not every line.
 FULL_VIEW_LIMIT = 16 << 20
+# A log up to this size that ends within this many seconds is diagnosed by a forked child (EarlyReport).
+EARLY_LIMIT = 8 << 20
+EARLY_WAIT_S = 5
 
 
 @dataclass
@@ -45,10 +48,11 @@ class LiveLog:
     """The log as it arrives. `run()` blocks (call it in a thread); `snapshot()` may be called
     from any other thread while it runs; `scan` is the finished Scan once `ended` is set."""
 
-    def __init__(self, source: str, fd: int | None = None):
+    def __init__(self, source: str, fd: int | None = None, *, spool: bool = True,
+                 tee: "EarlyReport | None" = None):
         self.spool_path: str | None = None
-        if fd is not None:
-            fd, self.spool_path = _spooled(fd)
+        if fd is not None and spool:
+            fd, self.spool_path = _spooled(fd, tee)
         self.src: LogSource = open_source(source, fd)
         self.scanner = Scanner(self.src.name)
         self.lock = threading.Lock()
@@ -104,9 +108,194 @@ class LiveLog:
             return self.scanner.snapshot(nbytes, nlines)
 
 
-def _spooled(fd: int) -> tuple[int, str]:
+class Reader:
+    """A LiveLog read in a daemon thread from the moment it is made. The launcher makes it before
+    Textual is imported, so reading and diagnosing overlap Textual's start-up; when the input ends the
+    quick report is built in the same thread, so a small log's diagnosis is ready for the first frame.
+
+    `when_done(callback)` calls back (from the reading thread, or at once when already done) with
+    (scan, report, error): `report` is None and `error` says why when the quick stage failed."""
+
+    def __init__(self, opts: Options, fd: int | None = None,
+                 quick: Callable[[Options, Scan], Report] | None = None, early: "EarlyReport | None" = None):
+        assert opts.source is not None
+        self.opts = opts
+        self._early = early
+        self.live = LiveLog(opts.source, fd, tee=early)
+        self._quick = quick or quick_report
+        self._lock = threading.Lock()
+        self._done: tuple[Scan, Report | None, str | None] | None = None
+        self._listener: Callable[[Scan, Report | None, str | None], None] | None = None
+        threading.Thread(target=self._run, daemon=True, name="triage-read").start()
+
+    def _run(self) -> None:
+        scan = self.live.run()
+        report, error = None, None
+        if self._early is not None:
+            report = self._early.result()
+        try:
+            if report is None:
+                report = self._quick(self.opts, scan)
+        except Exception as exc:  # the diagnosis of a bad input must not take the app down
+            error = f"{type(exc).__name__}: {exc}"
+        with self._lock:
+            self._done = (scan, report, error)
+            listener = self._listener
+        if listener is not None:
+            listener(scan, report, error)
+
+    @property
+    def result(self) -> tuple[Scan, Report | None, str | None] | None:
+        return self._done
+
+    def when_done(self, callback: Callable[[Scan, Report | None, str | None], None]) -> None:
+        with self._lock:
+            done = self._done
+            if done is None:
+                self._listener = callback
+                return
+        callback(*done)
+
+
+class EarlyReport:
+    """The quick report of a log that ends at once (a file, a finished `cat`), built in a forked child
+    while the parent loads Textual: on two cores the diagnosis is ready when the first frame is drawn,
+    instead of taking its turn with Textual's start-up in one interpreter.
+
+    `start` forks before any thread exists. A file is read by the child itself; a pipe's bytes reach it
+    through `feed` (the parent's pump tees them). A log past EARLY_LIMIT, or one still being written
+    after EARLY_WAIT_S, is left to the parent (the child is stopped); so is any failure: `result()`
+    is then None and the parent diagnoses in its own thread as before."""
+
+    def __init__(self, pid: int, answer: int, feed: int | None):
+        self.pid, self._answer, self._feed = pid, answer, feed
+        self._fed = 0
+        self._done = False
+
+    @classmethod
+    def start(cls, opts: Options, piped: bool) -> "EarlyReport | None":
+        import signal
+
+        if opts.source is None or not hasattr(os, "fork") or not _spare_core():
+            return None
+        if not piped:  # a regular file, small, not compressed (a device or a named pipe may never end)
+            try:
+                if (not os.path.isfile(opts.source) or os.path.getsize(opts.source) > EARLY_LIMIT
+                        or opts.source.endswith(".gz")):
+                    return None
+            except OSError:
+                return None
+        answer_r, answer_w = os.pipe()
+        feed_r, feed_w = os.pipe() if piped else (-1, -1)
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (answer_r, answer_w, feed_r, feed_w):
+                if fd >= 0:
+                    os.close(fd)
+            return None
+        if pid == 0:  # the child: diagnose, answer, and leave without running the parent's exit handlers
+            try:
+                signal.alarm(EARLY_WAIT_S)  # a log still being written is the parent's to follow
+                os.close(answer_r)
+                if feed_w >= 0:
+                    os.close(feed_w)
+                live = LiveLog(opts.source, feed_r if piped else None, spool=False)
+                scan = live.run()
+                report = quick_report(opts, scan)
+                import pickle
+
+                data = pickle.dumps(report)
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(answer_w, view):]
+            finally:
+                os._exit(0)
+        os.close(answer_w)
+        if feed_r >= 0:
+            os.close(feed_r)
+        return cls(pid, answer_r, feed_w if piped else None)
+
+    def feed(self, chunk: bytes) -> None:
+        """The next bytes of the pipe (from the pump's thread)."""
+        if self._feed is None:
+            return
+        self._fed += len(chunk)
+        if self._fed > EARLY_LIMIT:
+            self.stop()
+            return
+        try:
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(self._feed, view):]
+        except OSError:
+            self.end_of_input()
+
+    def end_of_input(self) -> None:
+        if self._feed is not None:
+            try:
+                os.close(self._feed)
+            except OSError:
+                pass
+            self._feed = None
+
+    def stop(self) -> None:
+        import signal
+
+        self.end_of_input()
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+    def result(self) -> Report | None:
+        """The child's report once the input has ended (None: it gave up or failed). Blocks until the
+        child answers or exits, without holding the interpreter (a read of a pipe)."""
+        if self._done:
+            return None
+        self._done = True
+        self.end_of_input()
+        chunks = []
+        try:
+            while True:
+                b = os.read(self._answer, 1 << 16)
+                if not b:
+                    break
+                chunks.append(b)
+        except OSError:
+            chunks = []
+        finally:
+            os.close(self._answer)
+            try:
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+        if not chunks:
+            return None
+        import pickle
+
+        try:
+            report = pickle.loads(b"".join(chunks))
+        except Exception:
+            return None
+        return report if isinstance(report, Report) else None
+
+
+def _spare_core() -> bool:
+    """Can the child run beside the parent? On one core it would only take turns with it. (A busy
+    machine is no reason to skip it: measured, the child costs nothing there, and wins a core's worth
+    wherever one is free.)"""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return cores >= 2
+
+
+def _spooled(fd: int, tee: EarlyReport | None = None) -> tuple[int, str]:
     """A pipe's bytes relayed to a new pipe (which the scanner reads) and kept in a private file
-    (up to FULL_VIEW_LIMIT), so the log view can hold every line of a piped log once it ends."""
+    (up to FULL_VIEW_LIMIT), so the log view can hold every line of a piped log once it ends;
+    `tee` gets them too."""
     import tempfile
 
     import atexit
@@ -128,6 +317,8 @@ def _spooled(fd: int) -> tuple[int, str]:
                         break
                     if not chunk:
                         break
+                    if tee is not None:
+                        tee.feed(chunk)
                     if kept <= FULL_VIEW_LIMIT:
                         spool.write(chunk)
                         spool.flush()
@@ -138,6 +329,8 @@ def _spooled(fd: int) -> tuple[int, str]:
         except OSError:
             pass
         finally:
+            if tee is not None:
+                tee.end_of_input()
             os.close(w)
 
     threading.Thread(target=pump, daemon=True).start()

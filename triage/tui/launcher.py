@@ -66,13 +66,28 @@ def run(args: Any, *, source: str | None, snapshot: str | None, offline: bool, p
         os.dup2(tty, 2)
     os.close(tty)
 
-    from triage.tui.app import TriageApp  # Textual is imported only now, with a terminal on fd 0
-    from triage.tui.intake import Options
+    from triage.tui.intake import Options, Reader
 
     opts = Options(source=source, snapshot=snapshot, offline=offline, probe=probe,
                    host=getattr(args, "host", None), python=getattr(args, "python", None),
                    demo=bool(getattr(args, "demo", False)))
-    app = TriageApp(opts, pipe_fd=pipe_fd)
+    reader = None
+    if source is not None:  # read and diagnose while Textual loads: the first frame can hold the diagnosis
+        from triage.logread.source import InputError
+        from triage.tui.intake import EarlyReport
+
+        early = EarlyReport.start(opts, piped=source == "-")  # it forks: before any thread is started
+        try:
+            reader = Reader(opts, pipe_fd if source == "-" else None, early=early)
+        except InputError:
+            if early is not None:
+                early.stop()
+                early.result()
+            # the app says why on its screen
+
+    from triage.tui.app import TriageApp  # Textual is imported only now, with a terminal on fd 0
+
+    app = TriageApp(opts, pipe_fd=pipe_fd, reader=reader)
     code = app.run(mouse=bool(getattr(args, "mouse", False)))
     if pipe_fd is not None and not (app.live is not None and app.live.ended):
         _drain_in_background(pipe_fd)

@@ -16,9 +16,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from triage.sanitize import clean
+from triage.tui.focus import OwnFocusStyle
 
 
-class LogView(ScrollView, can_focus=True):
+class LogView(OwnFocusStyle, ScrollView, can_focus=True):
     COMPONENT_CLASSES = {"logview--evidence", "logview--cursor", "logview--match", "logview--gutter"}
     BINDINGS = [
         Binding("up,k", "cursor(-1)", "Up", show=False),
@@ -57,13 +58,18 @@ class LogView(ScrollView, can_focus=True):
 
     def set_lines(self, lines: list[tuple[int, str]], evidence: list[int] | None = None) -> None:
         keep = self.lines[self.cursor][0] if self.lines and self.cursor < len(self.lines) else None
-        self.lines = lines
-        self._index = {no: i for i, (no, _t) in enumerate(lines)}
-        self.evidence = sorted(no for no in (evidence or []) if no in self._index)
-        gutter = len(str(lines[-1][0])) if lines else 1
-        self._compact = {}
-        self._width = max((len(t) for _n, t in lines), default=0) + gutter + 2
-        self.virtual_size = Size(self._width, len(lines))
+        same = lines is self.lines  # new evidence for the same lines (a re-diagnosis) costs no pass over them
+        if not same:
+            self.lines = lines
+            self._index = {no: i for i, (no, _t) in enumerate(lines)}
+            gutter = len(str(lines[-1][0])) if lines else 1
+            self._compact = {}
+            self._width = max((len(t) for _n, t in lines), default=0) + gutter + 2
+            self.virtual_size = Size(self._width, len(lines))
+        evidence = sorted(no for no in (evidence or []) if no in self._index)
+        if same and evidence == self.evidence and keep is not None:
+            return
+        self.evidence = evidence
         if keep is not None and keep in self._index:
             self.cursor = self._index[keep]
         elif self.evidence:

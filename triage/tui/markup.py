@@ -14,3 +14,13 @@ def escape(value: Any) -> str:
 
 
 _BRACKET = re.compile(r"(\\*)\[")  # backslashes right before a bracket are doubled, as Textual reads them
+
+
+def set_text(widget: Any, text: str, *, layout: bool = True) -> None:
+    """Update a Static only when its text changes. A fixed-size line (the status, a title) is
+    updated with layout=False: re-laying out the whole screen on every tick of a live pipe would
+    cost more than drawing it."""
+    if getattr(widget, "_triage_text", None) == text:
+        return
+    widget._triage_text = text
+    widget.update(text, layout=layout)

@@ -12,7 +12,7 @@ from textual.widgets import Static
 from triage.model import Diagnosis, Report
 from triage.playbooks.wording import human_value
 from triage.tui.logview import LogView
-from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
+from triage.tui.markup import escape, set_text  # cleaned of terminal control, markup escaped
 from triage.tui.text import wrapped
 
 
@@ -100,6 +100,7 @@ class DiagnosisPane(Vertical):
         self.live = False
         self.last_search = ""
         self.total_lines: int | None = None
+        self._rendered: tuple[int, int, bool, int] | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="diag-body"):
@@ -143,8 +144,12 @@ class DiagnosisPane(Vertical):
     def _render_text(self) -> None:
         body = self.query_one("#diag-body")
         width = body.content_region.width - body.styles.scrollbar_size_vertical  # as if its scrollbar showed
-        self.query_one("#diag-text", Static).update(diagnosis_markup(self.report, self.index, live=self.live,
-                                                                     width=width))
+        key = (id(self.report), self.index, self.live, width)
+        if key == self._rendered:
+            return  # a view switch resizes the pane: the same text need not be wrapped again
+        self._rendered = key
+        set_text(self.query_one("#diag-text", Static), diagnosis_markup(self.report, self.index, live=self.live,
+                                                                        width=width))
 
     def on_resize(self) -> None:
         self._render_text()
@@ -152,7 +157,7 @@ class DiagnosisPane(Vertical):
     def _title(self) -> None:
         lv = self.log_view
         if not lv.lines:
-            self.query_one("#log-title", Static).update("[b]Log[/]")
+            set_text(self.query_one("#log-title", Static), "[b]Log[/]", layout=False)
             return
         no = lv.cursor_line_no
         ev = lv.evidence
@@ -163,9 +168,9 @@ class DiagnosisPane(Vertical):
         if total and held < total:
             partial = (f" · [$warning]error-like lines only ({held:,} of {total:,})"
                        + (" until the input ends" if self.live else "") + "[/]")
-        self.query_one("#log-title", Static).update(
-            f"[b]Log[/] line {no}{pos}{search}{partial}  [$text-muted]e/E evidence · / search · w "
-            + ("whole lines" if lv.compact else "short lines") + "[/]")
+        set_text(self.query_one("#log-title", Static),
+                 f"[b]Log[/] line {no}{pos}{search}{partial}  [$text-muted]e/E evidence · / search · w "
+                 + ("whole lines" if lv.compact else "short lines") + "[/]", layout=False)
 
     def on_log_view_cursor_moved(self, _msg: LogView.CursorMoved) -> None:
         self._title()

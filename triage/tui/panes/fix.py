@@ -20,6 +20,7 @@ from textual.widgets.option_list import Option
 
 from triage.tui import fixflow
 from triage.playbooks.wording import outcome_words, status_words
+from triage.tui.focus import OwnFocusStyle
 from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 from triage.tui.text import wrapped
 
@@ -79,7 +80,7 @@ HINTS = {
 }
 
 
-class FixPane(Vertical, can_focus=True):
+class FixPane(OwnFocusStyle, Vertical, can_focus=True):
     BINDINGS = [
         Binding("enter", "go", "Start / continue", show=True),
         Binding("y", "confirm", "Yes, run", show=False),

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 
 from triage.model import Report
 from triage.report.text import machine_differs, machine_lines
+from triage.tui.focus import OwnFocusStyle
 from triage.tui.markup import escape  # cleaned of terminal control, markup escaped
 
 SEVERITY = {"error": "$error", "warning": "$warning", "info": "$text-muted"}
@@ -86,7 +87,7 @@ def fleet_rows(hosts: list[Any]) -> tuple[list[str], list[tuple[str, list[str], 
     return names, rows
 
 
-class MachinePane(VerticalScroll):
+class MachinePane(OwnFocusStyle, VerticalScroll):
     BINDINGS = [
         Binding("a", "add_host", "Add host"),
         Binding("r", "reprobe", "Probe again"),
@@ -95,13 +96,12 @@ class MachinePane(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static("", id="machine-text")
         yield Static("", id="gpus-title")
-        yield DataTable(id="gpus", cursor_type="row", zebra_stripes=False)
+        gpus = DataTable(id="gpus", cursor_type="row", zebra_stripes=False)
+        fleet = DataTable(id="fleet", cursor_type="row")
+        gpus.display = fleet.display = False  # shown once there is something to tabulate
+        yield gpus
         yield Static("", id="fleet-title")
-        yield DataTable(id="fleet", cursor_type="row")
-
-    def on_mount(self) -> None:
-        self.query_one("#gpus", DataTable).display = False
-        self.query_one("#fleet", DataTable).display = False
+        yield fleet
 
     def show(self, report: Report | None, hosts: list[Any], *, busy: str = "") -> None:
         env = report.environment if report is not None else {}
