@@ -135,14 +135,50 @@ def test_the_hugging_face_cache_layout(tmp_path, monkeypatch):
     assert "nor in the Hugging Face cache" in read_model("someone/else").problem
 
 
-def test_gguf_header_names_the_architecture(tmp_path):
-    def kv(key: str, value: str) -> bytes:
-        k, v = key.encode(), value.encode()
-        return struct.pack("<Q", len(k)) + k + struct.pack("<I", 8) + struct.pack("<Q", len(v)) + v
-    f = tmp_path / "model.gguf"
-    f.write_bytes(b"GGUF" + struct.pack("<IQQ", 3, 0, 2) + kv("general.architecture", "olmo2") + kv("general.name", "x"))
-    assert gguf_architecture(str(f)) == "olmo2"
-    assert read_model(str(f)).weight_bytes == f.stat().st_size
+def _gguf(path: Path, meta: list[tuple[str, int, object]], tensors: list[tuple[str, list[int], int]]) -> None:
+    """A GGUF v3 file as llama.cpp writes it: header, key-values, tensor infos, aligned data."""
+    def s(text: str) -> bytes:
+        b = text.encode()
+        return struct.pack("<Q", len(b)) + b
+    out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(meta))
+    for key, vtype, value in meta:
+        out += s(key) + struct.pack("<I", vtype)
+        if vtype == 8:
+            out += s(value)
+        elif vtype == 9:  # an array of strings (a vocabulary)
+            out += struct.pack("<IQ", 8, len(value)) + b"".join(s(v) for v in value)
+        else:
+            out += struct.pack({4: "<I", 6: "<f", 10: "<Q"}[vtype], value)
+    offset = 0
+    for name, dims, ttype in tensors:
+        out += s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+        out += struct.pack("<IQ", ttype, offset)
+        offset += 32
+    out += b"\0" * (-len(out) % 32) + b"\0" * offset  # a stand-in for the data section
+    path.write_bytes(out)
+
+
+def test_gguf_header_gives_architecture_shape_and_tensor_sizes(tmp_path):
+    f = tmp_path / "model-Q4_K_M.gguf"
+    meta = [("general.architecture", 8, "llama"), ("general.name", 8, "Llama 3.1 8B"),
+            ("llama.block_count", 4, 32), ("llama.context_length", 4, 131072), ("llama.embedding_length", 4, 4096),
+            ("llama.attention.head_count", 4, 32), ("llama.attention.head_count_kv", 4, 8),
+            ("llama.rope.freq_base", 6, 500000.0), ("tokenizer.ggml.tokens", 9, [f"t{i}" for i in range(100)])]
+    # token_embd in Q4_K (256 elements in 144 bytes), one attention weight in F16, a norm in F32
+    tensors = [("token_embd.weight", [4096, 128256], 12), ("blk.0.attn_q.weight", [4096, 4096], 1),
+               ("blk.0.attn_norm.weight", [4096], 0)]
+    _gguf(f, meta, tensors)
+    assert gguf_architecture(str(f)) == "llama"
+    m = read_model(str(f))
+    assert m.weight_bytes == 4096 * 128256 // 256 * 144 + 4096 * 4096 * 2 + 4096 * 4
+    assert m.config["num_key_value_heads"] == 8 and m.config["max_position_embeddings"] == 131072
+    # the GGUF's shape feeds the same checks: 131072 tokens of KV cache do not fit a 16 GiB T4
+    d = _predict(f, gpu=("Tesla T4", 1, "7.5", 16.0))
+    kv = next(x for x in d if x.category == "kv_cache_memory")
+    assert kv.facts["kv_bytes_per_token"] == 32 * 2 * 8 * 128 * 2
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + struct.pack("<IQQ", 99, 0, 0))
+    assert "version 99" in read_model(str(bad)).problem
 
 
 @pytest.mark.parametrize("argv,err", [(["vllm", "serve"], "no model"), (["vllm", "serve", "m", "--max-model-len"], "needs a value"),
@@ -179,3 +215,63 @@ def test_cli_healthy_exits_3(tmp_path):
                    "vllm", "serve", str(d))
     assert r.returncode == 3, r.stdout + r.stderr
     assert b"No failure predicted" in r.stdout
+
+
+def test_sliding_window_layers_hold_only_their_window(tmp_path):
+    """Gemma 3: five layers in six attend to 1024 tokens; only the full-attention ones grow with the length."""
+    cfg = {"architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 5376,
+           "num_hidden_layers": 62, "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128,
+           "sliding_window": 1024, "sliding_window_pattern": 6, "max_position_embeddings": 131072,
+           "torch_dtype": "bfloat16"}
+    assert _predict(_model_dir(tmp_path, cfg, 51.1), gpu=("NVIDIA H100 80GB HBM3", 1, "9.0", 80.0)) == []
+    every = dict(cfg, sliding_window_pattern=None)  # the same cache counted as full on every layer
+    d = _predict(_model_dir(tmp_path, every, 51.1, name="all-full"), gpu=("NVIDIA H100 80GB HBM3", 1, "9.0", 80.0))
+    assert [x.category for x in d] == ["kv_cache_memory"] and d[0].facts["largest_max_model_len"] < 131072
+
+
+def test_installation_driver_against_torch_cuda_and_torch_against_vllms_pin(tmp_path):
+    """From metadata only: torch's +cu tag against the driver's CUDA (NVML), and the torch vLLM's METADATA
+    pins against the torch installed; each predicted as the category its failure log is diagnosed with."""
+    site = tmp_path / "venv" / "lib" / "python3.12" / "site-packages"
+    for name, version, extra in (("vllm", "0.11.2", "Requires-Dist: torch==2.9.0\nRequires-Dist: torchaudio==2.9.0\n"),
+                                 ("torch", "2.8.0+cu128", "")):
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{extra}\n")
+    (tmp_path / "venv" / "bin").mkdir()
+    py = tmp_path / "venv" / "bin" / "python"
+    py.write_text("#!/bin/sh\nexit 99\n")
+    m = Machine(gpus=given_gpus("NVIDIA L4", 1, "8.9", 24.0))
+    read_environment(m, str(py))
+    assert m.torch_pin == "2.9.0"
+    m.cuda_driver_version = "12.4"
+    d = _predict(_model_dir(tmp_path, LLAMA_8B, 15.0), machine=m)
+    log_cat = json.loads(run_triage("--log", str(ROOT / "tests" / "logs" / "cuda.driver_too_old.log"), "--json",
+                                    "--offline", "--no-probe").stdout)["diagnoses"][0]["category"]
+    assert d[0].category == log_cat == "cuda_driver" and d[0].facts["torch_cuda_version"] == "12.8"
+    m.cuda_driver_version = "12.8"
+    d = _predict(_model_dir(tmp_path, LLAMA_8B, 15.0, name="m2"), machine=m)
+    log_cat = json.loads(run_triage("--log", str(ROOT / "tests" / "logs" / "install.torch_version_pin.log"), "--json",
+                                    "--offline", "--no-probe").stdout)["diagnoses"][0]["category"]
+    assert d[0].category == log_cat == "install_mismatch" and d[0].facts == {
+        "predicted": True, "want": "2.9.0", "have": "2.8.0+cu128"}
+
+
+def test_a_quantization_method_this_vllm_does_not_know(tmp_path):
+    py = _fake_env(tmp_path, "0.33.0", '_MODELS = {"LlamaForCausalLM": ("llama", "LlamaForCausalLM")}\n', {})
+    q = tmp_path / "venv" / "lib" / "python3.12" / "site-packages" / "vllm" / "model_executor" / "layers" / "quantization"
+    (q / "__init__.py").write_text('from typing import Literal\n\nQuantizationMethods = Literal[\n    "awq",\n    "fp8",\n]\n'
+                                   'def get_quantization_config(quantization):\n    from .fp8 import Fp8Config\n'
+                                   '    method_to_config = {"fp8": Fp8Config}\n    return method_to_config[quantization]\n')
+    (q / "fp8.py").write_text("class Fp8Config:\n    @classmethod\n    def get_min_capability(cls) -> int:\n        return 75\n")
+    m = Machine(gpus=given_gpus("NVIDIA L4", 1, "8.9", 24.0))
+    read_environment(m, py)
+    bnb = dict(LLAMA_8B, quantization_config={"quant_method": "bitsandbytes"})
+    d = _predict(_model_dir(tmp_path, bnb, 5.0), machine=m)
+    assert d[0].signature == "preflight.invalid_method" and d[0].title == "Invalid quantization method: bitsandbytes"
+    log = run_triage("--log", str(ROOT / "tests" / "logs" / "quant.invalid_method.log"), "--json", "--offline", "--no-probe")
+    assert json.loads(log.stdout)["diagnoses"][0]["category"] == d[0].category
+    m.gpus = given_gpus("Tesla T4", 1, "7.0", 16.0)  # fp8's class here says 7.5: read through the method table
+    d = _predict(_model_dir(tmp_path, dict(LLAMA_8B, torch_dtype="float16", quantization_config={"quant_method": "fp8"}),
+                            5.0, name="fp8"), machine=m)
+    assert d[0].category == "quantization" and d[0].facts["min_capability"] == 75

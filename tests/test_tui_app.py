@@ -478,6 +478,47 @@ async def test_help_shows_every_key_at_120x36_without_scrolling():
         assert "**w** whole / short lines" in " ".join(HELP.split()) and "ctrl+c" in HELP
 
 
+async def test_preflight_screen_predicts_a_launch_before_it_runs(tmp_path):
+    import json
+
+    from triage.preflight.machine import Machine, given_gpus
+
+    model = tmp_path / "llama"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 8192, "num_hidden_layers": 80,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+        "torch_dtype": "bfloat16"}))
+    app = make_app()
+    app.preflight_machine = lambda: Machine(gpus=given_gpus("NVIDIA H100 80GB HBM3", 4, "9.0", 80.0))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        await pilot.press("P")
+        await pilot.pause()
+        box = app.screen.query_one("#preflight-input")
+        box.value = f"vllm serve {model} --tensor-parallel-size 3"
+        await pilot.press("enter")
+        await app.screen.workers.wait_for_complete()
+        await pilot.pause()
+        body = str(app.screen.query_one("#preflight-result").render())
+        assert "WILL FAIL" in body and "divisible by tensor parallel size (3)" in body and "engine_config" in body
+        box.value = f"vllm serve {model} --tensor-parallel-size 4 --max-model-len 32768"
+        await pilot.press("enter")
+        await app.screen.workers.wait_for_complete()
+        await pilot.pause()
+        assert "No failure predicted" in str(app.screen.query_one("#preflight-result").render())
+        box.value = "vllm serve"
+        await pilot.press("enter")
+        await app.screen.workers.wait_for_complete()
+        await pilot.pause()
+        assert "Cannot read that command" in str(app.screen.query_one("#preflight-result").render())
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not app.screen.query("#preflight-input")
+        # the command palette offers it too
+        assert any("Preflight" in c.title for c in app.get_system_commands(app.screen))
+
+
 async def test_first_frame_holds_the_diagnosis_and_the_rest_comes_after_it():
     """As the launcher runs it: the log is read and diagnosed before the app starts, so the first frame
     drawn already shows the root cause; the other views and the probes/upstream stage come after it."""

@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 from triage.model import SCHEMA
 from triage.preflight.launch import LaunchError, parse_launch
-from triage.preflight.machine import Machine, given_gpus, probe_this_machine, read_environment
+from triage.preflight.machine import Machine, given_gpus, probe_this_machine, read_environment, vllm_python
 from triage.preflight.model import read_model
 from triage.preflight.predict import predict
 from triage.sanitize import clean
@@ -35,8 +36,11 @@ def _snapshot_machine(path: str) -> Machine:
         raise ValueError("not a `triage probe --json` snapshot")
     pk = facts.get("packages")
     pk = pk if isinstance(pk, dict) else {}
-    return Machine(gpus=[g for g in facts.get("gpus") or [] if isinstance(g, dict)],
-                   packages={str(k).lower(): str(v) for k, v in pk.items()}, where=f"snapshot {path}")
+    m = Machine(gpus=[g for g in facts.get("gpus") or [] if isinstance(g, dict)],
+                packages={str(k).lower(): str(v) for k, v in pk.items()}, where=f"snapshot {path}")
+    cuda = facts.get("cuda_driver_version")
+    m.cuda_driver_version = cuda if isinstance(cuda, str) else None
+    return m
 
 
 def main(argv: list[str]) -> int:
@@ -54,6 +58,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--gpus", type=int, default=1, help="how many of them (with --gpu)")
     p.add_argument("--cc", metavar="X.Y", help="their compute capability (with --gpu)")
     p.add_argument("--gpu-mem-gib", type=float, help="their memory in GiB (with --gpu)")
+    p.add_argument("--driver-cuda", metavar="X.Y", help="the CUDA version the driver runs, as nvidia-smi shows it "
+                   "(with --gpu)")
     p.add_argument("--demo", action="store_true", help="GLM-5 (DSA) on 8x RTX PRO 6000: the flagship, predicted")
     try:
         args = p.parse_args(own)
@@ -70,21 +76,27 @@ def main(argv: list[str]) -> int:
             if not args.cc or not args.gpu_mem_gib:
                 raise LaunchError("--gpu needs --cc and --gpu-mem-gib")
             machine = Machine(gpus=given_gpus(args.gpu, args.gpus, args.cc, args.gpu_mem_gib), where="the GPUs given")
+            if args.driver_cuda:
+                if not re.fullmatch(r"\d+\.\d+", args.driver_cuda):
+                    raise LaunchError(f"--driver-cuda {args.driver_cuda!r} is not a version such as 12.8")
+                machine.cuda_driver_version = args.driver_cuda
         else:
-            machine = Machine(gpus=probe_this_machine())
+            machine = probe_this_machine()
         if not command:
             raise LaunchError("give the launch after --: triage preflight -- vllm serve MODEL ...")
         launch = parse_launch(command)
     except (LaunchError, OSError, ValueError, KeyError) as exc:
         print(f"triage preflight: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    if args.python:
-        read_environment(machine, args.python)
+    python = args.python or (None if args.demo or args.snapshot else vllm_python())
+    if python:
+        read_environment(machine, python)
     model = read_model(launch.model)
     if args.demo:
         with open(os.path.join(DEMO_DIR, "glm5_config.json"), encoding="utf-8") as fh:
             model.config, model.where, model.problem = json.load(fh), "the bundled demo config", None
-    diagnoses = predict(launch, model, machine)
+    found: dict = {}
+    diagnoses = predict(launch, model, machine, found)
     notes = [n for n in (model.problem,
                          None if machine.gpus else "no GPU found: GPU-dependent checks were skipped",
                          None if "vllm" in machine.packages else
@@ -97,19 +109,23 @@ def main(argv: list[str]) -> int:
                "environment": {"gpus": [{k: g.get(k) for k in ("name", "compute_capability", "memory_total_mib")}
                                         for g in machine.gpus],
                                **({"vllm_version": machine.packages["vllm"]} if "vllm" in machine.packages else {})},
+               **({"preflight": found} if found else {}),
                **({"warnings": notes} if notes else {})}
         print(clean(json.dumps(out, indent=2)))
     else:
-        _print(launch.model, machine, diagnoses, notes)
+        _print(launch.model, machine, diagnoses, notes, found)
     return 0 if diagnoses else 3
 
 
-def _print(model: str, machine: Machine, diagnoses: list, notes: list[str]) -> None:
+def _print(model: str, machine: Machine, diagnoses: list, notes: list[str], found: dict) -> None:
     gpus = f"{len(machine.gpus)}x {machine.gpu_name}" if machine.gpus else "no GPU"
     print(clean(f"triage preflight: {model} on {machine.where} ({gpus}, vLLM {machine.packages.get('vllm', 'unknown')})"))
     if not diagnoses:
-        print("No failure predicted: parallelism, model support, dtype, quantization, attention backend and KV-cache "
-              "budget all pass.")
+        print("No failure predicted: installation, parallelism, shared memory, model support, dtype, quantization, "
+              "attention backend, KV-cache budget and chat template all pass.")
+    if found.get("attention_backend"):
+        print(clean(f"Attention backend vLLM will pick: {found['attention_backend']} (of "
+                    f"{', '.join(found['attention_backends_valid'])}; {found['gates_from']})"))
     for i, d in enumerate(diagnoses):
         print(clean(f"\n{'WILL FAIL' if i == 0 else 'ALSO'}: {d.title}   [{d.category}, predicted]"))
         for e in d.evidence:

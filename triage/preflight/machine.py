@@ -4,6 +4,7 @@ read from the environment's files (never run)."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,10 @@ class Machine:
     packages: dict[str, str] = field(default_factory=dict)  # distribution name (lower case) -> version
     site_dirs: list[str] = field(default_factory=list)
     where: str = "this machine"
+    shm_bytes: int | None = None  # /dev/shm's size where vLLM would run
+    in_container: bool | None = None
+    cuda_driver_version: str | None = None  # the newest CUDA the driver runs ("12.8"), from NVML
+    torch_pin: str | None = None  # the torch version the installed vLLM requires (its METADATA)
 
     @property
     def cc(self) -> tuple[int, int] | None:
@@ -55,6 +60,9 @@ def read_environment(m: Machine, python: str) -> None:
         name = str(d.metadata.get("Name") or "").lower().replace("_", "-")
         if name and name not in m.packages:
             m.packages[name] = d.version
+            if name == "vllm":
+                pin = re.search(r"^Requires-Dist: torch\s*==\s*([\w.]+)\s*$", d.read_text("METADATA") or "", re.M)
+                m.torch_pin = pin.group(1) if pin else None
 
 
 def given_gpus(name: str, count: int, cc: str, mem_gib: float) -> list[dict[str, Any]]:
@@ -62,7 +70,38 @@ def given_gpus(name: str, count: int, cc: str, mem_gib: float) -> list[dict[str,
             for i in range(count)]
 
 
-def probe_this_machine() -> list[dict[str, Any]]:
+def probe_this_machine() -> Machine:
+    """This host: its GPUs and driver (NVML), whether it is a container and its /dev/shm."""
     from triage.probes.gpu import probe_gpus
 
-    return [g for g in probe_gpus().get("gpus", []) if isinstance(g, dict) and "error" not in g]
+    facts = probe_gpus()
+    m = Machine(gpus=[g for g in facts.get("gpus", []) if isinstance(g, dict) and "error" not in g])
+    m.cuda_driver_version = facts.get("cuda_driver_version")
+    m.in_container, m.shm_bytes = container_and_shm()
+    return m
+
+
+def vllm_python() -> str | None:
+    """The interpreter of the `vllm` command on PATH (its script's #! line), read, never run."""
+    import shutil
+
+    exe = shutil.which("vllm")
+    raw = read_bounded(exe, 4096) if exe else None
+    if not raw or not raw.startswith(b"#!"):
+        return None
+    first = raw.split(b"\n", 1)[0][2:].strip().decode("utf-8", "replace").split()
+    return first[0] if first and os.path.isabs(first[0]) else None
+
+
+def container_and_shm() -> tuple[bool, int | None]:
+    """Whether this process runs in a container, and the size of its /dev/shm (Docker's default: 64 MB)."""
+    inside = os.path.exists("/.dockerenv") or os.path.exists("/run/.containerenv")
+    if not inside:
+        raw = read_bounded("/proc/1/cgroup", 1 << 16) or b""
+        inside = any(w in raw for w in (b"docker", b"kubepods", b"containerd", b"libpod"))
+    try:
+        st = os.statvfs("/dev/shm")
+        size = st.f_frsize * st.f_blocks
+    except OSError:
+        size = None
+    return inside, size

@@ -52,6 +52,7 @@ class TriageApp(App[int]):
         Binding("3", "view('upstream')", "Upstream", show=False),
         Binding("4", "view('fix')", "Fix", show=False),
         Binding("question_mark,f1", "help", "Help"),
+        Binding("P", "preflight", "Preflight", show=False),
         Binding("q", "quit", "Quit"),
         # Ctrl+C and Ctrl+Q quit too, as in nvitop, htop and lazygit (Textual would only say "press ctrl+q").
         Binding("ctrl+c,ctrl+q", "quit", "Quit", show=False, priority=True),
@@ -413,6 +414,11 @@ class TriageApp(App[int]):
                 return
         self.exit(self.return_code or 0)
 
+    def action_preflight(self) -> None:
+        from triage.tui.preflight import PreflightScreen
+
+        self.push_screen(PreflightScreen(getattr(self, "preflight_machine", None)))
+
     def action_help(self) -> None:
         from triage.tui.dialogs import HelpScreen
 
@@ -477,6 +483,9 @@ class TriageApp(App[int]):
         for i, (vid, label) in enumerate(VIEWS, 1):
             yield SystemCommand(f"View: {label}", f"show the {label} view (key {i})", self._in_view(vid, lambda _p: None))
         yield SystemCommand("Help: keys", "every key of every view (? or f1)", self.action_help)
+        yield SystemCommand("Preflight: will a launch fail here?",
+                            "type a `vllm serve ...` and see what would stop it, before it starts (P)",
+                            self.action_preflight)
         yield SystemCommand("Open another log", "type a path or pick a vLLM log found on this machine",
                             self.action_open_log)
         yield SystemCommand("Diagnosis: next evidence line", "jump the log to the next evidence line (e)",
