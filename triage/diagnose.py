@@ -82,7 +82,8 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
     if not any(not r.secondary for r, _ in found):
         used = {e.line for _, d in found for e in d.evidence}
         fb = unknown(scan, harmless_lines | used) or _unknown_exception(scan, harmless_lines, used)
-        if fb is not None:
+        # a guess that only agrees with what a hand rule already said adds nothing: the rule's words win
+        if fb is not None and all(d.category != fb.category for _, d in found):
             found.append((Rule(fb.signature, fb.category, fb.title, "", confidence=fb.confidence), fb))
     elif warned:
         # Everything the rules know was only warned about; an exception raised after the warnings is

@@ -87,6 +87,7 @@ OUTCOME_WORDS = {
     "manual:more-memory": "give the model more GPU memory (more GPUs or a smaller checkpoint)",
     "manual:next-failure": "work on the next failure in the new log",
     "manual:other-checkpoint": "use a checkpoint this GPU can run",
+    "manual:match-checkpoint-quantization": "serve a checkpoint quantized the way this vLLM builds the model, or a vLLM that loads it",
     "manual:other-hardware": "run it on a GPU that supports it",
     "manual:other-parallelism": "choose a tensor-parallel size the weights divide into",
     "manual:other-playbook": "follow the guided fix for the new failure",

@@ -283,6 +283,22 @@ RULES = [
                    r"KeyError: '(?P<detail>(?:[\w]+\.)+(?:\w*weight\w*|\w*bias|\w*scales?|\w*zeros|g_idx|inv_freq|"
                    r"SCB|\w*_proj))'"],
          playbook="model-loading", confidence=0.8),
+    # A quantized checkpoint's own tensors (GPTQ/AWQ g_idx/qweight/qzeros/scales, bitsandbytes absmax/
+    # quant_state/SCB, compressed-tensors weight_packed/weight_zero_point) that the model vLLM built has no
+    # parameter for: that layer is quantized in the checkpoint but not in vLLM's
+    # quantization config for it (a router gate, an ignored module), or the method is another than the
+    # checkpoint's. The same KeyError on a plain weight (or an FP8 weight_scale, which renamed layers also
+    # give) is model_loading.weight_mismatch above.
+    Rule(signature="quant.checkpoint_layout_mismatch", category="quantization",
+         title="The checkpoint has quantized tensors vLLM's quantization does not build ({detail})",
+         fix="The checkpoint stores '{detail}', a tensor of its quantization format, for a layer that this vLLM "
+             "builds unquantized or with another method: check that --quantization (if given) matches "
+             "quantization_config in config.json, and whether this vLLM release supports that quantization for "
+             "this architecture (quantized MoE router gates and shared experts were added per model); else use "
+             "a checkpoint quantized with the layers this vLLM expects, or a newer vLLM.",
+         patterns=[r"KeyError: '(?P<detail>(?:[\w]+\.)+(?:g_idx|qweight|qzeros|scales|absmax|quant_state[\w.]*|SCB|"
+                   r"weight_packed|weight_zero_point|weight_shape))'"],
+         playbook="quantization", confidence=0.85),
     Rule(signature="model_loading.disk_full", category="model_loading",
          title="No space left on device while downloading or loading",
          fix="Free disk space where HF_HOME/the model cache lives (or point HF_HOME to a larger volume).",
