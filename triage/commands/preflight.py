@@ -1,7 +1,8 @@
 """`triage preflight [OPTIONS] -- vllm serve MODEL [ARGS...]`: will this launch fail here, and why?
 
 Reads the command, the model's files (a local folder, the Hugging Face cache, a GGUF file) and the
-machine (NVML, a saved `triage probe --json`, or --gpu/--gpus/--cc/--gpu-mem-gib), and the installed
+machine (NVML, a saved `triage probe --json`, another host over SSH with --host, or
+--gpu/--gpus/--cc/--gpu-mem-gib), and the installed
 vLLM and transformers from the environment --python names (its files, never run). Prints the failures
 vLLM would stop with, in the words of the diagnosis it would get, before weights are loaded.
 Exit status: 0 a failure is predicted, 3 none is, 2 bad usage.
@@ -20,6 +21,7 @@ from triage.preflight.launch import LaunchError, parse_launch
 from triage.preflight.machine import Machine, given_gpus, probe_this_machine, read_environment, vllm_python
 from triage.preflight.model import read_model
 from triage.preflight.predict import predict
+from triage.preflight.remote import RemoteProblem, fetch_model, machine_from_facts, probe_machine
 from triage.sanitize import clean
 
 USAGE_ERROR = 2
@@ -34,13 +36,7 @@ def _snapshot_machine(path: str) -> Machine:
     facts = data["hosts"][0]["facts"] if isinstance(data, dict) and data.get("hosts") else data
     if not isinstance(facts, dict):
         raise ValueError("not a `triage probe --json` snapshot")
-    pk = facts.get("packages")
-    pk = pk if isinstance(pk, dict) else {}
-    m = Machine(gpus=[g for g in facts.get("gpus") or [] if isinstance(g, dict)],
-                packages={str(k).lower(): str(v) for k, v in pk.items()}, where=f"snapshot {path}")
-    cuda = facts.get("cuda_driver_version")
-    m.cuda_driver_version = cuda if isinstance(cuda, str) else None
-    return m
+    return machine_from_facts(facts, f"snapshot {path}")
 
 
 def main(argv: list[str]) -> int:
@@ -54,6 +50,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--json", action="store_true", help="one JSON object (the report schema, predictions marked)")
     p.add_argument("--python", metavar="PY", help="the interpreter of vLLM's environment (read from its files)")
     p.add_argument("--snapshot", metavar="FILE", help="the machine from a saved `triage probe --json`")
+    p.add_argument("--host", metavar="[USER@]HOST[:PORT]", help="predict for that machine over SSH: its GPUs and "
+                   "vLLM (probed as `triage probe --host` does) and the model's files there")
     p.add_argument("--gpu", metavar="NAME", help="predict for this GPU instead of probing (with --cc, --gpu-mem-gib)")
     p.add_argument("--gpus", type=int, default=1, help="how many of them (with --gpu)")
     p.add_argument("--cc", metavar="X.Y", help="their compute capability (with --gpu)")
@@ -72,6 +70,8 @@ def main(argv: list[str]) -> int:
             machine.where = "the demo machine (8x RTX PRO 6000, vLLM 0.16 nightly)"
         elif args.snapshot:
             machine = _snapshot_machine(args.snapshot)
+        elif args.host:
+            machine = probe_machine(args.host, args.python)
         elif args.gpu:
             if not args.cc or not args.gpu_mem_gib:
                 raise LaunchError("--gpu needs --cc and --gpu-mem-gib")
@@ -85,13 +85,13 @@ def main(argv: list[str]) -> int:
         if not command:
             raise LaunchError("give the launch after --: triage preflight -- vllm serve MODEL ...")
         launch = parse_launch(command)
-    except (LaunchError, OSError, ValueError, KeyError) as exc:
+    except (LaunchError, RemoteProblem, OSError, ValueError, KeyError) as exc:
         print(f"triage preflight: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    python = args.python or (None if args.demo or args.snapshot else vllm_python())
-    if python:
+    python = args.python or (None if args.demo or args.snapshot or args.host else vllm_python())
+    if python and not args.host:
         read_environment(machine, python)
-    model = read_model(launch.model)
+    model = fetch_model(args.host, launch.model) if args.host else read_model(launch.model)
     if args.demo:
         with open(os.path.join(DEMO_DIR, "glm5_config.json"), encoding="utf-8") as fh:
             model.config, model.where, model.problem = json.load(fh), "the bundled demo config", None
@@ -101,7 +101,9 @@ def main(argv: list[str]) -> int:
                          None if machine.gpus else "no GPU found: GPU-dependent checks were skipped",
                          None if "vllm" in machine.packages else
                          "the installed vLLM is unknown (--python names its environment): release-dependent checks "
-                         "assume any release") if n]
+                         "assume any release",
+                         f"{args.host}'s vLLM source is not read over SSH: the backend gates come from the capability "
+                         "table for its release" if args.host and "vllm" in machine.packages else None) if n]
     if args.json:
         out = {"schema": SCHEMA, "predicted": True,
                "input": {"source": "preflight", "command": command, "model": model.where},
