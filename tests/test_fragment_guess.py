@@ -29,7 +29,6 @@ def _diagnoses(text: str):
 
 # the kernel's OOM killer (mm/oom_kill.c), in both of its forms, and Kubernetes' pod status
 @pytest.mark.parametrize("text", [
-    "Memory cgroup out of memory: Killed process 4121 (python3) total-vm:82408858kB, anon-rss:3131928kB\n",
     "[ 5123.112] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),oom_memcg=/kubepods/pod1,task=python3,pid=4121\n",
     "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n",
 ])
@@ -40,9 +39,14 @@ def test_a_host_oom_kill_quoted_alone_is_a_likely_environment_failure(text):
     assert d.category == "environment" and d.confidence <= 0.35
 
 
+def test_the_cgroup_oom_killer_is_the_hand_rules():
+    d = _diagnoses("Memory cgroup out of memory: Killed process 4121 (python3) total-vm:82408858kB\n")[0]
+    assert d.signature == "environment.host_oom_killed"
+
+
 def test_the_guess_says_it_is_one():
-    d = _diagnoses("Memory cgroup out of memory: Killed process 77 (VLLM::Worker_TP)\n")[0]
-    assert d.signature == "generic.fragment_guess"
+    d = _diagnoses("Worker VLLM::Worker_TP1 killed: the node ran out of memory\n")[0]
+    assert d.signature == "generic.fragment_guess", d.signature
     assert "likely" in " ".join(d.explanation).lower() and "Likely" in d.title
     assert d.facts["category_decided"] is False and "killed" in d.facts["failure_words"]
 

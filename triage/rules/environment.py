@@ -148,7 +148,8 @@ RULES = [
          fix="Host RAM ran out (loading weights, or many workers): check `dmesg | grep -i oom`, add swap/RAM, lower "
              "--swap-space / --cpu-offload-gb, or limit workers; in Kubernetes raise the memory limit.",
          patterns=[r"^Killed\s*$", r"died with <Signals\.SIGKILL: 9>", r"exit code -9\b", r"exited with code 137",
-                   r"Out of memory: Killed process",
+                   # the kernel's OOM killer, whole-host and cgroup (mm/oom_kill.c, "Memory cgroup out of memory: ...")
+                   r"[Oo]ut of memory: Killed process",
                    # Ray's raylet and memory monitor (C++ strings of every 2.x raylet): a worker killed for host RAM
                    r"killed due to memory pressure \(OOM\)", r"worker\(s\) were killed due to the node running low on memory",
                    r"Memory on the node \(IP: [^)]*\) was [\d.]+GB used / [\d.]+GB limit",
