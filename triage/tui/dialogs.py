@@ -25,6 +25,7 @@ HELP = """\
 | **?** or **f1** | this help (**escape** closes it) |
 | **q** **ctrl+c** **ctrl+q** | quit (press it twice while vLLM is still writing to the pipe) |
 | **ctrl+p** | command palette (also: open another log) |
+| **P** | preflight: will a `vllm serve ...` you type fail on this machine? (before launch) |
 
 **Diagnosis**: **e** / **E** next / previous evidence line · **/** search the log · **n** / **N** next /
 previous match · **]** / **[** next / previous finding · **w** whole / short lines · **↑↓ j k g G**
