@@ -338,7 +338,8 @@ def test_nothing_in_the_source_is_run(site, tmp_path):
     assert not marker.exists()
 
 
-def test_preflight_says_which_gates_came_from_source(site, tmp_path):
+def _sm120_machine_on(site, tmp_path) -> Machine:
+    """One RTX PRO 6000 and a venv whose site-packages is `site` (its python is never run)."""
     prefix = tmp_path / "venv"
     (prefix / "lib" / "python3.12").mkdir(parents=True)
     (prefix / "lib" / "python3.12" / "site-packages").symlink_to(site)
@@ -346,6 +347,11 @@ def test_preflight_says_which_gates_came_from_source(site, tmp_path):
     (prefix / "bin" / "python").write_text("#!/bin/sh\nexit 99\n")
     m = Machine(gpus=given_gpus("NVIDIA RTX PRO 6000 Blackwell", 1, "12.0", 96.0))
     read_environment(m, str(prefix / "bin" / "python"))
+    return m
+
+
+def test_preflight_says_which_gates_came_from_source(site, tmp_path):
+    m = _sm120_machine_on(site, tmp_path)
     d = tmp_path / "glm"
     d.mkdir()
     (d / "config.json").write_text(json.dumps({
@@ -365,13 +371,7 @@ def test_preflight_says_which_gates_came_from_source(site, tmp_path):
 def test_a_selector_it_cannot_read_falls_back_to_the_table(site, tmp_path):
     cuda = site / "vllm" / "platforms" / "cuda.py"
     cuda.write_text(cuda.read_text().replace("def get_valid_backends", "def renamed_in_a_new_release"))
-    prefix = tmp_path / "venv"
-    (prefix / "lib" / "python3.12").mkdir(parents=True)
-    (prefix / "lib" / "python3.12" / "site-packages").symlink_to(site)
-    (prefix / "bin").mkdir()
-    (prefix / "bin" / "python").write_text("#!/bin/sh\nexit 99\n")
-    m = Machine(gpus=given_gpus("NVIDIA RTX PRO 6000 Blackwell", 1, "12.0", 96.0))
-    read_environment(m, str(prefix / "bin" / "python"))
+    m = _sm120_machine_on(site, tmp_path)
     d = tmp_path / "dsv32"
     d.mkdir()
     (d / "config.json").write_text(json.dumps({
