@@ -10,19 +10,13 @@ import pytest
 import yaml
 
 from conftest import run_triage
+from triage.diagnose import diagnose
+from triage.logread import scan_text
 
 DEV = Path(__file__).parent / "logs" / "dev-attk"
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
-KNOWN_MISSES: set[str] = {
-    "attn-xformers-softcap-turing.log",
-    "attn-torch-sdpa-cpu-only.log",
-    "attn-qwen2vl-flashinfer-unsupported.log",
-    "cg-mllama-v062-capture-frames-cut.log",
-    "cg-mtp-capture-dummy-run-cut.log",
-    "kl-flashinfer-fp8kv-sm90-static-assert.log",
-    "kl-flashinfer-fp8kv-hopper-instantiation.log",
-}
+KNOWN_MISSES: set[str] = set()
 
 
 def _dev_cases():
@@ -39,3 +33,130 @@ def test_dev_log_through_cli(name, case, request):
     report = json.loads(r.stdout)
     cats = [d["category"] for d in report["diagnoses"]]
     assert cats and cats[0] == case["category"], (name, cats[:3])
+
+
+def top(text: str):
+    ds, _notes = diagnose(scan_text(text), {})
+    return ds[0] if ds else None
+
+
+# ---- an attention backend named in a refusal, across releases' wordings and modules -------------------
+
+@pytest.mark.parametrize("text,backend", [
+    # a vision encoder refusing the forced backend (0.10: _Backend.X, 0.16+: AttentionBackendEnum.X)
+    ("RuntimeError: Qwen2.5-VL does not support _Backend.FLASHINFER backend now.", "FLASHINFER"),
+    ("RuntimeError: GLM-4V does not support AttentionBackendEnum.TORCH_SDPA backend now.", "TORCH_SDPA"),
+    # a backend's own impl, the message as a title with the user's words after it
+    ("ValueError: XFormers does not support attention logits soft capping for GPU Quadro RTX 4000", "XFormers"),
+    # in prose, without an exception type at the start of the line
+    ("And I have AssertionError: Torch SDPA backend is only used for the CPU device.", "Torch SDPA"),
+    # the V0 model runner asking for another backend (pydantic's wrapper form too)
+    ("1. Please use Flashinfer backend for models with logits_soft_cap (i.e., Gemma-2). Otherwise, the output might "
+     "be wrong. (type=value_error)", "Flashinfer"),
+    ("NotImplementedError: FlashInfer backend on SM90 currently crashes with sliding-window attention layers. Use "
+     "the default attention backend.", "FlashInfer"),
+    # a connector that only works with one backend
+    ("ERROR 03-19 11:54:51 [engine.py:158] AssertionError('Only FlashAttention backend is supported for now.')",
+     "FlashAttention"),
+])
+def test_backend_refusal_names_attention_backend(text, backend):
+    d = top(text + "\n")
+    assert d is not None and d.category == "attention_backend", d and (d.signature, d.category)
+    if d.signature == "attention.backend_refused":
+        assert d.facts["backend"] == backend
+
+
+@pytest.mark.parametrize("text", [
+    # the selector's notes in passing: harmless when start-up goes on
+    "INFO 03-19 11:53:56 [cuda.py:234] Cannot use FlashAttention-2 backend for Volta and Turing GPUs.\n"
+    "INFO 03-19 11:53:56 [cuda.py:282] Using XFormers backend.\n",
+    # a warning that vLLM downgrades the CUDA-graph mode by itself
+    "(EngineCore_DP0 pid=1) WARNING 11-12 16:25:20 [gpu_model_runner.py:4284] CUDAGraphMode.FULL_AND_PIECEWISE is not "
+    "supported with FlashInferBackend backend (support: AttentionCGSupport.NEVER); setting cudagraph_mode=PIECEWISE\n",
+    # the sampler's fallback
+    "INFO 05-03 20:21:10 [topk_topp_sampler.py:44] Currently, FlashInfer top-p & top-k sampling sampler is disabled "
+    "because FlashInfer>=v0.2.3 is not backward compatible. Falling back to the PyTorch-native implementation.\n",
+])
+def test_backend_notes_in_passing_are_not_refusals(text):
+    d = top(text)
+    assert d is None or d.signature != "attention.backend_refused"
+    assert d is None or d.confidence <= 0.5
+
+
+def test_gpu_generation_and_missing_package_stay_with_their_rules():
+    d = top("RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n")
+    assert d is not None and d.signature != "attention.backend_refused"
+    d = top("ImportError: FlashInfer backend is not installed: No module named 'flashinfer'\n")
+    assert d is not None and d.signature != "attention.backend_refused"
+
+
+# ---- a kernel library's JIT build: the compiler's own diagnostics --------------------------------------
+
+@pytest.mark.parametrize("text,lib", [
+    # nvcc, a FlashInfer header (as the bare compiler line of a paste)
+    ('/x/site-packages/flashinfer/data/cutlass/include/cute/arch/mma_sm90.hpp(6108): error: static assertion failed '
+     'with "MajorB must be GMMA::Major::K for this config."', "FlashInfer"),
+    # the template context only (the error line was cut)
+    ('            instantiation of class "flashinfer::AttentionKernelTraits<true, 128>" at line 431 of '
+     '/x/site-packages/flashinfer/data/include/flashinfer/attention/hopper/prefill_sm90.cuh', "FlashInfer"),
+    # gcc: a CUDA header missing from a conda toolchain's include path, in FlashInfer's JIT cache
+    ("/root/.cache/flashinfer/0.6.14/120a/generated/fp4_gemm_cutlass_sm120/gemm.cu:12:10: fatal error: "
+     "curand_kernel.h: No such file or directory", "FlashInfer"),
+    # a torch C++ extension built at first use
+    ("FAILED: /root/.cache/torch_extensions/py312_cu128/my_ext/kernel.cuda.o", "a torch C++ extension"),
+])
+def test_jit_compile_error_names_the_library(text, lib):
+    d = top(text + "\n")
+    assert d is not None and d.category == "kernel_library" and d.signature == "kernels.jit_compile_error"
+    assert d.facts["library"] == lib
+
+
+def test_compiler_error_outside_a_library_tree_is_not_a_kernel_library():
+    d = top("/home/me/vllm/csrc/attention/attention_kernels.cu(12): error: identifier \"foo\" is undefined\n")
+    assert d is None or d.signature != "kernels.jit_compile_error"
+
+
+# ---- CUDA-graph capture named by the capture step in the frames ---------------------------------------
+
+V1_CAPTURE = (
+    '  File "/x/site-packages/vllm/v1/worker/gpu_worker.py", line 315, in compile_or_warm_up_model\n'
+    "    self.model_runner.capture_model()\n"
+    '  File "/x/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2691, in capture_model\n'
+    "    self._capture_cudagraphs(\n"
+    '  File "/x/site-packages/vllm/v1/worker/gpu_model_runner.py", line 2741, in _capture_cudagraphs\n'
+    "    self._dummy_run(num_tokens,\n")
+
+
+def test_cut_traceback_in_capture_is_cudagraph_capture():
+    d = top("Traceback (most recent call last):\n" + V1_CAPTURE)
+    assert d is not None and d.signature == "cudagraph.capture_step_failed" and d.facts["message_cut"] is True
+
+
+def test_v0_capture_frame_cut_is_cudagraph_capture():
+    d = top("Traceback (most recent call last):\n"
+            '  File "/x/dist-packages/vllm/worker/model_runner.py", line 1724, in capture\n'
+            "    output_hidden_or_intermediate_states = self.model(\n"
+            '  File "/x/dist-packages/torch/nn/modules/module.py", line 1553, in _wrapped_call_impl\n')
+    assert d is not None and d.category == "cudagraph_capture"
+
+
+def test_library_failing_inside_capture_is_that_library():
+    # FlashInfer JIT-building during capture: the library's failure, not the capture's
+    d = top("Traceback (most recent call last):\n" + V1_CAPTURE
+            + '  File "/x/site-packages/flashinfer/jit/cpp_ext.py", line 258, in run_ninja\n    subprocess.run(\n')
+    assert d is not None and d.signature != "cudagraph.capture_step_failed"
+    assert d.category == "kernel_library"
+
+
+def test_bare_cuda_error_at_capture_end_is_cudagraph_capture():
+    d = top("Traceback (most recent call last):\n" + V1_CAPTURE
+            + '  File "/x/site-packages/torch/cuda/graphs.py", line 84, in capture_end\n    super().capture_end()\n'
+            "torch.AcceleratorError: CUDA error: invalid argument\n")
+    assert d is not None and d.category == "cudagraph_capture"
+
+
+def test_oom_at_capture_end_stays_gpu_oom():
+    d = top("Traceback (most recent call last):\n" + V1_CAPTURE
+            + '  File "/x/site-packages/torch/cuda/graphs.py", line 84, in capture_end\n    super().capture_end()\n'
+            "RuntimeError: CUDA error: out of memory\n")
+    assert d is not None and d.category == "gpu_oom"

@@ -16,6 +16,8 @@ MODULES = [
     "cuda",
     "install",
     "kernels",
+    "kernel_jit",
+    "cudagraph_frames",
     "memory",
     "distributed",
     "model",
