@@ -160,3 +160,36 @@ def test_oom_at_capture_end_stays_gpu_oom():
             + '  File "/x/site-packages/torch/cuda/graphs.py", line 84, in capture_end\n    super().capture_end()\n'
             "RuntimeError: CUDA error: out of memory\n")
     assert d is not None and d.category == "gpu_oom"
+
+
+# ---- kernel libraries' own C++ error formats -----------------------------------------------------------
+
+@pytest.mark.parametrize("text,lib", [
+    ("RuntimeError: Error in function 'BatchPrefillWithPagedKVCacheWrapperDispatched' at /workspace/include/flashinfer/"
+     "attention/prefill.cuh:2304: FlashInfer Internal Error: Invalid configuration : NUM_MMA_Q=1", "FlashInfer"),
+    # the same, as a C++ exception nobody caught (no Python exception type)
+    ("  what():  Error in function 'plan' at /x/flashinfer/data/csrc/batch_decode.cu:92: Batch size mismatch", "FlashInfer"),
+    ("RuntimeError: Assertion error (/workspace/.deps/deepgemm-src/csrc/apis/gemm.hpp:120): k % 128 == 0", "DeepGEMM"),
+    ("RuntimeError: CUDA runtime error (csrc/jit_kernels/impls/sm90_fp8_gemm_1d2d.hpp:88): invalid argument", "DeepGEMM"),
+])
+def test_library_error_format_names_the_library(text, lib):
+    d = top(text + "\n")
+    assert d is not None and d.category == "kernel_library" and d.facts.get("library") == lib, d and d.signature
+
+
+def test_specific_deepgemm_checks_keep_their_rules():
+    d = top("RuntimeError: Assertion error (/x/deepgemm-src/csrc/apis/layout.hpp:59): Unknown SF transformation\n")
+    assert d is not None and d.signature == "quant.deepgemm_scale_layout"
+
+
+def test_unknown_backend_name_from_the_enum_lookup():
+    d = top("  File \"/x/site-packages/vllm/config/attention.py\", line 65, in validate_backend_before\n"
+            "    return AttentionBackendEnum[value.upper()]\n"
+            "KeyError: 'XFORMERS'\n")
+    assert d is not None and d.signature == "attention.unknown_backend_name" and d.facts["backend"] == "XFORMERS"
+
+
+def test_not_implemented_for_a_backend_impl():
+    d = top("NotImplementedError: Encoder self-attention and encoder/decoder cross-attention are not implemented for "
+            "FlashInferImpl\n")
+    assert d is not None and d.category == "attention_backend"

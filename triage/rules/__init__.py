@@ -17,6 +17,7 @@ MODULES = [
     "install",
     "kernels",
     "kernel_jit",
+    "kernel_native",
     "cudagraph_frames",
     "memory",
     "distributed",

@@ -349,7 +349,13 @@ RULES = [
              "version: use one of the names the error lists (a plugin backend registers as CUSTOM).",
          patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?",
                    # selector.py 0.6 .. 0.7
-                   r"Invalid attention backend '(?P<backend>[\w.]+)'\. Available backends"],
+                   r"Invalid attention backend '(?P<backend>[\w.]+)'\. Available backends",
+                   # AttentionBackendEnum[value.upper()] / _Backend[name] on a name this release does not have
+                   # (config/attention.py, arg_utils.py 0.16+): a bare KeyError with the name
+                   r"KeyError: '(?P<backend>(?:XFORMERS|FLASH_ATTN|FLASHINFER|FLASHMLA|TORCH_SDPA|TRITON_ATTN|TRITON_MLA|"
+                   r"ROCM_FLASH|ROCM_ATTN|ROCM_AITER|CUTLASS_MLA|FLEX_ATTENTION|PALLAS|IPEX|TREE_ATTN|CPU_ATTN|"
+                   r"NO_ATTENTION|BLOCK_SPARSE_FLASH_ATTN|DUAL_CHUNK_FLASH_ATTN|DIFFERENTIAL_FLASH_ATTN|OPENVINO|"
+                   r"HPU_ATTN)(?:_[A-Z0-9]+)*)'"],
          playbook="attention-backend", confidence=0.9),
     Rule(signature="attention.fa_version_unsupported", category="attention_backend",
          title="FlashAttention cannot run on this GPU ({version_words})",
@@ -464,7 +470,8 @@ REFUSAL = (r"(?:does not support|doesn't support|do not support|(?:is|are) not (
            r"(?:is|are) unsupported|currently crashes|Please use|please use|must be used|is required for)")
 BACKEND_REFUSAL_RE = lazy(rf"(?:{BACKEND_NAME}(?: backend)?\W{{0,3}}(?:\w+\W+){{0,4}}?{REFUSAL}|"
                           rf"{REFUSAL}\W+(?:the )?{BACKEND_NAME}(?: attention)? backend|"
-                          rf"Only {BACKEND_NAME} backend is supported)",
+                          rf"Only {BACKEND_NAME} backend is supported|"
+                          rf"(?:not implemented|not supported|unsupported) (?:for|by|with|in) (?:the )?{BACKEND_NAME})",
                           needles=("support", "implemented", "only", "crashes", "lease use", "must be used",
                                    "required for", "Only"))
 # What other rules own or what is not a refusal of the backend: the GPU's generation, a missing package,
