@@ -193,3 +193,45 @@ def test_not_implemented_for_a_backend_impl():
     d = top("NotImplementedError: Encoder self-attention and encoder/decoder cross-attention are not implemented for "
             "FlashInferImpl\n")
     assert d is not None and d.category == "attention_backend"
+
+
+# ---- torch.compile / Triton: Dynamo's refusals, Inductor's C++ build, Triton's launcher --------------
+
+@pytest.mark.parametrize("text,sig,cat", [
+    ("torch._dynamo.exc.Unsupported: Data-dependent branching", "triton.inductor_failed", "triton_compile"),
+    ("torch._inductor.exc.CUDACompileError: nvcc failed", "triton.inductor_failed", "triton_compile"),
+    ("/tmp/torchinductor_root/cx/ccx4.cpp:12:10: fatal error: omp.h: No such file or directory",
+     "kernels.jit_compile_error", "triton_compile"),
+    ("RuntimeError: Triton Error [CUDA]: invalid argument", "triton.launch_failed", "triton_compile"),
+    ("RuntimeError: Triton Error [HIP]:  Code: 1, Messsage: invalid argument", "triton.launch_failed", "triton_compile"),
+])
+def test_compile_step_failures(text, sig, cat):
+    d = top(text + "\n")
+    assert d is not None and (d.signature, d.category) == (sig, cat)
+
+
+def test_triton_launch_of_a_crashing_kernel_is_the_crash():
+    d = top("RuntimeError: Triton Error [CUDA]: an illegal memory access was encountered\n")
+    assert d is not None and d.signature == "kernels.illegal_memory_access"
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture. If you need this call to "
+    "be captured, please file an issue.",
+    "RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned.",
+    "torch.AcceleratorError: CUDA error: operation would make the legacy stream depend on a capturing blocking stream",
+    "NCCL WARN Cuda failure 'dependency created on uncaptured work in another stream'",
+    "RuntimeError: HIP error: hipErrorStreamCaptureUnsupported",
+])
+def test_capture_refusals_of_torch_and_the_runtime(text):
+    d = top(text + "\n")
+    assert d is not None and d.category == "cudagraph_capture", d and (d.signature, d.category)
+
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: This flash attention build does not support tanh softcapping.",
+    "ValueError: FLASHINFER_MLA backend requires block size 32 or 64, got 16",
+])
+def test_more_backend_refusals(text):
+    d = top(text + "\n")
+    assert d is not None and d.category == "attention_backend", d and (d.signature, d.category)

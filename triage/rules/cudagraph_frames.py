@@ -89,3 +89,26 @@ RULES = [
          title="Start-up failed while capturing CUDA graphs", fix="", check=_capture_step_failed,
          confidence=0.6, playbook="cudagraph-capture"),
 ]
+
+
+# torch's and the CUDA runtime's own refusals of an operation while a graph is being captured: a host
+# synchronisation, a pageable copy, an RNG seed query, work from another thread or stream joined wrongly
+# (c10/cuda/CUDAGraphsC10Utils.h, CUDAGeneratorImpl.cpp, Copy.cu; cudaErrorStreamCapture* / CUDA_ERROR_STREAM_CAPTURE_*
+# and their HIP names). Wherever vLLM captures, these say the captured code did something a graph cannot hold.
+RULES += [
+    Rule(signature="cudagraph.capture_op_refused", category="cudagraph_capture",
+         title="An operation that CUDA graphs cannot hold ran during capture",
+         fix="Something in the captured forward pass (model code, a custom op, a library call) synchronised with "
+             "the host, copied from pageable memory, queried the RNG or used another stream/thread while vLLM "
+             "captured CUDA graphs. Relaunch with --enforce-eager to serve now; then try cudagraph_mode PIECEWISE "
+             "(-cc.cudagraph_mode=PIECEWISE) and report the op upstream, or use a release where the model is capturable.",
+         patterns=[r"(?:during|while) (?:CUDA|HIP) graph capture",
+                   r"(?:cuda|hip)ErrorStreamCapture(?:Unsupported|Invalidated|Merge|Unmatched|Unjoined|Isolation|"
+                   r"Implicit|WrongThread)",
+                   r"CUDA_ERROR_STREAM_CAPTURE_(?:UNSUPPORTED|INVALIDATED|MERGE|UNMATCHED|UNJOINED|ISOLATION|IMPLICIT|"
+                   r"WRONG_THREAD)",
+                   r"(?:cuda|hip)ErrorCapturedEvent", r"operation not permitted on an event last recorded in a capturing stream",
+                   r"capture (?:sequence )?(?:was )?invalidated", r"dependency created on uncaptured work in another stream",
+                   r"operation would make the legacy stream depend on a capturing blocking stream"],
+         playbook="cudagraph-capture", confidence=0.85),
+]

@@ -32,29 +32,32 @@ INSTANTIATION_RE = lazy(r'instantiation of (?:class )?"[^"]{1,400}" at line \d+ 
                         needles=("instantiation of",))
 NINJA_FAILED_RE = lazy(r"^FAILED: (?P<file>\S+)", needles=("FAILED: ",))
 
-# (fragment of the file's path, library, pip package that ships it prebuilt or the fix's words)
+# (fragment of the file's path, library, what ships it prebuilt, category): Triton's and Inductor's own
+# builds (the launcher stub, Inductor's C++ wrapper) are torch.compile's, the rest kernel libraries'
 LIBRARY_TREES = [
-    ("flashinfer", "FlashInfer", "flashinfer-python with flashinfer-cubin / flashinfer-jit-cache"),
-    ("tvm_ffi", "FlashInfer", "flashinfer-python with flashinfer-cubin / flashinfer-jit-cache"),
-    ("deep_gemm", "DeepGEMM", "deep_gemm"),
-    ("deepgemm", "DeepGEMM", "deep_gemm"),
-    ("torch_extensions", "a torch C++ extension", "the extension's prebuilt wheel"),
-    ("flash_attn", "FlashAttention", "flash-attn"),
-    ("flash-attention", "FlashAttention", "flash-attn"),
-    ("xformers", "xFormers", "xformers"),
+    ("flashinfer", "FlashInfer", "flashinfer-python with flashinfer-cubin / flashinfer-jit-cache", "kernel_library"),
+    ("tvm_ffi", "FlashInfer", "flashinfer-python with flashinfer-cubin / flashinfer-jit-cache", "kernel_library"),
+    ("deep_gemm", "DeepGEMM", "deep_gemm", "kernel_library"),
+    ("deepgemm", "DeepGEMM", "deep_gemm", "kernel_library"),
+    ("torch_extensions", "a torch C++ extension", "the extension's prebuilt wheel", "kernel_library"),
+    ("flash_attn", "FlashAttention", "flash-attn", "kernel_library"),
+    ("flash-attention", "FlashAttention", "flash-attn", "kernel_library"),
+    ("xformers", "xFormers", "xformers", "kernel_library"),
+    ("torchinductor", "torch.compile (Inductor)", "torch and triton in the versions this vLLM pins", "triton_compile"),
+    (".triton/cache", "Triton", "the triton version this vLLM pins", "triton_compile"),
 ]
 
 
-def _library(path: str) -> tuple[str, str] | None:
+def _library(path: str) -> tuple[str, str, str] | None:
     low = path.replace("\\", "/").lower()
-    for frag, lib, pkg in LIBRARY_TREES:
+    for frag, lib, pkg, cat in LIBRARY_TREES:
         if frag in low:
-            return lib, pkg
+            return lib, pkg, cat
     return None
 
 
 def _jit_compile_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
-    hits: list[tuple[Any, str, str, str]] = []  # (line, library, package, what the compiler said)
+    hits: list[tuple[Any, tuple[str, str, str], str]] = []  # (line, (library, package, category), what it said)
     for ln in scan.lines:
         t = ln.text
         what = ""
@@ -71,14 +74,14 @@ def _jit_compile_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         lib = _library(path)
         if lib is None:
             continue
-        hits.append((ln, lib[0], lib[1], what))
+        hits.append((ln, lib, what))
         if len(hits) >= 4:
             break
     if not hits:
         return None
     # the compiler's error line says most; template context and ninja's FAILED only where it is missing
-    best = next((h for h in hits if h[3]), hits[0])
-    ln, lib, pkg, what = best
+    best = next((h for h in hits if h[2]), hits[0])
+    ln, (lib, pkg, category), what = best
     shown = [h[0] for h in hits if h[0] is not ln][:3]
     facts: dict[str, Any] = {"library": lib}
     if what:
@@ -91,9 +94,10 @@ def _jit_compile_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
            "that fixes the variant, or avoid it: another --attention-backend, --kv-cache-dtype auto, or the "
            "library's environment switch (e.g. VLLM_USE_FLASHINFER_SAMPLER=0, VLLM_USE_DEEP_GEMM=0).")
     return Diagnosis(
-        category="kernel_library", signature="kernels.jit_compile_error", title=title, confidence=0.92,
+        category=category, signature="kernels.jit_compile_error", title=title, confidence=0.92,
         evidence=[Evidence(x.no, x.shown) for x in sorted([ln, *shown], key=lambda x: x.no)],
-        facts=facts, fix=Fix(fix, "kernel-library"), first_line=ln.no)
+        facts=facts, fix=Fix(fix, "kernel-library" if category == "kernel_library" else "triton-compile"),
+        first_line=ln.no)
 
 
 RULES = [

@@ -427,7 +427,7 @@ RULES += [
 # strings in the flash-attn package): the backend was selected, then its kernel refused the head size or dtype.
 # ("FlashAttention only supports Ampere GPUs or newer" is the GPU's age: gpu.compute_capability_too_low.)
 FA_KERNEL_REFUSALS = [
-    r"(?P<what>This flash attention build does not support headdim not being a multiple of 32)",
+    r"(?P<what>This flash attention build does not support [\w -]{3,60})",
     r"(?P<what>FlashAttention forward only supports head dimension at most \d+)",
     r"(?P<what>FlashAttention (?:on Ampere/Ada cards )?only supports? fp16(?:, bf16,? and fp8_e4m3| and bf16) data type)",
     r"(?P<what>If V headdim is different from Q/K dim, we only support)",
@@ -471,9 +471,10 @@ REFUSAL = (r"(?:does not support|doesn't support|do not support|(?:is|are) not (
 BACKEND_REFUSAL_RE = lazy(rf"(?:{BACKEND_NAME}(?: backend)?\W{{0,3}}(?:\w+\W+){{0,4}}?{REFUSAL}|"
                           rf"{REFUSAL}\W+(?:the )?{BACKEND_NAME}(?: attention)? backend|"
                           rf"Only {BACKEND_NAME} backend is supported|"
-                          rf"(?:not implemented|not supported|unsupported) (?:for|by|with|in) (?:the )?{BACKEND_NAME})",
+                          rf"(?:not implemented|not supported|unsupported) (?:for|by|with|in) (?:the )?{BACKEND_NAME}|"
+                          rf"{BACKEND_NAME}(?: backend| attention)? (?:currently |only )?requires? (?!GPUs with sm|CUDA >=))",
                           needles=("support", "implemented", "only", "crashes", "lease use", "must be used",
-                                   "required for", "Only"))
+                                   "required for", "Only", "require"))
 # What other rules own or what is not a refusal of the backend: the GPU's generation, a missing package,
 # the selector's fallback notes, CUDA-graph modes, the sampler's fallback.
 BACKEND_REFUSAL_NOT = lazy(r"or newer|compute capability|Ampere GPUs|GPUs with sm|No module named|not installed|"
