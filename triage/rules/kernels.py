@@ -367,7 +367,12 @@ RULES = [
              "the failing op upstream.",
          patterns=[r"torch\._inductor\.exc\.(?:InductorError|LoweringException|CppCompileError)",
                    r"BackendCompilerFailed: backend='inductor' raised",
-                   r"torch\._dynamo\.exc\.(?:BackendCompilerFailed|TorchRuntimeError|InternalTorchDynamoError)"],
+                   r"torch\._dynamo\.exc\.(?:BackendCompilerFailed|TorchRuntimeError|InternalTorchDynamoError)",
+                   # Dynamo refusing to trace the model (a graph break under fullgraph, an op it cannot trace):
+                   # vLLM compiles with fullgraph=True, so any of these ends start-up
+                   r"torch\._dynamo\.exc\.(?:Unsupported|UserError|UncapturedHigherOrderOpError|"
+                   r"ObservedException|RestartAnalysis|SkipFrame)\b",
+                   r"torch\._inductor\.exc\.\w+Error\b"],
          playbook="triton-compile", confidence=0.8),
     Rule(signature="kernels.illegal_memory_access", category="kernel_library",
          title="A GPU kernel crashed (illegal memory access / device-side assert / launch failure)",
@@ -438,4 +443,22 @@ FLASHINFER_ARCH_UNSUPPORTED: Rule = Rule(
 
 RULES += [
     FLASHINFER_ARCH_UNSUPPORTED,
+]
+
+# Triton's launcher reports the driver's error for a kernel launch as "Triton Error [CUDA]: <cuGetErrorString>"
+# (triton/backends/nvidia/driver.c; "[HIP]" on ROCm): the compiled kernel could not be loaded or launched on
+# this GPU (too much shared memory or too many registers for it, a cubin for another architecture). A
+# crash inside the kernel (an illegal address) or a full GPU is named by its own rule, which ranks higher.
+TRITON_LAUNCH_FAILED: Rule = Rule(
+    signature="triton.launch_failed", category="triton_compile",
+    title="A Triton kernel could not be loaded or launched on this GPU ({error})",
+    fix="Triton compiled the kernel but the driver refused to load or launch it ({error}): usually a kernel "
+        "configuration too large for this GPU (shared memory, registers, block size) or a triton/torch build "
+        "that does not match the GPU. Use the triton version this vLLM pins (upgrade both for new GPUs), clear "
+        "~/.triton/cache, or avoid the kernel (another --attention-backend / --moe-backend, --enforce-eager).",
+    patterns=[r"Triton Error \[(?:CUDA|HIP)\]: (?:Code: \d+, )?(?P<error>(?!out of memory|an illegal memory access)[^.\n]{1,120})"],
+    playbook="triton-compile", confidence=0.65)
+
+RULES += [
+    TRITON_LAUNCH_FAILED,
 ]

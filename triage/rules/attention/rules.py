@@ -349,7 +349,13 @@ RULES = [
              "version: use one of the names the error lists (a plugin backend registers as CUSTOM).",
          patterns=[r"Unknown attention backend: '?(?P<backend>[\w.]+)'?", r"Invalid attention backend: '?(?P<backend>[\w.]+)'?",
                    # selector.py 0.6 .. 0.7
-                   r"Invalid attention backend '(?P<backend>[\w.]+)'\. Available backends"],
+                   r"Invalid attention backend '(?P<backend>[\w.]+)'\. Available backends",
+                   # AttentionBackendEnum[value.upper()] / _Backend[name] on a name this release does not have
+                   # (config/attention.py, arg_utils.py 0.16+): a bare KeyError with the name
+                   r"KeyError: '(?P<backend>(?:XFORMERS|FLASH_ATTN|FLASHINFER|FLASHMLA|TORCH_SDPA|TRITON_ATTN|TRITON_MLA|"
+                   r"ROCM_FLASH|ROCM_ATTN|ROCM_AITER|CUTLASS_MLA|FLEX_ATTENTION|PALLAS|IPEX|TREE_ATTN|CPU_ATTN|"
+                   r"NO_ATTENTION|BLOCK_SPARSE_FLASH_ATTN|DUAL_CHUNK_FLASH_ATTN|DIFFERENTIAL_FLASH_ATTN|OPENVINO|"
+                   r"HPU_ATTN)(?:_[A-Z0-9]+)*)'"],
          playbook="attention-backend", confidence=0.9),
     Rule(signature="attention.fa_version_unsupported", category="attention_backend",
          title="FlashAttention cannot run on this GPU ({version_words})",
@@ -421,7 +427,7 @@ RULES += [
 # strings in the flash-attn package): the backend was selected, then its kernel refused the head size or dtype.
 # ("FlashAttention only supports Ampere GPUs or newer" is the GPU's age: gpu.compute_capability_too_low.)
 FA_KERNEL_REFUSALS = [
-    r"(?P<what>This flash attention build does not support headdim not being a multiple of 32)",
+    r"(?P<what>This flash attention build does not support [\w -]{3,60})",
     r"(?P<what>FlashAttention forward only supports head dimension at most \d+)",
     r"(?P<what>FlashAttention (?:on Ampere/Ada cards )?only supports? fp16(?:, bf16,? and fp8_e4m3| and bf16) data type)",
     r"(?P<what>If V headdim is different from Q/K dim, we only support)",
@@ -440,4 +446,76 @@ RULES += [
          fix="{advice}",
          patterns=FA_KERNEL_REFUSALS, playbook="attention-backend", confidence=0.85,
          facts=lambda m, line, scan: {"advice": FA_KERNEL_ADVICE}),
+]
+
+
+# --- an attention backend named in a refusal, in whatever module or words ----------------------------
+# Backends refuse a model or a feature in many places and wordings across releases (their own impls, the
+# selector, model code, the V0 model runner, a connector): "XFormers does not support attention logits soft
+# capping.", "Torch SDPA backend is only used for the CPU device.", "Qwen2-VL does not support
+# _Backend.FLASHINFER backend now.", "Please use Flashinfer backend for models with logits_soft_cap",
+# "FlashInfer backend on SM90 currently crashes with sliding-window attention layers", "Only FlashAttention
+# backend is supported for now". What they share: a backend's name next to a refusal. The selector's INFO
+# notes ("Cannot use FlashAttention-2 backend for Volta and Turing GPUs.", "Using XFormers backend.") say the
+# same in passing and are harmless when start-up goes on: only exceptions, ERROR lines and a short paste's
+# bare lines count.
+BACKEND_NAME = (r"(?:(?:_Backend|AttentionBackendEnum|_MHA_Backend|AttentionBackend)\.([A-Z][A-Z0-9_]+)|"
+                r"(FlashAttention(?:-?[234])?|Flash[ -]Attention|FlashInfer|Flashinfer|flashinfer|XFormers|"
+                r"xFormers|xformers|FlexAttention|Torch SDPA|TorchSDPA|ROCm ?Flash ?Attention|Triton attention|"
+                r"(?:FLASH_ATTN|FLASHINFER|FLASHMLA|FLASH_MLA|TRITON_ATTN|TRITON_MLA|CUTLASS_MLA|FLEX_ATTENTION|"
+                r"XFORMERS|TORCH_SDPA|ROCM_FLASH|ROCM_ATTN|ROCM_AITER|PALLAS|CPU_ATTN|TREE_ATTN)(?:_[A-Z0-9]+)*))")
+BACKEND_NAME_RE = lazy(BACKEND_NAME)
+REFUSAL = (r"(?:does not support|doesn't support|do not support|(?:is|are) not (?:yet )?supported|not supported (?:by|with|in|for)|"
+           r"(?:is|are) not implemented|not implemented for|(?:is|are) only (?:used|supported|available) (?:for|on|with)|"
+           r"(?:is|are) unsupported|currently crashes|Please use|please use|must be used|is required for)")
+BACKEND_REFUSAL_RE = lazy(rf"(?:{BACKEND_NAME}(?: backend)?\W{{0,3}}(?:\w+\W+){{0,4}}?{REFUSAL}|"
+                          rf"{REFUSAL}\W+(?:the )?{BACKEND_NAME}(?: attention)? backend|"
+                          rf"Only {BACKEND_NAME} backend is supported|"
+                          rf"(?:not implemented|not supported|unsupported) (?:for|by|with|in) (?:the )?{BACKEND_NAME}|"
+                          rf"{BACKEND_NAME}(?: backend| attention)? (?:currently |only )?requires? (?!GPUs with sm|CUDA >=))",
+                          needles=("support", "implemented", "only", "crashes", "lease use", "must be used",
+                                   "required for", "Only", "require"))
+# What other rules own or what is not a refusal of the backend: the GPU's generation, a missing package,
+# the selector's fallback notes, CUDA-graph modes, the sampler's fallback.
+BACKEND_REFUSAL_NOT = lazy(r"or newer|compute capability|Ampere GPUs|GPUs with sm|No module named|not installed|"
+                           r"package is not found|pip install|Cannot use|[Ff]alling back|fall back|CUDAGraphMode|"
+                           r"No valid attention backend|Selected backend|is not valid|sampler|top-p|top-k",
+                           needles=("newer", "capability", "Ampere", "sm", "module", "installed", "found", "pip",
+                                    "Cannot", "alling back", "fall back", "CUDAGraphMode", "valid", "Selected",
+                                    "sampler", "top-"))
+FRAGMENT_LINES = 40  # an input this short is a paste, whose bare lines may be the message
+
+
+def _backend_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    raised = {e.line.no for e in scan.exceptions}
+    short = scan.lines_total <= FRAGMENT_LINES
+    for ln in scan.lines:
+        t = ln.text
+        if ln.no not in raised and ln.level not in ("ERROR", "CRITICAL") and not (short and not ln.level):
+            continue
+        if t.startswith((" ", "\t", "File ")):  # source lines of a traceback's frames
+            continue
+        m = BACKEND_REFUSAL_RE.search(t)
+        if m is None or BACKEND_REFUSAL_NOT.search(t):
+            continue
+        n = BACKEND_NAME_RE.search(m.group(0))
+        backend = (n.group(1) or n.group(2)) if n else "selected"
+        return Diagnosis(
+            category="attention_backend", signature="attention.backend_refused",
+            title=f"The {backend} attention backend refuses this model or setting",
+            confidence=0.7, evidence=[Evidence(ln.no, ln.shown)],
+            facts={"backend": backend, "message": t.strip()[:300]},
+            fix=Fix(f"The attention backend in use ({backend}) does not implement what this model or launch asks "
+                    "for (a feature such as soft-capping, sliding window, sinks or encoder attention, a device, a "
+                    "dtype). Pick a backend that has it (--attention-backend, older vLLM: VLLM_ATTENTION_BACKEND; "
+                    "unset a forced one to let vLLM choose), or upgrade vLLM, whose backends and selector cover "
+                    "more; the message says which one it wants when it names one.", "attention-backend"),
+            first_line=ln.no)
+    return None
+
+
+RULES += [
+    Rule(signature="attention.backend_refused", category="attention_backend",
+         title="An attention backend refuses this model or setting", fix="", check=_backend_refused,
+         confidence=0.7, playbook="attention-backend"),
 ]
