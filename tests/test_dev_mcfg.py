@@ -15,13 +15,12 @@ DEV = Path(__file__).parent / "logs" / "dev-mcfg"
 EXPECTED: dict[str, dict] = yaml.safe_load((DEV / "expected.yaml").read_text())
 # Misses not yet named by a mechanism, each with the reason.
 OPEN: dict[str, str] = {
-    "quantization--granite-fp8-weight-scale-no-parameter.log": "a scale tensor with no parameter is not yet quantization",
-    "tokenizer_chat_template--powermoe-warmup-cut-traceback.log": "chat-template frames without the exception line",
-    "quantization--modelopt-fp8-kscale-keyerror.log": "a KeyError on a k_scale name is read as a weight mismatch",
-    "quantization--compressed-tensors-cc75-cut-frames.log": "frames in a quantization module without an exception",
-    "speculative_decoding--eagle3-qwen3-moe-fp8-cut.log": "only the EAGLE INFO line names speculative decoding",
-    "model_support--qwen2-tokenizer-transformers5-special-tokens.log": "transformers v5 removed tokenizer attribute",
-    "model_support--medgemma-rope-type-key-validation.log": "rope config refused inside a ModelConfig ValidationError",
+    # a CI viewer's line-number gutter ("3597\t(APIServer pid=...) ERROR ...") hides the level and the frames
+    # (triage/logread/normalize.py)
+    "tokenizer_chat_template--powermoe-warmup-cut-traceback.log": "line-number gutter not stripped",
+    # two workers' frames interleave and the paste ends: each worker's last frame is not near the end, so the
+    # cut traceback is not taken as cut (CUT_TB_TAIL in triage/logread/scan.py counts from the log's end)
+    "quantization--compressed-tensors-cc75-cut-frames.log": "interleaved cut tracebacks",
 }
 
 

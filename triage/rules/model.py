@@ -159,6 +159,67 @@ def _weight_mismatch_facts(m, line, scan) -> dict:
                        "needs.")}
 
 
+# Scale tensors only a quantized checkpoint holds: FP8 / NVFP4 activation and block scales, and the KV-cache and
+# attention scales (k_scale, v_scale, q_scale, prob_scale) that vLLM's loaders remap per quantization format. A
+# plain weight_scale is left out: a checkpoint whose layers are renamed fails on it as well.
+QUANT_ONLY_SCALES = (r"input_scale|weight_scale_inv|weight_global_scale|input_global_scale|activation_scale|"
+                     r"[kvq]_scale|prob_scale")
+# vLLM's AutoWeightsLoader (models/utils.py, 0.7+), whole: the name the checkpoint has, then what the layer vLLM
+# built does have. People paste it wrapped over lines: it is read from the exception with its continuation.
+NO_PARAM_RE = lazy(r"There is no module or parameter named '(?P<name>[\w.]+)' in (?P<model>\w+)\.? The available "
+                   r"parameters belonging to (?P<parent>[\w.]+) \((?P<cls>\w+)\) are: \{(?P<avail>[^}]*)\}",
+                   needles=("There is no module or parameter named",))
+QUANT_TENSOR_RE = lazy(r"\.(?:weight_scale|weight_packed|weight_zero_point|weight_shape|qweight|qzeros|scales|g_idx|"
+                       r"absmax|SCB|" + QUANT_ONLY_SCALES + r")$", needles=(".",))
+PLAIN_PARAM_RE = lazy(r"\.(?:weight|bias)$", needles=(".",))
+
+
+WRAP_LINES = 8  # how far a wrapped message may run on after its first line (a paste's blank lines included)
+
+
+def _wrapped_texts(scan: Scan, needle: str):
+    """(line, message) for each line holding `needle`, with the lines that follow it joined: a message a paste
+    wrapped (over blank lines too) reads whole. A frame or a traceback's start ends it."""
+    lines = scan.lines
+    for i, ln in enumerate(lines):
+        if needle not in ln.text:
+            continue
+        parts = [ln.text.strip()]
+        for nxt in lines[i + 1:]:
+            t = nxt.text.strip()
+            if nxt.no > ln.no + WRAP_LINES or t.startswith(("File ", "Traceback", "During handling",
+                                                               "The above exception")):
+                break
+            parts.append(t)
+        yield ln, " ".join(" ".join(parts).split())
+
+
+def _built_unquantized(scan: Scan) -> Diagnosis | None:
+    """The checkpoint has a quantized layer's tensor (a scale, packed weights) where the layer vLLM built lists
+    only plain weights: vLLM did not apply the checkpoint's quantization to that layer."""
+    for line, text in _wrapped_texts(scan, "There is no module or parameter named"):
+        m = NO_PARAM_RE.search(text)
+        if m is None or not QUANT_TENSOR_RE.search(m.group("name")):
+            continue
+        avail = [a.strip().strip("'\"") for a in m.group("avail").split(",") if a.strip()]
+        if not avail or not all(PLAIN_PARAM_RE.search(a) for a in avail):
+            continue  # the layer is quantized in vLLM too: a name mapping, not a missing quantization
+        tensor = m.group("name").rsplit(".", 1)[-1]
+        parent, model = m.group("parent"), m.group("model")
+        fix = (f"The checkpoint stores '{m.group('name')}', a tensor of its quantization format, but vLLM built "
+               f"{parent} ({m.group('cls')}) with only {', '.join(avail)}: the checkpoint's quantization_config was not "
+               f"applied to this layer. Check that --quantization (if given) matches quantization_config in config.json "
+               f"and that this vLLM release supports that quantization for {model} (its layers, ignore list and fused "
+               f"modules); else use a newer vLLM or a checkpoint quantized the way this vLLM expects.")
+        return Diagnosis(category="quantization", signature="quant.layer_built_unquantized",
+                         title=f"vLLM built {parent} unquantized, but the checkpoint has its {tensor}",
+                         confidence=0.88, evidence=[Evidence(line.no, line.shown)],
+                         facts={"param": m.group("name"), "tensor": tensor, "parent": parent, "model": model,
+                                "available": avail},
+                         fix=Fix(fix, "quantization"), first_line=line.no)
+    return None
+
+
 def _processor_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     what = m.group("processor")
     if "custom" in line.text or (what in ("processor", "feature extractor", "image processor") and "Failed to load" in line.text):
@@ -297,8 +358,11 @@ RULES = [
              "this architecture (quantized MoE router gates and shared experts were added per model); else use "
              "a checkpoint quantized with the layers this vLLM expects, or a newer vLLM.",
          patterns=[r"KeyError: '(?P<detail>(?:[\w]+\.)+(?:g_idx|qweight|qzeros|scales|absmax|quant_state[\w.]*|SCB|"
-                   r"weight_packed|weight_zero_point|weight_shape))'"],
+                   r"weight_packed|weight_zero_point|weight_shape|" + QUANT_ONLY_SCALES + r"))'"],
          playbook="quantization", confidence=0.85),
+    Rule(signature="quant.layer_built_unquantized", category="quantization",
+         title="vLLM built {parent} unquantized, but the checkpoint has its {tensor}", fix="",
+         check=lambda scan, env: _built_unquantized(scan), playbook="quantization", confidence=0.88),
     Rule(signature="model_loading.disk_full", category="model_loading",
          title="No space left on device while downloading or loading",
          fix="Free disk space where HF_HOME/the model cache lives (or point HF_HOME to a larger volume).",
@@ -373,6 +437,55 @@ RULES = [
     Rule(signature="speculative.drafter_crash", category="speculative_decoding",
          title="Speculative decoding crashed in {where} ({exception})", fix="", check=lambda scan, env: _drafter_crash(scan),
          playbook="speculative-decoding", confidence=0.7),
+]
+
+
+# What vLLM logs while it builds the speculative-decoding drafter (V1 gpu_model_runner "Loading drafter model...",
+# v1/spec_decode/eagle.py, V0 spec_decode_worker "Configuring SpecDecodeWorker"), by message or by source file.
+DRAFTER_STEP_RE = lazy(r"Loading drafter model|Assuming the EAGLE head shares|EAGLE head|Configuring SpecDecodeWorker|"
+                       r"draft model|drafter",
+                       needles=("Loading drafter", "EAGLE head", "SpecDecodeWorker", "draft model", "drafter"))
+DRAFTER_SOURCES = ("eagle.py", "medusa.py", "ngram_proposer.py", "draft_model.py", "spec_decode_worker.py",
+                   "multi_step_worker.py", "dflash.py", "suffix_decoding.py", "mtp_proposer.py")
+STEP_WINDOW = 3  # logged lines before the first failure line that say what start-up was doing
+FAILED_RE = lazy(r"\b(?:failed|Failed|FAILED)\b|Traceback \(most recent call last\)",
+                 needles=("ailed", "FAILED", "Traceback"))
+
+
+def _failed_after_drafter(scan: Scan) -> Diagnosis | None:
+    """A start-up that died with its message missing (only vLLM's "failed to start" cascade, a traceback cut in
+    the engine's plumbing) right after the log said it was building the drafter: speculative decoding, as the
+    step it died in. Any exception with a message of its own is left to the rules that read it."""
+    if any(not is_wrapper(e.text) and e.message for e in scan.exceptions):
+        return None
+    lines = scan.lines
+    first = next((i for i, ln in enumerate(lines) if ln.level in ("ERROR", "CRITICAL") or FAILED_RE.search(ln.text)),
+                 None)
+    if not first:
+        return None
+    before = [ln for ln in lines[:first] if ln.level in ("INFO", "WARNING", "DEBUG")][-STEP_WINDOW:]
+    step = next((ln for ln in reversed(before) if DRAFTER_STEP_RE.search(ln.text)
+                 or ln.src.split(":", 1)[0] in DRAFTER_SOURCES), None)
+    if step is None:
+        return None
+    fail = lines[first]
+    fix = ("vLLM failed right after it logged building the speculative-decoding drafter, and the error itself is "
+           "not in this log: run once without --speculative-config to confirm the target model alone starts, and "
+           "check that the draft (EAGLE/EAGLE3/MTP head) was made for this target model, for this `method` and for "
+           "this vLLM release (EAGLE3 needs a target model that implements it); capture the whole log "
+           "(`2>&1 | tee vllm.log`) to see the exception.")
+    return Diagnosis(category="speculative_decoding", signature="speculative.failed_after_drafter",
+                     title="vLLM failed while building the speculative-decoding drafter (the error itself is not in "
+                           "the log)",
+                     confidence=0.55, evidence=[Evidence(step.no, step.shown), Evidence(fail.no, fail.shown)],
+                     facts={"step": step.text.strip()[:200]}, fix=Fix(fix, "speculative-decoding"),
+                     first_line=step.no)
+
+
+RULES += [
+    Rule(signature="speculative.failed_after_drafter", category="speculative_decoding",
+         title="vLLM failed while building the speculative-decoding drafter", fix="",
+         check=lambda scan, env: _failed_after_drafter(scan), playbook="speculative-decoding", confidence=0.55),
 ]
 
 
@@ -490,6 +603,19 @@ RULES += [
              "vLLM to a release that supports the model (its model card usually names one).",
          patterns=[r"Unknown RoPE scaling type (?P<rope>[\w'\"-]+)"],
          playbook="model-support", confidence=0.9),
+    # vllm/transformers_utils/config.py patches the model's RoPE dict into the form its layers read; a form it does
+    # not know (transformers 5's per-layer rope_parameters under an older vLLM, a config with neither rope_type nor
+    # type) is refused there, usually inside pydantic's "validation error for ModelConfig".
+    Rule(signature="model_support.rope_config_unreadable", category="model_support",
+         title="vLLM cannot read the model's RoPE configuration ({detail})",
+         fix="The rope_scaling / rope_parameters in the model's config.json has a form this vLLM and transformers pair "
+             "does not read (transformers 5 moved RoPE settings into per-layer rope_parameters; old configs name the "
+             "kind `type`): install the transformers version your vLLM release pins, or a vLLM release made for this "
+             "model; if you edited config.json, give rope_scaling a rope_type.",
+         patterns=[r"(?P<detail>rope_(?:scaling|parameters) should have a 'rope_type' key)",
+                   r"(?P<detail>Found conflicts between 'rope_type=[\w-]+' \(modern field\) and 'type=[\w-]+')",
+                   r"(?P<detail>rope_parameters must define each attention block type)"],
+         playbook="model-support", confidence=0.85),
 ]
 
 CONFIG_ATTR_MISSING: Rule = Rule(
@@ -502,8 +628,25 @@ CONFIG_ATTR_MISSING: Rule = Rule(
     playbook="model-support", confidence=0.75,
     check=lambda scan, env: not_in_passing(CONFIG_ATTR_MISSING, scan))
 
+# The same mismatch on the tokenizer or processor object: transformers' own __getattr__ ("Qwen2Tokenizer has no
+# attribute all_special_tokens_extended", tokenization_utils_base / processing_utils) when vLLM reads an
+# attribute the installed transformers removed (transformers 5 dropped all_special_tokens_extended) or does not
+# have yet.
+TOKENIZER_ATTR_MISSING: Rule = Rule(
+    signature="model_support.transformers_tokenizer_attr", category="model_support",
+    title="The {cls} object lacks '{attr}' (transformers and vLLM versions do not match)",
+    fix="vLLM reads an attribute of the tokenizer/processor that this transformers does not provide (transformers 5 "
+        "removed some, e.g. all_special_tokens_extended): install the transformers version your vLLM release pins "
+        "(`pip show vllm` lists the range; vLLM before the transformers-5 releases needs transformers<5), or "
+        "upgrade vLLM.",
+    patterns=[r"^(?:AttributeError: )?(?P<cls>\w*(?:Tokenizer(?:Fast)?|TokenizersBackend|Processor)) has no attribute "
+              r"(?P<attr>\w+)"],
+    playbook="model-support", confidence=0.75,
+    check=lambda scan, env: not_in_passing(TOKENIZER_ATTR_MISSING, scan))
+
 RULES += [
     CONFIG_ATTR_MISSING,
+    TOKENIZER_ATTR_MISSING,
 ]
 
 
