@@ -142,3 +142,54 @@ def test_openai_error_body_of_a_refused_request_is_engine_config():
     d = top("openai.BadRequestError: Error code: 400 - {'error': {'message': 'This model does not support image "
             "input', 'type': 'BadRequestError', 'param': None, 'code': 400}}\n")
     assert d.category == "engine_config" and d.confidence < 0.5
+
+
+def test_a_garbled_frame_line_still_places_the_exception_in_spec_decode():
+    # a paste that lost the frame's ", line N" (moved below) and a slash: the path still names the proposer
+    d = top('File "~/envs/x/lib/python3.10/site-packages/vllm_ascend/spec_decodejeagle_proposer.py",\n'
+            "self.hidden_states[:num_tokens] = target_hidden_states\n"
+            "RuntimeError: The expanded size of the tensor (1024) must match the existing size (4096) at "
+            "non-singleton dimension 1. Target sizes: [5, 1024]. Tensor sizes: [5, 4096]\n"
+            "line 1008, in set_inputs_first_pass\n")
+    assert d.signature == "speculative.drafter_crash" and d.category == "speculative_decoding"
+
+
+def test_a_garbled_frame_elsewhere_says_nothing_about_spec_decode():
+    d = top('File "~/envs/x/lib/python3.10/site-packages/vllm/model_executor/layers/linear.py",\n'
+            "RuntimeError: The expanded size of the tensor (1024) must match the existing size (4096) at "
+            "non-singleton dimension 1.\n")
+    assert d.category != "speculative_decoding"
+
+
+# ---- the weight loaders' bare shape assertions -------------------------------------------------------------------
+
+def test_weight_loader_shape_assertion_is_a_checkpoint_mismatch():
+    # layers/linear.py (0.6 .. 0.33): "assert param_data.shape == loaded_weight.shape", printed without a message
+    d = top("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/model_executor/layers/linear.py", line 1108, in '
+            "weight_loader\n"
+            "    assert param_data.shape == loaded_weight.shape\n"
+            "AssertionError\n")
+    assert d.signature == "model_loading.checkpoint_mismatch" and d.category == "model_loading"
+    # a paste of the source line and the bare exception only
+    d = top("    assert param_data.shape == loaded_weight.shape\nAssertionError\n")
+    assert d.category == "model_loading"
+
+
+def test_other_assertions_are_not_weight_shapes():
+    d = top("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.10/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 100, in '
+            "execute_model\n"
+            "    assert num_tokens > 0\n"
+            "AssertionError\n")
+    assert d.signature != "model_loading.checkpoint_mismatch"
+
+
+def test_a_drafter_weight_shape_assertion_is_left_to_spec_decode():
+    d = top("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/spec_decode/eagle.py", line 600, in load_model\n'
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/vocab_parallel_embedding.py", '
+            "line 419, in weight_loader\n"
+            "AssertionError: Shapes do not match! param.data.shape=torch.Size([151936, 4096]) "
+            "loaded_weight.shape=torch.Size([152064, 4096])\n")
+    assert d.category == "speculative_decoding"

@@ -97,17 +97,35 @@ SPEC_FRAME_PARTS = ("/spec_decode/", "/speculative/")
 SPEC_NAME_RE = re.compile(r"\b(?:Eagle\w*|\w*Eagle3?\w*|Medusa\w*|\w*Drafter|\w*Proposer|\w*MTP\w*)\b")
 
 
+# A frame line a paste garbled (its ", line N" moved or lost, a slash typed away) is not read as a frame, but its
+# path still says where it was: the speculative-decoding code, just above or below the exception line.
+LOOSE_SPEC_FILE_RE = lazy(r'File "[^"]*(?:spec_decode|/speculative/|eagle\w*\.py|\w*proposer\.py)[^"]*"',
+                          needles=('File "',))
+LOOSE_SPAN = 4
+
+
+def _loose_spec_frame(scan: Scan, exc_line: int) -> str | None:
+    for ln in scan.lines:
+        if abs(ln.no - exc_line) <= LOOSE_SPAN and ln.no != exc_line:
+            m = LOOSE_SPEC_FILE_RE.search(ln.text)
+            if m is not None:
+                return m.group(0)[6:-1].rsplit("/", 1)[-1]
+    return None
+
+
 def _drafter_crash(scan: Scan) -> Diagnosis | None:
     for exc in scan.exceptions:
         if is_wrapper(exc.text):
             continue
         in_spec = [f for f in exc.frames if any(p in f.file for p in SPEC_FRAME_PARTS)]
+        loose = None if in_spec or exc.frames else _loose_spec_frame(scan, exc.line.no)
         named = SPEC_NAME_RE.search(exc.message) if exc.short_type in ("AttributeError", "AssertionError", "KeyError",
                                                                         "TypeError", "RuntimeError", "ValueError") else None
-        if not in_spec and not named:
+        if not in_spec and not named and not loose:
             continue
         fr = in_spec[-1] if in_spec else None
-        where = (f"{fr.file.rsplit('/vllm/', 1)[-1]} ({fr.func})" if fr else (named.group(0) if named else "the drafter"))
+        where = (f"{fr.file.rsplit('/vllm/', 1)[-1]} ({fr.func})" if fr else
+                 (named.group(0) if named else (loose or "the drafter")))
         # "'EagleProposer' object has no attribute 'positions'" raised in vLLM's own files: its code does not fit
         # together (a release bug), which no draft model can cause.
         own = re.match(r"'(\w+)' object has no attribute '(\w+)'", exc.message) if exc.short_type == "AttributeError" else None
@@ -217,6 +235,41 @@ def _built_unquantized(scan: Scan) -> Diagnosis | None:
                          facts={"param": m.group("name"), "tensor": tensor, "parent": parent, "model": model,
                                 "available": avail},
                          fix=Fix(fix, "quantization"), first_line=line.no)
+    return None
+
+
+# vLLM's weight loaders check each checkpoint tensor against the parameter they built with a bare assert
+# (layers/linear.py, parameter.py, model_loader/weight_utils.py, vocab_parallel_embedding.py: "assert
+# param_data.shape == loaded_weight.shape"); Python prints only "AssertionError" (or the assert's own
+# "Shapes do not match" text) under the source line. Where it was raised says what it is.
+WEIGHT_LOADER_FUNCS = {"weight_loader", "weight_loader_v2", "load_column_parallel_weight", "load_merged_column_weight",
+                       "load_qkv_weight", "load_row_parallel_weight", "default_weight_loader", "_assert_and_load",
+                       "_load_into_shard_id"}
+SHAPE_ASSERT_RE = lazy(r"assert param(?:_data|\.data)?\.(?:shape|size\(\)) == loaded_weight\.(?:shape|size\(\))",
+                       needles=("loaded_weight",))
+
+
+def _checkpoint_mismatch(scan: Scan) -> Diagnosis | None:
+    d = CHECKPOINT_MISMATCH.match_lines(scan)
+    if d is not None:
+        return d
+    for exc in scan.exceptions:
+        if exc.short_type != "AssertionError" or any(p in f.file for f in exc.frames for p in SPEC_FRAME_PARTS):
+            continue  # (a drafter's weights: the speculative-decoding rules read those)
+        inner = exc.frames[-1] if exc.frames else None
+        loader = inner is not None and "/vllm/" in inner.file and inner.func in WEIGHT_LOADER_FUNCS
+        stated = "loaded_weight" in exc.message or "Shapes do not match" in exc.message
+        shown = any(SHAPE_ASSERT_RE.search(ln.text) for ln in scan.lines if 0 < exc.line.no - ln.no <= 3)
+        if not (loader or stated or shown):
+            continue
+        where = f" in {inner.func}" if inner is not None else ""
+        return Diagnosis(
+            category="model_loading", signature="model_loading.checkpoint_mismatch",
+            title="A checkpoint tensor's shape does not match the parameter vLLM built (the weight loader's shape "
+                  "check failed" + where + ")",
+            confidence=0.8, evidence=[Evidence(exc.line.no, exc.line.shown)],
+            facts={"exception": exc.type, "message": exc.message[:300], "where": inner.func if inner else ""},
+            fix=Fix(CHECKPOINT_MISMATCH.fix, "model-loading"), first_line=exc.line.no)
     return None
 
 
@@ -576,6 +629,7 @@ RULES += [
 
 RULES += [
     Rule(signature="model_loading.checkpoint_mismatch", category="model_loading",
+         check=lambda scan, env: _checkpoint_mismatch(scan),
          title="The checkpoint's weights do not fit the model vLLM built (missing or differently shaped weights)",
          fix="The checkpoint and the model vLLM builds disagree: a --quantization that does not match the "
              "checkpoint's quantization_config, a quantized checkpoint that this --tensor-parallel-size cannot "
@@ -868,3 +922,5 @@ RULES += [
          playbook="speculative-decoding", confidence=0.88),
     CHAT_PREPROCESS,
 ]
+
+CHECKPOINT_MISMATCH = next(r for r in RULES if r.signature == "model_loading.checkpoint_mismatch")
