@@ -193,3 +193,12 @@ def test_a_drafter_weight_shape_assertion_is_left_to_spec_decode():
             "AssertionError: Shapes do not match! param.data.shape=torch.Size([151936, 4096]) "
             "loaded_weight.shape=torch.Size([152064, 4096])\n")
     assert d.category == "speculative_decoding"
+
+
+def test_a_failure_far_after_the_drafter_lines_is_not_blamed_on_it():
+    # other steps ran in between (their lines need not be selected): the drafter is not the step that failed
+    far = "".join(f"(EngineCore_DP0 pid=7) INFO 09-18 12:03:11 [x.py:1] step {i} done\n" for i in range(60))
+    scan = scan_text(DRAFTER + far + FAILED)
+    assert [ln.no for ln in scan.lines][3] > 20  # those lines are not selected (one kept as context), yet the numbering runs on
+    ds, _ = diagnose(scan)
+    assert all(d.signature != "speculative.failed_after_drafter" for d in ds)

@@ -501,6 +501,7 @@ DRAFTER_STEP_RE = lazy(r"Loading drafter model|Assuming the EAGLE head shares|EA
 DRAFTER_SOURCES = ("eagle.py", "medusa.py", "ngram_proposer.py", "draft_model.py", "spec_decode_worker.py",
                    "multi_step_worker.py", "dflash.py", "suffix_decoding.py", "mtp_proposer.py")
 STEP_WINDOW = 3  # logged lines before the first failure line that say what start-up was doing
+STEP_GAP = 12  # at most this many input lines from that step's line to the failure
 FAILED_RE = lazy(r"\b(?:failed|Failed|FAILED)\b|Traceback \(most recent call last\)",
                  needles=("ailed", "FAILED", "Traceback"))
 
@@ -519,9 +520,10 @@ def _failed_after_drafter(scan: Scan) -> Diagnosis | None:
     before = [ln for ln in lines[:first] if ln.level in ("INFO", "WARNING", "DEBUG")][-STEP_WINDOW:]
     step = next((ln for ln in reversed(before) if DRAFTER_STEP_RE.search(ln.text)
                  or ln.src.split(":", 1)[0] in DRAFTER_SOURCES), None)
-    if step is None:
-        return None
     fail = lines[first]
+    # the log's own line numbers: lines the selection dropped (other start-up steps) may lie between them
+    if step is None or fail.no - step.no > STEP_GAP:
+        return None
     fix = ("vLLM failed right after it logged building the speculative-decoding drafter, and the error itself is "
            "not in this log: run once without --speculative-config to confirm the target model alone starts, and "
            "check that the draft (EAGLE/EAGLE3/MTP head) was made for this target model, for this `method` and for "
