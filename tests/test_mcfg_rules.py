@@ -202,3 +202,22 @@ def test_a_failure_far_after_the_drafter_lines_is_not_blamed_on_it():
     assert [ln.no for ln in scan.lines][3] > 20  # those lines are not selected (one kept as context), yet the numbering runs on
     ds, _ = diagnose(scan)
     assert all(d.signature != "speculative.failed_after_drafter" for d in ds)
+
+
+# ---- a model class written for another vLLM's model interface ---------------------------------------------------
+
+def test_model_class_without_vllm_config_argument():
+    d = top("TypeError: Qwen2ForCausalLM.__init__() got an unexpected keyword argument 'vllm_config'\n")
+    assert d.signature == "model_support.model_class_interface" and d.category == "model_support"
+
+
+def test_old_style_warning_alone_is_not_a_failure():
+    ds, _ = diagnose(scan_text("WARNING 05-14 09:12:31 [utils.py:77] Trying to guess the arguments for old-style model "
+                               "class <class 'x.AcmeForCausalLM'>\nINFO 05-14 09:13:00 [api_server.py:1] Starting vLLM "
+                               "API server on http://0.0.0.0:8000\n"))
+    assert all(d.signature != "model_support.model_class_interface" for d in ds)
+
+
+def test_other_typeerrors_are_not_the_model_interface():
+    d = top("TypeError: forward() got an unexpected keyword argument 'positions'\n")
+    assert d.signature != "model_support.model_class_interface"

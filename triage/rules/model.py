@@ -273,6 +273,44 @@ def _checkpoint_mismatch(scan: Scan) -> Diagnosis | None:
     return None
 
 
+# vLLM builds a model class as cls(vllm_config=..., prefix=...) since 0.6.4 (model_loader initialize_model); a class
+# written for the older interface (an out-of-tree or plugin model, or remote code made for another vLLM) is
+# warned about ("old-style model class"), its arguments guessed, and the call then fails with a TypeError.
+OLD_STYLE_RE = lazy(r"old-style model class|vLLM model class should accept `vllm_config` and `prefix`",
+                    needles=("old-style model class", "should accept `vllm_config`"))
+INTERFACE_TYPEERROR_RE = lazy(r"(?P<cls>[\w.]+)\(\) got an unexpected keyword argument '(?P<arg>vllm_config|prefix)'",
+                              needles=("got an unexpected keyword argument",))
+
+
+def _model_class_interface(scan: Scan) -> Diagnosis | None:
+    warned = next((ln for ln in scan.lines if OLD_STYLE_RE.search(ln.text)), None)
+    for exc in scan.exceptions:
+        if exc.short_type != "TypeError":
+            continue
+        m = INTERFACE_TYPEERROR_RE.search(exc.message)
+        if m is None and (warned is None or exc.line.no < warned.no):
+            continue
+        named = m or re.search(r"(?P<cls>\w+)\.__init__\(\)", exc.message)
+        cls = named.group("cls").split(".")[0] if named else "The model class"
+        ev = [Evidence(ln.no, ln.shown) for ln in (warned,) if ln is not None] + [Evidence(exc.line.no, exc.line.shown)]
+        fix = ("The model class does not follow this vLLM's model interface (__init__(self, *, vllm_config, prefix)): "
+               "it was written for another vLLM release (an out-of-tree or plugin model registered with "
+               "ModelRegistry, or the model's remote code). Use the vLLM release it was made for, or update the class "
+               "to the current interface; a model vLLM supports natively needs no plugin.")
+        return Diagnosis(category="model_support", signature="model_support.model_class_interface",
+                         title=f"{cls} does not take vLLM's model constructor arguments (written for another vLLM)",
+                         confidence=0.85, evidence=ev, facts={"exception": exc.type, "message": exc.message[:300]},
+                         fix=Fix(fix, "model-support"), first_line=ev[0].line)
+    return None
+
+
+RULES_INTERFACE = [
+    Rule(signature="model_support.model_class_interface", category="model_support",
+         title="The model class does not take vLLM's model constructor arguments", fix="",
+         check=lambda scan, env: _model_class_interface(scan), playbook="model-support", confidence=0.85),
+]
+
+
 def _processor_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     what = m.group("processor")
     if "custom" in line.text or (what in ("processor", "feature extractor", "image processor") and "Failed to load" in line.text):
@@ -926,3 +964,4 @@ RULES += [
 ]
 
 CHECKPOINT_MISMATCH = next(r for r in RULES if r.signature == "model_loading.checkpoint_mismatch")
+RULES += RULES_INTERFACE
