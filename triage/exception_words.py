@@ -85,6 +85,15 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
     (("Address already in use", "address already in use", "No CUDA GPUs", "CUDA_VISIBLE_DEVICES", "Permission denied",
       "Read-only file system"), "environment"),
 ]
+# --- mcfg: request-time refusals ---
+# vLLM's OpenAI server answers a request it refuses with an error body ({"object": "error", "type":
+# "BadRequestError", "code": 400}; 404 NotFoundError for a model name it does not serve): the server runs, and the
+# request does not fit what it was launched with (context length, multimodal limits, sampling limits, served name).
+WORDS += [
+    (("'type': 'BadRequestError'", '"type": "BadRequestError"', '"type":"BadRequestError"', "'type': 'NotFoundError'",
+      '"type": "NotFoundError"', '"type":"NotFoundError"', "Error code: 400 -", "Error code: 404 -"), "engine_config"),
+]
+# --- end mcfg ---
 # Words that hint more than they decide: where in vLLM the exception was raised counts for more.
 WEAK_WORDS: list[tuple[tuple[str, ...], str]] = [
     (("bfloat16", "float16", "dtype"), "dtype_unsupported"),

@@ -190,6 +190,13 @@ OVERRIDES: list[tuple[str, tuple[str, ...], str]] = [
     # ensure_divisibility: heads, layers or sizes that tensor/pipeline parallelism cannot split evenly
     ("vllm/distributed/utils.py", ("is not divisible by",), "engine_config"),
 ]
+# --- mcfg: loader code inside the models package ---
+OVERRIDES += [
+    # AutoWeightsLoader (models/utils.py) maps checkpoint tensors onto the parameters vLLM built: what it refuses is
+    # a weight that does not fit (a name, a nesting, a tied weight missing), not the model's support
+    ("vllm/model_executor/models/utils.py", ("weight", "parameter", "checkpoint"), "model_loading"),
+]
+# --- end mcfg ---
 WEAK: list[tuple[tuple[str, ...], str]] = [
     (("quantized",), "quantization"),
     (("tokenizer", "Tokenizer"), "tokenizer_chat_template"),

@@ -45,6 +45,8 @@ PREFILTER = (
     "killed due to|memory usage threshold|marked dead|Check failed|discovered a bug|Illegal instruction|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
     "File \x1b"
+    # --- mcfg: the step a message-less failure came in (building the speculative-decoding drafter) ---
+    "|drafter|EAGLE head|SpecDecodeWorker"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

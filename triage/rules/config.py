@@ -79,6 +79,36 @@ def _suggested_tp(m, line, scan) -> dict:
     fits = [d for d in range(1, max(tp, 1) + 1) if heads % d == 0]
     return {"suggested_tp": fits[-1]} if fits else {}
 
+# pydantic wraps what a config class's validator or __post_init__ raised: "1 validation error for ModelConfig" then
+# "  Value error, <the ValueError's message> [type=value_error, input_value=...]" ("Assertion failed, ..." for an
+# assert). That inner message is the failure (an architecture, a rope or quantization config, a size), whatever
+# the class: the rules and the message catalogue read it as the exception's own words.
+INNER_ERROR_RE = lazy(r"\b(?:Value error|Assertion failed), (?P<msg>\S.*?)(?: \[type=\w+.*)?$",
+                      needles=("Value error, ", "Assertion failed, "))
+INNER_SPAN = 4  # the inner message follows its header within a few lines (a field name line may come between)
+INNER_CONFIDENCE = 0.55
+
+
+def _validation_error(scan: Scan) -> Diagnosis | None:
+    """vLLM rejected a config class; when pydantic's block carries the raised message, that message is the
+    evidence (not the header), so a rule or the message catalogue that knows it is read beside this
+    generic refusal, which is secondary and yields to it."""
+    d = VALIDATION_RULE.match_lines(scan)
+    if d is None:
+        return None
+    at = next((i for i, ln in enumerate(scan.lines) if ln.no == d.first_line), None)
+    if at is None:
+        return d
+    for ln in scan.lines[at:at + 1 + INNER_SPAN]:
+        m = INNER_ERROR_RE.search(ln.text)
+        if m is not None:
+            inner = m.group("msg").strip()
+            # below any hand rule reading the same line (they share it: the surer one is kept)
+            return VALIDATION_RULE.diagnosis(scan, [(ln, m)], facts={"detail": f"{d.facts.get('detail', '')}: {inner}",
+                                                                     "message": inner}, confidence=INNER_CONFIDENCE)
+    return d
+
+
 RULES = [
     Rule(signature="config.tp_heads_not_divisible", category="engine_config",
          title="{num_attention_heads} attention heads cannot be split over tensor parallel size {tensor_parallel_size}",
@@ -115,7 +145,7 @@ RULES = [
     Rule(signature="config.validation_error", category="engine_config",
          title="vLLM rejected the configuration ({detail})",
          fix="The configuration has a value vLLM refuses; the message says which field: correct that launch argument.",
-         patterns=[r"(?P<detail>\d+ validation errors? for \w+)"],
+         patterns=[r"(?P<detail>\d+ validation errors? for \w+)"], check=lambda scan, env: _validation_error(scan),
          playbook="engine-config", confidence=0.7, secondary=True),
     Rule(signature="config.lora_rank", category="engine_config",
          title="LoRA adapter rank {rank} exceeds --max-lora-rank {max_rank}",
@@ -414,3 +444,5 @@ RULES += [
          title="The model runner does not support this launch", fix="",
          check=lambda scan, env: _runner_unsupported(scan, env, spec=False), playbook="engine-config", confidence=0.88),
 ]
+
+VALIDATION_RULE = next(r for r in RULES if r.signature == "config.validation_error")

@@ -285,8 +285,13 @@ def _budget_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
         out["kv_budget"] = f"{gd['kv_gib']} GiB"
     elif gd.get("concurrency"):
         out["kv_budget"] = f"{gd['concurrency']}x of one max_model_len request"
+        # room for part of one request is not "no room": the KV cache is smaller than max_model_len needs
+        out["headline"] = (f"The KV cache left after memory profiling holds only {gd['concurrency']}x of one "
+                           "max_model_len request")
+        return out
     else:
         out["kv_budget"] = "0 blocks"
+    out["headline"] = f"Memory profiling left no room for the KV cache (KV cache budget: {out['kv_budget']})"
     return out
 
 
@@ -294,7 +299,7 @@ def _budget_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
 # negative budget, zero blocks) before any error was raised; a pasted log is often cut right there.
 RULES += [
     Rule(signature="kv_cache.negative_budget", category="kv_cache_memory",
-         title="Memory profiling left no room for the KV cache (KV cache budget: {kv_budget})",
+         title="{headline}",
          fix="{advice}",
          patterns=[r"Available KV cache memory: (?P<kv_gib>-[\d.]+) ?GiB",  # V1 gpu_worker
                    r"the rest of the memory reserved for KV Cache is (?P<kv_gib>-[\d.]+) ?GiB",  # V0 worker

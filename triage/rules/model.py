@@ -97,17 +97,35 @@ SPEC_FRAME_PARTS = ("/spec_decode/", "/speculative/")
 SPEC_NAME_RE = re.compile(r"\b(?:Eagle\w*|\w*Eagle3?\w*|Medusa\w*|\w*Drafter|\w*Proposer|\w*MTP\w*)\b")
 
 
+# A frame line a paste garbled (its ", line N" moved or lost, a slash typed away) is not read as a frame, but its
+# path still says where it was: the speculative-decoding code, just above or below the exception line.
+LOOSE_SPEC_FILE_RE = lazy(r'File "[^"]*(?:spec_decode|/speculative/|eagle\w*\.py|\w*proposer\.py)[^"]*"',
+                          needles=('File "',))
+LOOSE_SPAN = 4
+
+
+def _loose_spec_frame(scan: Scan, exc_line: int) -> str | None:
+    for ln in scan.lines:
+        if abs(ln.no - exc_line) <= LOOSE_SPAN and ln.no != exc_line:
+            m = LOOSE_SPEC_FILE_RE.search(ln.text)
+            if m is not None:
+                return m.group(0)[6:-1].rsplit("/", 1)[-1]
+    return None
+
+
 def _drafter_crash(scan: Scan) -> Diagnosis | None:
     for exc in scan.exceptions:
         if is_wrapper(exc.text):
             continue
         in_spec = [f for f in exc.frames if any(p in f.file for p in SPEC_FRAME_PARTS)]
+        loose = None if in_spec or exc.frames else _loose_spec_frame(scan, exc.line.no)
         named = SPEC_NAME_RE.search(exc.message) if exc.short_type in ("AttributeError", "AssertionError", "KeyError",
                                                                         "TypeError", "RuntimeError", "ValueError") else None
-        if not in_spec and not named:
+        if not in_spec and not named and not loose:
             continue
         fr = in_spec[-1] if in_spec else None
-        where = (f"{fr.file.rsplit('/vllm/', 1)[-1]} ({fr.func})" if fr else (named.group(0) if named else "the drafter"))
+        where = (f"{fr.file.rsplit('/vllm/', 1)[-1]} ({fr.func})" if fr else
+                 (named.group(0) if named else (loose or "the drafter")))
         # "'EagleProposer' object has no attribute 'positions'" raised in vLLM's own files: its code does not fit
         # together (a release bug), which no draft model can cause.
         own = re.match(r"'(\w+)' object has no attribute '(\w+)'", exc.message) if exc.short_type == "AttributeError" else None
@@ -157,6 +175,140 @@ def _weight_mismatch_facts(m, line, scan) -> dict:
             "advice": ("The checkpoint does not match what vLLM builds (another quantization, a fine-tune with renamed "
                        "layers, or the wrong --quantization): check the model's config.json and the vLLM version it "
                        "needs.")}
+
+
+# Scale tensors only a quantized checkpoint holds: FP8 / NVFP4 activation and block scales, and the KV-cache and
+# attention scales (k_scale, v_scale, q_scale, prob_scale) that vLLM's loaders remap per quantization format. A
+# plain weight_scale is left out: a checkpoint whose layers are renamed fails on it as well.
+QUANT_ONLY_SCALES = (r"input_scale|weight_scale_inv|weight_global_scale|input_global_scale|activation_scale|"
+                     r"[kvq]_scale|prob_scale")
+# vLLM's AutoWeightsLoader (models/utils.py, 0.7+), whole: the name the checkpoint has, then what the layer vLLM
+# built does have. People paste it wrapped over lines: it is read from the exception with its continuation.
+NO_PARAM_RE = lazy(r"There is no module or parameter named '(?P<name>[\w.]+)' in (?P<model>\w+)\.? The available "
+                   r"parameters belonging to (?P<parent>[\w.]+) \((?P<cls>\w+)\) are: \{(?P<avail>[^}]*)\}",
+                   needles=("There is no module or parameter named",))
+QUANT_TENSOR_RE = lazy(r"\.(?:weight_scale|weight_packed|weight_zero_point|weight_shape|qweight|qzeros|scales|g_idx|"
+                       r"absmax|SCB|" + QUANT_ONLY_SCALES + r")$", needles=(".",))
+PLAIN_PARAM_RE = lazy(r"\.(?:weight|bias)$", needles=(".",))
+
+
+WRAP_LINES = 8  # how far a wrapped message may run on after its first line (a paste's blank lines included)
+
+
+def _wrapped_texts(scan: Scan, needle: str):
+    """(line, message) for each line holding `needle`, with the lines that follow it joined: a message a paste
+    wrapped (over blank lines too) reads whole. A frame or a traceback's start ends it."""
+    lines = scan.lines
+    for i, ln in enumerate(lines):
+        if needle not in ln.text:
+            continue
+        parts = [ln.text.strip()]
+        for nxt in lines[i + 1:]:
+            t = nxt.text.strip()
+            if nxt.no > ln.no + WRAP_LINES or t.startswith(("File ", "Traceback", "During handling",
+                                                               "The above exception")):
+                break
+            parts.append(t)
+        yield ln, " ".join(" ".join(parts).split())
+
+
+def _built_unquantized(scan: Scan) -> Diagnosis | None:
+    """The checkpoint has a quantized layer's tensor (a scale, packed weights) where the layer vLLM built lists
+    only plain weights: vLLM did not apply the checkpoint's quantization to that layer."""
+    for line, text in _wrapped_texts(scan, "There is no module or parameter named"):
+        m = NO_PARAM_RE.search(text)
+        if m is None or not QUANT_TENSOR_RE.search(m.group("name")):
+            continue
+        avail = [a.strip().strip("'\"") for a in m.group("avail").split(",") if a.strip()]
+        if not avail or not all(PLAIN_PARAM_RE.search(a) for a in avail):
+            continue  # the layer is quantized in vLLM too: a name mapping, not a missing quantization
+        tensor = m.group("name").rsplit(".", 1)[-1]
+        parent, model = m.group("parent"), m.group("model")
+        fix = (f"The checkpoint stores '{m.group('name')}', a tensor of its quantization format, but vLLM built "
+               f"{parent} ({m.group('cls')}) with only {', '.join(avail)}: the checkpoint's quantization_config was not "
+               f"applied to this layer. Check that --quantization (if given) matches quantization_config in config.json "
+               f"and that this vLLM release supports that quantization for {model} (its layers, ignore list and fused "
+               f"modules); else use a newer vLLM or a checkpoint quantized the way this vLLM expects.")
+        return Diagnosis(category="quantization", signature="quant.layer_built_unquantized",
+                         title=f"vLLM built {parent} unquantized, but the checkpoint has its {tensor}",
+                         confidence=0.88, evidence=[Evidence(line.no, line.shown)],
+                         facts={"param": m.group("name"), "tensor": tensor, "parent": parent, "model": model,
+                                "available": avail},
+                         fix=Fix(fix, "quantization"), first_line=line.no)
+    return None
+
+
+# vLLM's weight loaders check each checkpoint tensor against the parameter they built with a bare assert
+# (layers/linear.py, parameter.py, model_loader/weight_utils.py, vocab_parallel_embedding.py: "assert
+# param_data.shape == loaded_weight.shape"); Python prints only "AssertionError" (or the assert's own
+# "Shapes do not match" text) under the source line. Where it was raised says what it is.
+WEIGHT_LOADER_FUNCS = {"weight_loader", "weight_loader_v2", "load_column_parallel_weight", "load_merged_column_weight",
+                       "load_qkv_weight", "load_row_parallel_weight", "default_weight_loader", "_assert_and_load",
+                       "_load_into_shard_id"}
+SHAPE_ASSERT_RE = lazy(r"assert param(?:_data|\.data)?\.(?:shape|size\(\)) == loaded_weight\.(?:shape|size\(\))",
+                       needles=("loaded_weight",))
+
+
+def _checkpoint_mismatch(scan: Scan) -> Diagnosis | None:
+    d = CHECKPOINT_MISMATCH.match_lines(scan)
+    if d is not None:
+        return d
+    for exc in scan.exceptions:
+        if exc.short_type != "AssertionError" or any(p in f.file for f in exc.frames for p in SPEC_FRAME_PARTS):
+            continue  # (a drafter's weights: the speculative-decoding rules read those)
+        inner = exc.frames[-1] if exc.frames else None
+        loader = inner is not None and "/vllm/" in inner.file and inner.func in WEIGHT_LOADER_FUNCS
+        stated = "loaded_weight" in exc.message or "Shapes do not match" in exc.message
+        shown = any(SHAPE_ASSERT_RE.search(ln.text) for ln in scan.lines if 0 < exc.line.no - ln.no <= 3)
+        if not (loader or stated or shown):
+            continue
+        where = f" in {inner.func}" if inner is not None else ""
+        return Diagnosis(
+            category="model_loading", signature="model_loading.checkpoint_mismatch",
+            title="A checkpoint tensor's shape does not match the parameter vLLM built (the weight loader's shape "
+                  "check failed" + where + ")",
+            confidence=0.8, evidence=[Evidence(exc.line.no, exc.line.shown)],
+            facts={"exception": exc.type, "message": exc.message[:300], "where": inner.func if inner else ""},
+            fix=Fix(CHECKPOINT_MISMATCH.fix, "model-loading"), first_line=exc.line.no)
+    return None
+
+
+# vLLM builds a model class as cls(vllm_config=..., prefix=...) since 0.6.4 (model_loader initialize_model); a class
+# written for the older interface (an out-of-tree or plugin model, or remote code made for another vLLM) is
+# warned about ("old-style model class"), its arguments guessed, and the call then fails with a TypeError.
+OLD_STYLE_RE = lazy(r"old-style model class|vLLM model class should accept `vllm_config` and `prefix`",
+                    needles=("old-style model class", "should accept `vllm_config`"))
+INTERFACE_TYPEERROR_RE = lazy(r"(?P<cls>[\w.]+)\(\) got an unexpected keyword argument '(?P<arg>vllm_config|prefix)'",
+                              needles=("got an unexpected keyword argument",))
+
+
+def _model_class_interface(scan: Scan) -> Diagnosis | None:
+    warned = next((ln for ln in scan.lines if OLD_STYLE_RE.search(ln.text)), None)
+    for exc in scan.exceptions:
+        if exc.short_type != "TypeError":
+            continue
+        m = INTERFACE_TYPEERROR_RE.search(exc.message)
+        if m is None and (warned is None or exc.line.no < warned.no):
+            continue
+        named = m or re.search(r"(?P<cls>\w+)\.__init__\(\)", exc.message)
+        cls = named.group("cls").split(".")[0] if named else "The model class"
+        ev = [Evidence(ln.no, ln.shown) for ln in (warned,) if ln is not None] + [Evidence(exc.line.no, exc.line.shown)]
+        fix = ("The model class does not follow this vLLM's model interface (__init__(self, *, vllm_config, prefix)): "
+               "it was written for another vLLM release (an out-of-tree or plugin model registered with "
+               "ModelRegistry, or the model's remote code). Use the vLLM release it was made for, or update the class "
+               "to the current interface; a model vLLM supports natively needs no plugin.")
+        return Diagnosis(category="model_support", signature="model_support.model_class_interface",
+                         title=f"{cls} does not take vLLM's model constructor arguments (written for another vLLM)",
+                         confidence=0.85, evidence=ev, facts={"exception": exc.type, "message": exc.message[:300]},
+                         fix=Fix(fix, "model-support"), first_line=ev[0].line)
+    return None
+
+
+RULES_INTERFACE = [
+    Rule(signature="model_support.model_class_interface", category="model_support",
+         title="The model class does not take vLLM's model constructor arguments", fix="",
+         check=lambda scan, env: _model_class_interface(scan), playbook="model-support", confidence=0.85),
+]
 
 
 def _processor_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
@@ -297,8 +449,11 @@ RULES = [
              "this architecture (quantized MoE router gates and shared experts were added per model); else use "
              "a checkpoint quantized with the layers this vLLM expects, or a newer vLLM.",
          patterns=[r"KeyError: '(?P<detail>(?:[\w]+\.)+(?:g_idx|qweight|qzeros|scales|absmax|quant_state[\w.]*|SCB|"
-                   r"weight_packed|weight_zero_point|weight_shape))'"],
+                   r"weight_packed|weight_zero_point|weight_shape|" + QUANT_ONLY_SCALES + r"))'"],
          playbook="quantization", confidence=0.85),
+    Rule(signature="quant.layer_built_unquantized", category="quantization",
+         title="vLLM built {parent} unquantized, but the checkpoint has its {tensor}", fix="",
+         check=lambda scan, env: _built_unquantized(scan), playbook="quantization", confidence=0.88),
     Rule(signature="model_loading.disk_full", category="model_loading",
          title="No space left on device while downloading or loading",
          fix="Free disk space where HF_HOME/the model cache lives (or point HF_HOME to a larger volume).",
@@ -373,6 +528,57 @@ RULES = [
     Rule(signature="speculative.drafter_crash", category="speculative_decoding",
          title="Speculative decoding crashed in {where} ({exception})", fix="", check=lambda scan, env: _drafter_crash(scan),
          playbook="speculative-decoding", confidence=0.7),
+]
+
+
+# What vLLM logs while it builds the speculative-decoding drafter (V1 gpu_model_runner "Loading drafter model...",
+# v1/spec_decode/eagle.py, V0 spec_decode_worker "Configuring SpecDecodeWorker"), by message or by source file.
+DRAFTER_STEP_RE = lazy(r"Loading drafter model|Assuming the EAGLE head shares|EAGLE head|Configuring SpecDecodeWorker|"
+                       r"draft model|drafter",
+                       needles=("Loading drafter", "EAGLE head", "SpecDecodeWorker", "draft model", "drafter"))
+DRAFTER_SOURCES = ("eagle.py", "medusa.py", "ngram_proposer.py", "draft_model.py", "spec_decode_worker.py",
+                   "multi_step_worker.py", "dflash.py", "suffix_decoding.py", "mtp_proposer.py")
+STEP_WINDOW = 3  # logged lines before the first failure line that say what start-up was doing
+STEP_GAP = 12  # at most this many input lines from that step's line to the failure
+FAILED_RE = lazy(r"\b(?:failed|Failed|FAILED)\b|Traceback \(most recent call last\)",
+                 needles=("ailed", "FAILED", "Traceback"))
+
+
+def _failed_after_drafter(scan: Scan) -> Diagnosis | None:
+    """A start-up that died with its message missing (only vLLM's "failed to start" cascade, a traceback cut in
+    the engine's plumbing) right after the log said it was building the drafter: speculative decoding, as the
+    step it died in. Any exception with a message of its own is left to the rules that read it."""
+    if any(not is_wrapper(e.text) and e.message for e in scan.exceptions):
+        return None
+    lines = scan.lines
+    first = next((i for i, ln in enumerate(lines) if ln.level in ("ERROR", "CRITICAL") or FAILED_RE.search(ln.text)),
+                 None)
+    if not first:
+        return None
+    before = [ln for ln in lines[:first] if ln.level in ("INFO", "WARNING", "DEBUG")][-STEP_WINDOW:]
+    step = next((ln for ln in reversed(before) if DRAFTER_STEP_RE.search(ln.text)
+                 or ln.src.split(":", 1)[0] in DRAFTER_SOURCES), None)
+    fail = lines[first]
+    # the log's own line numbers: lines the selection dropped (other start-up steps) may lie between them
+    if step is None or fail.no - step.no > STEP_GAP:
+        return None
+    fix = ("vLLM failed right after it logged building the speculative-decoding drafter, and the error itself is "
+           "not in this log: run once without --speculative-config to confirm the target model alone starts, and "
+           "check that the draft (EAGLE/EAGLE3/MTP head) was made for this target model, for this `method` and for "
+           "this vLLM release (EAGLE3 needs a target model that implements it); capture the whole log "
+           "(`2>&1 | tee vllm.log`) to see the exception.")
+    return Diagnosis(category="speculative_decoding", signature="speculative.failed_after_drafter",
+                     title="vLLM failed while building the speculative-decoding drafter (the error itself is not in "
+                           "the log)",
+                     confidence=0.55, evidence=[Evidence(step.no, step.shown), Evidence(fail.no, fail.shown)],
+                     facts={"step": step.text.strip()[:200]}, fix=Fix(fix, "speculative-decoding"),
+                     first_line=step.no)
+
+
+RULES += [
+    Rule(signature="speculative.failed_after_drafter", category="speculative_decoding",
+         title="vLLM failed while building the speculative-decoding drafter", fix="",
+         check=lambda scan, env: _failed_after_drafter(scan), playbook="speculative-decoding", confidence=0.55),
 ]
 
 
@@ -463,6 +669,7 @@ RULES += [
 
 RULES += [
     Rule(signature="model_loading.checkpoint_mismatch", category="model_loading",
+         check=lambda scan, env: _checkpoint_mismatch(scan),
          title="The checkpoint's weights do not fit the model vLLM built (missing or differently shaped weights)",
          fix="The checkpoint and the model vLLM builds disagree: a --quantization that does not match the "
              "checkpoint's quantization_config, a quantized checkpoint that this --tensor-parallel-size cannot "
@@ -490,6 +697,19 @@ RULES += [
              "vLLM to a release that supports the model (its model card usually names one).",
          patterns=[r"Unknown RoPE scaling type (?P<rope>[\w'\"-]+)"],
          playbook="model-support", confidence=0.9),
+    # vllm/transformers_utils/config.py patches the model's RoPE dict into the form its layers read; a form it does
+    # not know (transformers 5's per-layer rope_parameters under an older vLLM, a config with neither rope_type nor
+    # type) is refused there, usually inside pydantic's "validation error for ModelConfig".
+    Rule(signature="model_support.rope_config_unreadable", category="model_support",
+         title="vLLM cannot read the model's RoPE configuration ({detail})",
+         fix="The rope_scaling / rope_parameters in the model's config.json has a form this vLLM and transformers pair "
+             "does not read (transformers 5 moved RoPE settings into per-layer rope_parameters; old configs name the "
+             "kind `type`): install the transformers version your vLLM release pins, or a vLLM release made for this "
+             "model; if you edited config.json, give rope_scaling a rope_type.",
+         patterns=[r"(?P<detail>rope_(?:scaling|parameters) should have a 'rope_type' key)",
+                   r"(?P<detail>Found conflicts between 'rope_type=[\w-]+' \(modern field\) and 'type=[\w-]+')",
+                   r"(?P<detail>rope_parameters must define each attention block type)"],
+         playbook="model-support", confidence=0.85),
 ]
 
 CONFIG_ATTR_MISSING: Rule = Rule(
@@ -502,8 +722,25 @@ CONFIG_ATTR_MISSING: Rule = Rule(
     playbook="model-support", confidence=0.75,
     check=lambda scan, env: not_in_passing(CONFIG_ATTR_MISSING, scan))
 
+# The same mismatch on the tokenizer or processor object: transformers' own __getattr__ ("Qwen2Tokenizer has no
+# attribute all_special_tokens_extended", tokenization_utils_base / processing_utils) when vLLM reads an
+# attribute the installed transformers removed (transformers 5 dropped all_special_tokens_extended) or does not
+# have yet.
+TOKENIZER_ATTR_MISSING: Rule = Rule(
+    signature="model_support.transformers_tokenizer_attr", category="model_support",
+    title="The {cls} object lacks '{attr}' (transformers and vLLM versions do not match)",
+    fix="vLLM reads an attribute of the tokenizer/processor that this transformers does not provide (transformers 5 "
+        "removed some, e.g. all_special_tokens_extended): install the transformers version your vLLM release pins "
+        "(`pip show vllm` lists the range; vLLM before the transformers-5 releases needs transformers<5), or "
+        "upgrade vLLM.",
+    patterns=[r"^(?:AttributeError: )?(?P<cls>\w*(?:Tokenizer(?:Fast)?|TokenizersBackend|Processor)) has no attribute "
+              r"(?P<attr>\w+)"],
+    playbook="model-support", confidence=0.75,
+    check=lambda scan, env: not_in_passing(TOKENIZER_ATTR_MISSING, scan))
+
 RULES += [
     CONFIG_ATTR_MISSING,
+    TOKENIZER_ATTR_MISSING,
 ]
 
 
@@ -725,3 +962,6 @@ RULES += [
          playbook="speculative-decoding", confidence=0.88),
     CHAT_PREPROCESS,
 ]
+
+CHECKPOINT_MISMATCH = next(r for r in RULES if r.signature == "model_loading.checkpoint_mismatch")
+RULES += RULES_INTERFACE
