@@ -137,3 +137,12 @@ def test_a_mined_exception_raised_after_a_known_warning_outranks_the_warning():
     ds, _ = diagnose(scan_text(text))
     assert ds[0].signature.startswith("catalogue.") and ds[0].first_line == 5
     assert [d.signature for d in ds[1:]] == ["install.cuda_runtime_lib_missing"]
+
+
+@pytest.mark.parametrize("expr", ["self.total_num_kv_heads % tp_size == 0",  # mined: in vllm/model_executor/models/
+                                  "self.num_experts_per_rank % self.ep_size == 0"])  # in no mined release
+def test_an_assert_that_model_sizes_split_over_parallel_ranks_is_the_launch_config(expr):
+    d = _top(f'  File "{SITE}/vllm/model_executor/models/llama.py", line 122, in __init__\n'
+             f"    assert {expr}\nAssertionError\n")
+    assert d.category == "engine_config" and d.confidence >= 0.4
+    assert d.facts["assert"]["expression"] == expr

@@ -10,6 +10,7 @@ Both rank between the hand rules (which win) and the plain fallback.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from triage.catalogue.areas import area_of, area_of_frames, category_for
@@ -306,6 +307,13 @@ CONF_ASSERT_FRAMED = 0.45  # ... and the traceback's own frame is in that code
 ASSERT_LOOKBACK = 5  # lines above the AssertionError where its source line may be printed
 
 
+# An assert that a model's sizes (heads, experts, layers, ...) split evenly over a parallel size checks the
+# launch's tensor/pipeline/expert parallelism against the model, whatever module holds it (model code
+# mostly): `assert self.total_num_kv_heads % tp_size == 0`.
+PARALLEL_SPLIT_RE = re.compile(r"(?:head|expert|intermediate|hidden|layer|vocab|rank|output_size)\w*(?:\)|\])*\s*%\s*"
+                               r"\(?[\w.]*(?:tp|world_size|parallel|pp_size|ep_size|dp_size)\w*(?:\(\))?\)?\s*==\s*0")
+
+
 def assert_source(scan: Scan, exc: ExceptionRecord) -> Line | None:
     """The `assert ...` source line printed above a bare AssertionError (under its last frame)."""
     lines = scan.lines
@@ -334,15 +342,20 @@ def assert_place(scan: Scan, exc: ExceptionRecord) -> tuple[str, str, float, dic
     if src is None or expr is None or table is None:
         return None
     sites = table.sites(expr)
+    split = PARALLEL_SPLIT_RE.search(expr) is not None
     if not sites:
-        return None
+        if not split:
+            return None
+        # a release not mined (or a fork): the expression still says what it checks
+        return ("engine_config", f"the bare `assert {expr}` checks that the model's sizes split evenly over the "
+                "parallel ranks the launch asked for", CONF_ASSERT, {"assert": {"expression": expr}})
     files = ["/" + f.file.replace("\\", "/").lstrip("/") for f in exc.frames]
     # a frame header the traceback reader did not take (a paste without line numbers) still names the file
     near = " ".join(ln.text for ln in scan.lines[max(0, scan.lines.index(src) - 3):scan.lines.index(src)])
     framed = [s for s in sites if any(f.endswith("/" + s.module) for f in files)
               or "/" + s.module.rsplit("/", 1)[-1] + '"' in near]
     chosen = framed or sites
-    cats = {category_for(s.module, expr, "AssertionError") for s in chosen}
+    cats = {"engine_config" if split else category_for(s.module, expr, "AssertionError") for s in chosen}
     cat = cats.pop() if len(cats) == 1 else None
     if cat is None:
         return None
@@ -352,7 +365,9 @@ def assert_place(scan: Scan, exc: ExceptionRecord) -> tuple[str, str, float, dic
     last = max((s.last for s in chosen), key=order.index)
     releases = first if first == last else f"{first}-{last}"
     where = site.module if len(chosen) == 1 else f"{site.module} (and {len(chosen) - 1} more of its kind)"
-    why = f"the bare `assert {expr}` is in {where}, {cat} code (vLLM {releases})"
+    why = (f"the bare `assert {expr}` (in {where}, vLLM {releases}) checks that the model's sizes split evenly "
+           "over the parallel ranks the launch asked for" if split else
+           f"the bare `assert {expr}` is in {where}, {cat} code (vLLM {releases})")
     facts = {"assert": {"expression": expr, "module": site.module, "modules": sorted(s.module for s in chosen)[:5],
                         "first_release": first, "last_release": last, "newest_release": site.newest},
              "source": f"asserted in {site.module} (vllm {releases})"}
