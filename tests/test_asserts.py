@@ -146,3 +146,35 @@ def test_an_assert_that_model_sizes_split_over_parallel_ranks_is_the_launch_conf
              f"    assert {expr}\nAssertionError\n")
     assert d.category == "engine_config" and d.confidence >= 0.4
     assert d.facts["assert"]["expression"] == expr
+
+
+@pytest.mark.parametrize("module, category", [
+    ("vllm/v1/worker/gpu/spec_decode/speculator.py", "speculative_decoding"),  # the newest releases' runner
+    ("vllm/utils/nccl.py", "distributed"),
+])
+def test_the_newest_releases_modules_have_an_area(module, category):
+    from triage.catalogue.areas import area_of
+
+    assert area_of(module) == category
+
+
+def test_a_message_that_ends_with_a_value_matches_however_long_the_value():
+    from triage.catalogue.store import load
+
+    line = ("Failed to import from vllm._C with ImportError('dlopen(/Users/u/vllm/vllm/_C.abi3.so, 0x0002): Symbol not "
+            "found: __ZNK3c1011StorageImpl27throw_data_ptr_access_errorEv  Referenced from: /Users/u/vllm/_C.abi3.so')")
+    (best, *_) = load().match(line)
+    assert best.template.module == "vllm/_custom_ops.py" and best.template.open_end
+    # a message that ends with its own words still has to cover most of a long line
+    assert not [m for m in load().match("x" * 200 + " is not supported yet. " + "y" * 200)
+                if not m.template.open_end and m.matched < 40]
+
+
+@pytest.mark.parametrize("text", ["_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEi",
+                                  "dlopen(_C.abi3.so, 0x0002): Symbol not found: __ZNK3c1011StorageImpl",
+                                  "python3: symbol lookup error: flash_attn_2_cuda.so: undefined symbol: _ZN2at4_ops"])
+def test_a_library_that_does_not_link_is_an_install_mismatch_whatever_imports_it(text):
+    from triage.exception_words import category_from_words, decisive
+
+    cat, why = category_from_words("ImportError", text)
+    assert cat == "install_mismatch" and decisive(cat, why)
