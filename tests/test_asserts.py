@@ -178,3 +178,15 @@ def test_a_library_that_does_not_link_is_an_install_mismatch_whatever_imports_it
 
     cat, why = category_from_words("ImportError", text)
     assert cat == "install_mismatch" and decisive(cat, why)
+
+
+def test_a_placed_assert_gives_the_upgrade_advisor_its_release_range():
+    from triage.upstream.advisor import release_range_evidence
+
+    d = _top(BARE)
+    cat = d.facts["catalogue"]
+    assert (cat["first_release"], cat["last_release"], cat["absent_in"], cat["gone_by"]) == \
+        ("0.16.0", "0.33.0", "0.10.2", None)
+    say, line = release_range_evidence(cat, "0.20.1")
+    assert say == "does-not-fix" and "still in vLLM 0.33.0" in line
+    assert any("upgrading alone does not remove this check" in w for w in d.explanation)

@@ -326,6 +326,8 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
             facts.update(placed[3])
         why = ([f"category {cat}: {'likely, ' if conf < WORDED_CONFIDENCE else ''}because {basis}"]
                if conf > UNDECIDED_CONFIDENCE else [])
+        if placed is not None and facts.get("releases_say"):
+            why.append(str(facts.pop("releases_say")))
         return Diagnosis(
             category=cat, signature="generic.unrecognized_exception", title=title, confidence=conf,
             evidence=evidence, explanation=why,

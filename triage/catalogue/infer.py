@@ -368,7 +368,14 @@ def assert_place(scan: Scan, exc: ExceptionRecord) -> tuple[str, str, float, dic
     why = (f"the bare `assert {expr}` (in {where}, vLLM {releases}) checks that the model's sizes split evenly "
            "over the parallel ranks the launch asked for" if split else
            f"the bare `assert {expr}` is in {where}, {cat} code (vLLM {releases})")
+    i, j = order.index(first), order.index(last)
     facts = {"assert": {"expression": expr, "module": site.module, "modules": sorted(s.module for s in chosen)[:5],
                         "first_release": first, "last_release": last, "newest_release": site.newest},
-             "source": f"asserted in {site.module} (vllm {releases})"}
+             # the shape the upgrade advisor reads a mined message's releases from (upstream/advisor.py)
+             "catalogue": {"package": "vllm", "module": site.module, "kind": "AssertionError",
+                           "template": f"assert {expr}", "first_release": first, "last_release": last,
+                           "newest_release": site.newest, "absent_in": order[i - 1] if i > 0 else None,
+                           "gone_by": order[j + 1] if j + 1 < len(order) else None},
+             "source": f"asserted in {site.module} (vllm {releases})",
+             "releases_say": _release_words("vllm", last, site.newest)}
     return cat, why, (CONF_ASSERT_FRAMED if framed else CONF_ASSERT), facts
