@@ -30,6 +30,8 @@ WORDED_CONFIDENCE = 0.45
 PLACED_CONFIDENCE = 0.4  # where it was raised is code of one subsystem (a quantization method, a kernel wrapper)
 FRAMED_CONFIDENCE = 0.35
 UNDECIDED_CONFIDENCE = 0.2
+# a mined message matched (even a cut one) by the exception raised after warnings the rules knew
+MINED_AFTER_WARNINGS = 0.44
 WRAPPED_ERROR_RE = lazy(r"failed with error '(.+?)'(?:,|$)")
 # A line that calls itself an error, when no level says so; at its start in a whole log, anywhere in a paste.
 ERRORISH_RE = lazy(r"(?:\b(?:[Ee]rror|ERROR|FAILED|[Ff]atal)\b|\b[Ff]ailed (?:to|with)\b|[Nn]ot supported|"
@@ -91,9 +93,13 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
         # crash): read it, and rank it above the warnings when its type or words decide a category of its own.
         used = {e.line for _, d in found for e in d.evidence}
         after = {e.line.no for e in scan.exceptions if e.in_traceback and e.line.no > warned}
-        fb = _unknown_exception(scan, harmless_lines, used | {e.line.no for e in scan.exceptions
-                                                               if e.line.no not in after})
-        if fb is not None and fb.confidence >= WORDED_CONFIDENCE and fb.first_line in after \
+        before = {e.line.no for e in scan.exceptions if e.line.no not in after}
+        # vLLM's own source may know the exception (a mined message), else its type, words and frames
+        fb = unknown(scan, harmless_lines | used | before) if after else None
+        if fb is None or fb.first_line not in after or fb.confidence < MINED_AFTER_WARNINGS:
+            fb = _unknown_exception(scan, harmless_lines, used | before)
+        if fb is not None and fb.confidence >= MINED_AFTER_WARNINGS and fb.first_line in after \
+                and (fb.signature.startswith("catalogue.") or fb.confidence >= WORDED_CONFIDENCE) \
                 and all(d.category != fb.category for _, d in found):
             ranked = rank(found, raised, levels)
             fb.explanation.append("it was raised after the warnings the rules recognised, which did not stop "
@@ -208,6 +214,19 @@ def _raise_site(scan: Scan, exc: ExceptionRecord) -> str:
     return " " + " ".join(words)
 
 
+def _asserted(scan: Scan, exc: ExceptionRecord) -> tuple[str, str, float, dict[str, Any]] | None:
+    """A bare AssertionError (no message) placed by its printed `assert ...` line in vLLM's mined asserts."""
+    if exc.short_type != "AssertionError" or exc.message.strip():
+        return None
+    try:
+        from triage.catalogue.infer import assert_place
+
+        return assert_place(scan, exc)
+    except Exception as e:  # like a broken rule: the plain fallback still answers
+        scan.warnings.append(f"assert lookup failed: {type(e).__name__}: {e}")
+        return None
+
+
 def unknown(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
     """No rule knows it: vLLM's own source may (the mined message catalogue, loaded only now)."""
     try:
@@ -223,7 +242,7 @@ def _cut(scan: Scan) -> Diagnosis | None:
     try:
         from triage.catalogue.infer import from_frames
 
-        return from_frames(scan)
+        return from_frames(scan, category_from_words, failure_words)
     except Exception as exc:
         scan.warnings.append(f"frame reading failed: {type(exc).__name__}: {exc}")
         return None
@@ -289,7 +308,8 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
         # What decides the category, surest first: the exception's type, its decisive words, where it
         # was raised, words that only hint; else it is unrecognised (a prior by type, said quietly).
         words = " ".join([exc.message] + [x.text.strip() for x in exc.extra]) + _raise_site(scan, exc)
-        cat, basis, conf = _decide(exc, words)
+        placed = _asserted(scan, exc)
+        cat, basis, conf = placed[:3] if placed is not None else _decide(exc, words)
         where = ""
         for fr in reversed(exc.frames):
             if "/vllm/" in fr.file:
@@ -302,8 +322,12 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
         phase = phase_of(exc.frames) if exc.frames else None
         if phase:
             facts["phase"] = phase
+        if placed is not None:
+            facts.update(placed[3])
         why = ([f"category {cat}: {'likely, ' if conf < WORDED_CONFIDENCE else ''}because {basis}"]
                if conf > UNDECIDED_CONFIDENCE else [])
+        if placed is not None and facts.get("releases_say"):
+            why.append(str(facts.pop("releases_say")))
         return Diagnosis(
             category=cat, signature="generic.unrecognized_exception", title=title, confidence=conf,
             evidence=evidence, explanation=why,

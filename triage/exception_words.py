@@ -44,6 +44,9 @@ for _names, _cat in [
 # Words that name the subsystem whatever raised them; earlier entries win.
 WORDS: list[tuple[tuple[str, ...], str]] = [
     (("invalid device ordinal",), "environment"),
+    # a compiled extension that does not link against what is installed (Linux ld.so, macOS dyld), even
+    # a kernel library's own: built against another torch
+    (("undefined symbol", "Symbol not found", "symbol lookup error"), "install_mismatch"),
     # the kernel's OOM killer (mm/oom_kill.c: "%s: Killed process %d (%s)" after "Out of memory" or
     # "Memory cgroup out of memory") and Kubernetes' OOMKilled: host RAM, before the GPU's "out of memory"
     (("Killed process", "oom-kill", "oom_kill", "OOMKilled", "Memory cgroup out of memory"), "environment"),
@@ -134,7 +137,7 @@ def failure_words(text: str) -> list[str]:
 # Subsystems a message's words name whatever code raised it: out of memory is out of memory in any module.
 # Other words (a quantization method, a tokenizer, a kernel library) are topical: code of one subsystem
 # often mentions another, so where the exception was raised counts for more.
-DECISIVE = ("gpu_oom", "cuda_driver", "environment", "distributed", "unsupported_gpu")
+DECISIVE = ("gpu_oom", "cuda_driver", "environment", "distributed", "unsupported_gpu", "install_mismatch")
 
 
 def decisive(category: str, why: str) -> bool:

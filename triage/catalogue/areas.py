@@ -14,6 +14,7 @@ from __future__ import annotations
 AREAS: list[tuple[str, str]] = [
     ("vllm/spec_decode/", "speculative_decoding"),
     ("vllm/v1/spec_decode/", "speculative_decoding"),
+    ("/spec_decode/", "speculative_decoding"),  # vllm/v1/worker/gpu/spec_decode/ (0.2x's model runner)
     ("vllm/config/speculative.py", "speculative_decoding"),
     ("vllm/model_executor/models/eagle", "speculative_decoding"),
     ("vllm/model_executor/models/medusa", "speculative_decoding"),
@@ -65,6 +66,7 @@ AREAS: list[tuple[str, str]] = [
     ("transformers/dynamic_module_utils.py", "model_support"),
     ("transformers/utils/import_utils.py", "install_mismatch"),
     ("vllm/distributed/", "distributed"),
+    ("vllm/utils/nccl.py", "distributed"),  # finding and loading libnccl (0.2x)
     ("vllm/executor/ray", "distributed"),
     ("vllm/v1/executor/ray", "distributed"),
     ("vllm/executor/multiproc", "distributed"),

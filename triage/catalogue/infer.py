@@ -10,6 +10,7 @@ Both rank between the hand rules (which win) and the plain fallback.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from triage.catalogue.areas import area_of, area_of_frames, category_for
@@ -208,11 +209,21 @@ def _native(scan: Scan, skip: set[int]) -> Diagnosis | None:
     return None
 
 
-def from_frames(scan: Scan) -> Diagnosis | None:
-    """A traceback the log ends inside: its frames still say where it died."""
+CONF_CUT_WORDED = 0.35  # a cut traceback whose frames say nothing, read by the failure line printed before it
+CUT_LOOKBACK = 40  # lines before a cut traceback where a library may have said what went wrong
+
+
+def from_frames(scan: Scan, words: Any = None, failed: Any = None) -> Diagnosis | None:
+    """A traceback the log ends inside: its frames still say where it died. When no frame is in code
+    the area map knows (a redacted path, plumbing only), a line printed just before it that says
+    something failed and names a subsystem (`words(exc_type, text)`: (category, why); `failed(text)`:
+    its failure words) decides, said as likely."""
     for tb in scan.cut_tracebacks:
         hit = area_of_frames([f.file for f in tb.frames])
         if hit is None:
+            worded = _worded_before(scan, tb, words, failed) if words is not None and failed is not None else None
+            if worded is not None:
+                return worded
             continue
         category, file = hit
         frame = next(f for f in reversed(tb.frames) if f.file == file)
@@ -234,12 +245,42 @@ def from_frames(scan: Scan) -> Diagnosis | None:
     return None
 
 
+def _worded_before(scan: Scan, tb: ExceptionRecord, words: Any, failed: Any) -> Diagnosis | None:
+    lines = [ln for ln in scan.lines if tb.line.no - CUT_LOOKBACK <= ln.no < tb.line.no]
+    for ln in reversed(lines):
+        t = ln.text.strip()
+        if not t or ln.level in ("INFO", "DEBUG") or t.startswith(("File ", "Traceback")) or not failed(t):
+            continue
+        worded = words("", t)
+        if worded is None:
+            continue
+        cat, why = worded
+        phase = phase_of(tb.frames) if tb.frames else None
+        during = f" during {phase}" if phase else ""
+        facts: dict[str, Any] = {"category_guessed_from": f"the failure printed before the cut traceback: {why}",
+                                 "category_decided": False}
+        if phase:
+            facts["phase"] = phase
+        return Diagnosis(
+            category=cat, signature="catalogue.cut_traceback",
+            title=f"Failed{during}; the error message is cut off, and before it: {_short(t)[:110]}",
+            confidence=CONF_CUT_WORDED, evidence=[Evidence(ln.no, ln.shown), Evidence(tb.line.no, tb.line.shown)],
+            facts=facts, explanation=[f"category {cat}: likely, because {why} in the line printed before the "
+                                      "traceback, whose frames name no subsystem"],
+            fix=Fix("The traceback ends before its exception line and its frames name no subsystem; the line "
+                    "printed before it says what failed. Capture the whole output (`vllm serve ... 2>&1 | tee "
+                    "vllm.log`) to see the message.", None),
+            first_line=ln.no)
+    return None
+
+
 def _module_of(file: str) -> str:
     p = file.replace("\\", "/")
-    for pkg in ("/vllm/", "/site-packages/", "/dist-packages/"):
-        if pkg in p:
-            rest = p.rsplit(pkg, 1)[-1]
-            return ("vllm/" + rest) if pkg == "/vllm/" else rest
+    # the last package marker wins: a checkout named vllm/ may hold a virtualenv's site-packages
+    pkg = max(("/vllm/", "/site-packages/", "/dist-packages/"), key=lambda k: p.rfind(k))
+    if pkg in p:
+        rest = p.rsplit(pkg, 1)[-1]
+        return ("vllm/" + rest) if pkg == "/vllm/" else rest
     return p.rsplit("/", 2)[-2] + "/" + p.rsplit("/", 1)[-1] if p.count("/") >= 2 else p
 
 
@@ -257,3 +298,84 @@ def _short(text: str) -> str:
 def _sig(module: str) -> str:
     m = module[:-3] if module.endswith(".py") else module
     return m.replace("/", ".")
+
+
+# ---- bare asserts -------------------------------------------------------------------------------
+
+CONF_ASSERT = 0.4  # the asserted expression is in code of one subsystem
+CONF_ASSERT_FRAMED = 0.45  # ... and the traceback's own frame is in that code
+ASSERT_LOOKBACK = 5  # lines above the AssertionError where its source line may be printed
+
+
+# An assert that a model's sizes (heads, experts, layers, ...) split evenly over a parallel size checks the
+# launch's tensor/pipeline/expert parallelism against the model, whatever module holds it (model code
+# mostly): `assert self.total_num_kv_heads % tp_size == 0`.
+PARALLEL_SPLIT_RE = re.compile(r"(?:head|expert|intermediate|hidden|layer|vocab|rank|output_size)\w*(?:\)|\])*\s*%\s*"
+                               r"\(?[\w.]*(?:tp|world_size|parallel|pp_size|ep_size|dp_size)\w*(?:\(\))?\)?\s*==\s*0")
+
+
+def assert_source(scan: Scan, exc: ExceptionRecord) -> Line | None:
+    """The `assert ...` source line printed above a bare AssertionError (under its last frame)."""
+    lines = scan.lines
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i] is exc.line:
+            for ln in reversed(lines[max(0, i - ASSERT_LOOKBACK):i]):
+                t = ln.text.strip()
+                if t.startswith("assert ") or t.startswith("assert("):
+                    return ln if ln.proc == exc.line.proc else None
+                if t.startswith("File "):  # the frame's header: its source line was not printed
+                    return None
+            return None
+    return None
+
+
+def assert_place(scan: Scan, exc: ExceptionRecord) -> tuple[str, str, float, dict[str, Any]] | None:
+    """(category, why, confidence, facts) for a bare AssertionError whose source line names an assert
+    of vLLM's own code (scripts/mine_asserts.py): the module holding it decides, the traceback's frames
+    pick among modules holding the same expression. None when the line is absent or unknown, or the
+    modules holding it are of several kinds."""
+    from triage.catalogue.asserts import expression, load
+
+    src = assert_source(scan, exc)
+    expr = expression(src.text) if src is not None else None
+    table = load() if expr else None
+    if src is None or expr is None or table is None:
+        return None
+    sites = table.sites(expr)
+    split = PARALLEL_SPLIT_RE.search(expr) is not None
+    if not sites:
+        if not split:
+            return None
+        # a release not mined (or a fork): the expression still says what it checks
+        return ("engine_config", f"the bare `assert {expr}` checks that the model's sizes split evenly over the "
+                "parallel ranks the launch asked for", CONF_ASSERT, {"assert": {"expression": expr}})
+    files = ["/" + f.file.replace("\\", "/").lstrip("/") for f in exc.frames]
+    # a frame header the traceback reader did not take (a paste without line numbers) still names the file
+    near = " ".join(ln.text for ln in scan.lines[max(0, scan.lines.index(src) - 3):scan.lines.index(src)])
+    framed = [s for s in sites if any(f.endswith("/" + s.module) for f in files)
+              or "/" + s.module.rsplit("/", 1)[-1] + '"' in near]
+    chosen = framed or sites
+    cats = {"engine_config" if split else category_for(s.module, expr, "AssertionError") for s in chosen}
+    cat = cats.pop() if len(cats) == 1 else None
+    if cat is None:
+        return None
+    order = table.releases
+    site = max(chosen, key=lambda s: (order.index(s.last), order.index(s.first)))
+    first = min((s.first for s in chosen), key=order.index)
+    last = max((s.last for s in chosen), key=order.index)
+    releases = first if first == last else f"{first}-{last}"
+    where = site.module if len(chosen) == 1 else f"{site.module} (and {len(chosen) - 1} more of its kind)"
+    why = (f"the bare `assert {expr}` (in {where}, vLLM {releases}) checks that the model's sizes split evenly "
+           "over the parallel ranks the launch asked for" if split else
+           f"the bare `assert {expr}` is in {where}, {cat} code (vLLM {releases})")
+    i, j = order.index(first), order.index(last)
+    facts = {"assert": {"expression": expr, "module": site.module, "modules": sorted(s.module for s in chosen)[:5],
+                        "first_release": first, "last_release": last, "newest_release": site.newest},
+             # the shape the upgrade advisor reads a mined message's releases from (upstream/advisor.py)
+             "catalogue": {"package": "vllm", "module": site.module, "kind": "AssertionError",
+                           "template": f"assert {expr}", "first_release": first, "last_release": last,
+                           "newest_release": site.newest, "absent_in": order[i - 1] if i > 0 else None,
+                           "gone_by": order[j + 1] if j + 1 < len(order) else None},
+             "source": f"asserted in {site.module} (vllm {releases})",
+             "releases_say": _release_words("vllm", last, site.newest)}
+    return cat, why, (CONF_ASSERT_FRAMED if framed else CONF_ASSERT), facts

@@ -36,7 +36,7 @@ MAX_CANDIDATES = 400
 
 class Template(Record):
     __slots__ = ("package", "module", "kind", "text", "first", "last", "newest", "pieces", "literal", "anchored",
-                 "longest")
+                 "longest", "open_end")
     _fields = __slots__
 
     def __init__(self, package: str, module: str, kind: str, text: str, first: str, last: str, newest: str,
@@ -53,6 +53,9 @@ class Template(Record):
         self.longest = max(self.pieces, key=len) if self.pieces else ""
         # the message begins with its own words (not a value, nor a lone quote before one)
         self.anchored = not text.startswith(hole) and bool(self.pieces) and len(self.pieces[0].strip("'\"` ")) >= 4
+        # the message ends with a value (`"Failed to import from vllm._C with %r"`): whatever follows its
+        # last piece on the line is that value, however long (a quoted exception, a path)
+        self.open_end = text.rstrip(" ").endswith(hole)  # (not rstrip(): it takes the hole for white space)
 
     @property
     def logged(self) -> bool:
@@ -158,9 +161,11 @@ def _match(t: Template, line: str) -> Match | None:
     generic = 0
     first_found = -1
     starts = False
+    whole = True  # every piece found whole, in order
     for piece in t.pieces:
         j = line.find(piece, pos)
         if j < 0:
+            whole = False
             # The line may end inside this piece (cut by a terminal or a paste, or the first line of a
             # message printed over several).
             tail = line[pos:].rstrip()
@@ -182,7 +187,8 @@ def _match(t: Template, line: str) -> Match | None:
     # of its own text than one found somewhere inside a longer line.
     if matched < MIN_MATCHED or matched - generic < (MIN_SPECIFIC_AT_START if starts else MIN_SPECIFIC):
         return None
-    if matched < LONG_ENOUGH and (share < PARTIAL_SHARE or matched < LINE_SHARE * len(line[first_found:].strip())):
+    end = pos if t.open_end and whole else len(line)  # an open end's value is not text the match must cover
+    if matched < LONG_ENOUGH and (share < PARTIAL_SHARE or matched < LINE_SHARE * len(line[first_found:end].strip())):
         return None
     return Match(t, matched, share)
 

@@ -25,7 +25,8 @@ from triage.logread.literal import literal_eval
 MAX_TEXT = 32 * 1024  # a quoted message longer than this is not decoded (a paste is short)
 MAX_LINES = 400
 # A JSON/dict key holding the message, and its string value (possibly cut off by the paste).
-_KEY_RE = lazy(r"""["']?(?:message|detail|msg|evalue)["']?\s*:\s*(?P<q>["'])(?P<s>(?:[^"'\\]|\\.|(?!(?P=q))["'])*)""",
+# (a quoted key may have lost its colon in the paste: `'message' 'max_tokens must be ...`)
+_KEY_RE = lazy(r"""(?:["'](?:message|detail|msg|evalue)["']\s*:?|(?:message|detail|msg|evalue)\s*:)\s*(?P<q>["'])(?P<s>(?:[^"'\\]|\\.|(?!(?P=q))["'])*)""",
                needles=("message", "detail", "msg", "evalue"))
 # One string of a JSON list on its own line: `  "\u001b[0;31mValueError\u001b[0m: msg",`
 _JSON_ITEM_RE = lazy(r'^\s*"(?P<s>(?:[^"\\]|\\.)*)",?\s*$', needles=('"',))
