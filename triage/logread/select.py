@@ -368,7 +368,7 @@ def _select_grep_stream(src: LogSource, grep: str, data: Iterable[bytes]) -> Sel
             lines += 1  # a last line without a newline still counts
         return int(state["bytes"]), lines  # type: ignore[arg-type]
 
-    sel = Selection(gen(), totals)
+    sel = Selection(gen(), totals, blocks=sel_blocks)
     return sel
 
 
