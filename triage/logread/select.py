@@ -202,7 +202,6 @@ def _which_grep() -> str | None:
 
 def _select_grep(src: LogSource, grep: str) -> Selection:
     import subprocess
-    import threading
 
     assert src.path is not None
     env = dict(os.environ, LC_ALL="C")
