@@ -414,7 +414,7 @@ def _grep_lines(fh, cuts: list[int] | None = None, exact=None,
             if at is not None:
                 off = int(m.group(3))
             line = raw[m.end():]
-            if m.group(2) == b":" and (exact is None or exact(line) is not None):  # a match
+            if m.group(2) == b":" and (exact is None or exact(line)):  # a match
                 hit = no
             elif no == hit + 1:
                 blank_after = not line.strip()
@@ -525,8 +525,8 @@ _GREP_PATTERN: tuple[str, object] | None = None
 
 
 def _grep_pattern() -> tuple[str, object]:
-    """(the pattern grep searches for, the check of each line it prints as a match, or None when that is
-    PREFILTER itself)."""
+    """(the pattern grep searches for, the check of each line it prints as a match: whether it holds one of
+    PREFILTER's words, or None when grep searches for PREFILTER itself)."""
     global _GREP_PATTERN
     if _GREP_PATTERN is None:
         lits = _prefilter_literals()
@@ -534,7 +534,12 @@ def _grep_pattern() -> tuple[str, object]:
             _GREP_PATTERN = (PREFILTER, None)
         else:
             keys = grep_keys([lit.decode() for lit in lits])
-            _GREP_PATTERN = ("|".join(keys), PREFILTER_RE.search)
+            words = tuple(lits)  # in PREFILTER's order: the common words ("Error", "WARN") are tried first
+
+            def exact(line: bytes) -> bool:
+                return any(map(line.__contains__, words))  # a few finds: cheaper than PREFILTER_RE
+
+            _GREP_PATTERN = ("|".join(keys), exact)
     return _GREP_PATTERN
 
 
