@@ -7,6 +7,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -59,6 +60,57 @@ def run_pair(base: list[str], cmd: list[str], repeat: int = 3) -> tuple[tuple[fl
             bw, bc, cw, cc = min(bw, w1), min(bc, c1), min(cw, w2), min(cc, c2)
             peak = max(peak, rss)
     return (bw, bc), (cw, cc, peak)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def _tree_rss_kb(root: int) -> int:
+    total, todo, seen = 0, [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        break
+        except OSError:
+            continue
+        todo += _children(pid)
+    return total
+
+
+class TreePeak:
+    """Samples the peak RSS of a process and its children every 10 ms on a thread, until stop()."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak = pid, 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._done.is_set():
+            self.peak = max(self.peak, _tree_rss_kb(self.pid))
+            time.sleep(0.01)
+
+    def stop(self) -> int:
+        """The peak, in KiB."""
+        self._done.set()
+        self._thread.join()
+        return self.peak
 
 
 NOISE = [

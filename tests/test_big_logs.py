@@ -116,3 +116,30 @@ def test_a_failed_grep_is_said_not_taken_for_a_healthy_log(tmp_path):
     rep = _report(big, env={"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
     assert rep["input"].get("truncated") is True
     assert any("grep stopped with status 2" in w for w in rep["warnings"])
+
+
+def test_a_grep_killed_midway_is_said(tmp_path):
+    """grep killed by a signal (the OOM killer, a user) before the end: a warning and input.truncated,
+    never a silent "no failure"."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    grep = fake / "grep"
+    grep.write_text("#!/bin/sh\nkill -9 $$\n")
+    grep.chmod(grep.stat().st_mode | stat.S_IXUSR)
+    big = make_log(tmp_path / "big.log", 2_000_000)
+    rep = _report(big, env={"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}"})
+    assert rep["input"].get("truncated") is True
+    assert any("grep stopped with status -9" in w for w in rep["warnings"])
+
+
+def test_a_piped_restart_loop_is_one_diagnosis_with_its_count(tmp_path):
+    one_start = (LOGS / "unseen" / "kv_cache_memory--gpt-oss-120b-util-05.log").read_bytes()
+    log = make_restart_loop_log(tmp_path / "loop.log", 300 * len(one_start))
+    data = log.read_bytes()
+    starts = data.count(b"vLLM API server version")
+    r = run_triage("--log", "-", "--json", "--offline", "--no-probe", input=data)
+    rep = json.loads(r.stdout)
+    top = rep["diagnoses"][0]
+    assert top["signature"] == "kv_cache.no_memory_for_blocks"
+    assert top["facts"]["repeated"]["count"] == starts
+    assert len({d["signature"] for d in rep["diagnoses"]}) == len(rep["diagnoses"])

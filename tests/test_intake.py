@@ -228,3 +228,39 @@ def test_small_file_selection_agrees_with_the_streaming_one(tmp_path_factory, li
     a, b = _select_small(open_source(str(p))), _select_python(src, chunks(src))
     assert list(a.lines) == list(b.lines)
     assert a.totals() == b.totals()
+
+
+def test_the_tuis_pipe_reader_keeps_the_collect_env_facts():
+    """The live TUI reads a pipe line by line (not through scan_source): the collect-env block kept aside
+    by its selection gives the same facts as the headless reader of the same stream."""
+    import os as _os
+    import threading
+
+    from triage.logread.scan import scan_source
+    from triage.logread.source import open_source
+    from triage.tui.intake import LiveLog
+
+    env = "\n".join(["Collecting environment information...", "PyTorch version              : 2.9.0+cu129",
+                     "CUDA used to build PyTorch   : 12.9", "GPU 0: NVIDIA GB10",
+                     "[pip3] flashinfer-python==0.5.2"]) + "\n"
+    head = "".join(f"(APIServer pid=7) INFO 02-14 10:12:{i % 60:02d} [loggers.py:127] Running: {i} reqs\n"
+                   for i in range(3000))
+    data = (head + env + "(APIServer pid=7) ERROR 02-14 10:13:00 [core.py:1] boom\n").encode()
+
+    def piped() -> int:
+        r, w = _os.pipe()
+
+        def write() -> None:
+            with _os.fdopen(w, "wb") as fh:
+                fh.write(data)
+
+        threading.Thread(target=write, daemon=True).start()
+        return r
+
+    live = LiveLog("-", piped(), spool=False)
+    tui = live.run().facts
+    headless = scan_source(open_source("-", piped())).facts
+    assert tui == headless
+    assert tui["cuda_version"] == "12.9"
+    assert tui["packages"]["flashinfer-python"] == "0.5.2"
+    assert tui["gpus"] == headless["gpus"] and tui["gpus"][0]["name"] == "NVIDIA GB10"

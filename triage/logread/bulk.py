@@ -241,6 +241,7 @@ class BulkReader:
         self.before = [b"", b""]  # the last two shapes of the previous chunk
         self.sep: bytes | None = None  # a shape that cuts a chunk into blocks (_feed_blocks)
         self.sep_wait = 0
+        self.block: bytes | None = None  # the most frequent block of the last chunk counted in blocks
         self.tb_pending: tuple[int, bytes] | None = None  # the last "Traceback" line, not read
         self.read_upto = 0  # the number of the last line read
         self.cut_lines = 0
@@ -434,6 +435,11 @@ class BulkReader:
                 parts.pop()  # the separator's line is the partial one
             else:
                 return 0
+        b0 = self.block
+        if b0 is not None:
+            # One object per distinct block: a block equal to the last chunk's is compared (memcmp), not
+            # hashed again (hashing each of a chunk's blocks costs more than reading it).
+            parts = [b0 if p == b0 else p for p in parts]
         blocks = collections.Counter(parts[1:])
         if len(parts) < 3 or len(blocks) * BLOCK_GAIN > len(parts):
             self.sep_wait = BLOCK_WAIT  # the blocks differ: not a loop, for now
@@ -477,9 +483,13 @@ class BulkReader:
         ctx.update(head_look[0])
         # the last two lines of each part (a part of one line: the line before it, then that line)
         tails = [(first[-2] if len(first) > 1 else self.before[-1], first[-1])]
-        for b in parts[1:]:
-            rows = lines[b]
-            tails.append((rows[-2], rows[-1]) if len(rows) > 1 else (tails[-1][1], rows[-1]))
+        ends = {b: (rows[-2], rows[-1]) for b, rows in lines.items() if len(rows) > 1}
+        if len(ends) == len(lines):  # every block has two lines at least: its own last two, looked up
+            tails += map(ends.__getitem__, parts[1:])
+        else:
+            for b in parts[1:]:
+                rows = lines[b]
+                tails.append((rows[-2], rows[-1]) if len(rows) > 1 else (tails[-1][1], rows[-1]))
         pairs = collections.Counter(zip(tails, parts[1:]))
         for ((p2, p1), b), m in pairs.items():
             got = look(p2, p1, b)
@@ -522,6 +532,7 @@ class BulkReader:
             if no > e[2]:
                 e[2] = no
         self.before = list(tails[-1])
+        self.block = max(blocks, key=blocks.__getitem__)
         if self.tb_keys:
             self._keep_head(base + n, chunk, tail)
         return n

@@ -283,14 +283,14 @@ def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
 
         if bulk.dense(src.path):  # type: ignore[arg-type]
             scan, sc, blocks = bulk.scan_whole(src)
-            return _finish_source(src, scan, sc, blocks)
+            return finish_source(src, scan, sc, blocks)
     elif use_grep is None and not src.is_plain_file:
         from triage.logread import bulk
 
         head, data = bulk.peek(chunks(src))  # a stream is judged by its head
         if bulk.dense_head(head):
             scan, sc, blocks = bulk.scan_whole(src, data)
-            return _finish_source(src, scan, sc, blocks)
+            return finish_source(src, scan, sc, blocks)
     sel = select(src, use_grep=use_grep, data=data)
     sc = Scanner(src.name)
     for no, raw in sel.lines:
@@ -299,10 +299,12 @@ def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:
     scan = sc.finish(nbytes, nlines)
     scan.warnings.extend(sel.warnings)
     scan.truncated = sel.truncated
-    return _finish_source(src, scan, sc, sel.blocks)
+    return finish_source(src, scan, sc, sel.blocks)
 
 
-def _finish_source(src: LogSource, scan: Scan, sc: Scanner, blocks: list[tuple[int, bytes]]) -> Scan:
+def finish_source(src: LogSource, scan: Scan, sc: Scanner, blocks: list[tuple[int, bytes]]) -> Scan:
+    """The facts of a pasted `vllm collect-env` block (few selectable words in it), read again from a file,
+    or from the copy a stream's reader kept aside (`blocks`): every reader ends here, the TUI's too."""
     if sc.collect_env_lines and src.path is not None:
         _read_collect_env(src, sc.collect_env_lines[0], scan)
     for first, data in blocks:  # the same block, kept aside while a stream went by

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from triage.logread import Scan, Scanner, scan_source
+from triage.logread.scan import finish_source
 from triage.logread.source import InputError, LogSource, open_source
 from triage.model import Report
 
@@ -61,6 +62,7 @@ class LiveLog:
         self.fed = 0  # selected lines fed so far (changes mean: worth diagnosing again)
         self.scan: Scan | None = None
         self._totals: Callable[[], tuple[int, int]] = lambda: (0, 0)
+        self._blocks: list[tuple[int, bytes]] = []  # collect-env blocks kept aside by a pipe's selection
 
     @property
     def is_pipe(self) -> bool:
@@ -82,6 +84,7 @@ class LiveLog:
 
                 sel = select(self.src)
                 self._totals = sel.totals
+                self._blocks = sel.blocks
                 for no, raw in sel.lines:
                     with self.lock:
                         self.scanner.feed(no, raw)
@@ -89,6 +92,9 @@ class LiveLog:
                 with self.lock:
                     scan = self.scanner.finish(*sel.totals())
                     scan.warnings.extend(sel.warnings)
+                    scan.truncated = sel.truncated
+                    # the collect-env block the selection kept aside: the headless reader's facts
+                    scan = finish_source(self.src, scan, self.scanner, sel.blocks)
         except InputError as exc:
             self.error = str(exc)
             with self.lock:
@@ -105,7 +111,10 @@ class LiveLog:
             return self.scan
         nbytes, nlines = self.totals()
         with self.lock:
-            return self.scanner.snapshot(nbytes, nlines)
+            snap = self.scanner.snapshot(nbytes, nlines)
+        if self._blocks:  # (rare: a pasted collect-env block) its facts, as the finished scan will have them
+            snap = finish_source(self.src, snap, self.scanner, list(self._blocks))
+        return snap
 
 
 class Reader:
