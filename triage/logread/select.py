@@ -45,6 +45,12 @@ PREFILTER = (
     "killed due to|memory usage threshold|marked dead|Check failed|discovered a bug|Illegal instruction|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
     "File \x1b"
+    # -- envi: a worker killed by a signal (executors' "died" lines, absl's and faulthandler's signal reports);
+    # installers' solver output (uv and conda print no error word)
+    "|died|received at time|Fatal Python|No solution found|unsatisfiable|No matching distribution"
+    # the platform vLLM picked (a CUDA call on a TPU/XPU/CPU machine is no missing GPU)
+    "|detected platform|PJRT_DEVICE"
+    # -- end envi
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a
