@@ -49,6 +49,12 @@ PREFILTER = (
     "File \x1b"
     # --- mcfg: the step a message-less failure came in (building the speculative-decoding drafter) ---
     "|drafter|EAGLE head|SpecDecodeWorker"
+    # -- envi: a worker killed by a signal (executors' "died" lines, absl's and faulthandler's signal reports);
+    # installers' solver output (uv and conda print no error word)
+    "|died|received at time|Fatal Python|No solution found|unsatisfiable|No matching distribution"
+    # the platform vLLM picked (a CUDA call on a TPU/XPU/CPU machine is no missing GPU)
+    "|detected platform|PJRT_DEVICE"
+    # -- end envi
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

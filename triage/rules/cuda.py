@@ -79,3 +79,39 @@ RULES = [
                    r"Unexpected error from cudaGetDeviceCount\(\)(?!.*Error 80[234])"],
          playbook="cuda-driver", confidence=0.75),
 ]
+
+
+# ---- Intel GPUs (XPU): the driver layer under torch's XPU build -----------------------------------------
+# torch-xpu reaches the GPU through SYCL and oneAPI's Unified Runtime (UR) over Level Zero. A failed runtime
+# call surfaces as a bare "UR error" (a SYCL exception without detail) or as "level_zero backend failed with
+# error: N (UR_RESULT_ERROR_...)": the Intel GPU driver stack (compute-runtime, level-zero) does not match the
+# runtime torch bundles, an older oneAPI sourced over it, or a GPU that hung (DEVICE_LOST).
+RULES += [
+    Rule(signature="xpu.runtime_error", category="cuda_driver",
+         title="The Intel GPU runtime failed a call ({what})",
+         fix="torch's XPU build could not drive the Intel GPU through Level Zero: update the Intel GPU driver "
+             "(intel-compute-runtime and level-zero) to the release the torch/IPEX XPU build was made for, do not "
+             "source an older oneAPI setvars.sh over the runtime torch bundles, and check that `sycl-ls` lists the GPU; "
+             "DEVICE_LOST means the GPU hung or reset (driver update, smaller batch, `dmesg` for i915/xe resets).",
+         patterns=[r"level_zero backend failed with error: \d+ \((?P<what>UR_RESULT_ERROR_(?!OUT_OF_DEVICE_MEMORY)\w+)\)",
+                   r"(?P<what>UR_RESULT_ERROR_DEVICE_LOST|UR_RESULT_ERROR_UNINITIALIZED|UR_RESULT_ERROR_ADAPTER_SPECIFIC)"],
+         facts=lambda m, line, scan: {"what": m.group("what")},
+         playbook="cuda-driver", confidence=0.8),
+    # A bare "UR error" (no result code) is what torch-xpu raises when the device cannot run a kernel at all; in
+    # vLLM threads that is mostly an integrated GPU the XPU build does not support (Iris Xe, UHD), less often a
+    # driver older than the build.
+    Rule(signature="xpu.ur_error", category="unsupported_gpu",
+         title="The Intel GPU could not run vLLM's XPU kernels (UR error)",
+         fix="vLLM's XPU backend supports Intel Arc (Alchemist, Battlemage), Data Center GPU Max/Flex and recent Core "
+             "Ultra graphics; older integrated GPUs (Iris Xe, UHD) fail with a bare UR error: use a supported GPU or "
+             "vLLM's CPU backend. On a supported GPU, update the Intel GPU driver (intel-compute-runtime, level-zero) "
+             "to the release the torch XPU build needs and check that `sycl-ls` lists the GPU.",
+         patterns=[r"RuntimeError: UR error\s*$", r"^UR error\s*$"],
+         playbook="unsupported-gpu", confidence=0.6),
+    Rule(signature="xpu.out_of_memory", category="gpu_oom",
+         title="The Intel GPU (XPU) ran out of memory",
+         fix="Lower --gpu-memory-utilization, --max-model-len or --max-num-seqs, use a smaller or quantized model, "
+             "or spread it over more GPUs with --tensor-parallel-size.",
+         patterns=[r"XPU out of memory", r"UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"],
+         playbook="gpu-oom", confidence=0.85),
+]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from triage.logread.scan import Scan
-from triage.model import Diagnosis
+from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, not_in_passing
 
 NODE_REQ_RE = re.compile(r"'node:(?P<ip>[\d.]+|[0-9a-fA-F:]+)': ?0\.001")
@@ -189,3 +189,87 @@ RAY_MISSING: Rule = Rule(
 RULES += [
     RAY_MISSING,
 ]
+
+
+# ---- a worker process killed by a signal --------------------------------------------------------------
+# vLLM's executors report a dead worker with its exit code (V0 multiproc_worker_utils: "Worker %s pid %s died,
+# exit code: %s"; V1 multiproc_executor 0.3x: "Worker proc %s died unexpectedly (exit code: %s)"; v1/utils:
+# "Process %s (PID: %s) died with exit code %s"); a shell or container runtime says 128+N; Python's faulthandler
+# and absl's failure-signal handler (Ray workers) name the signal. -N is signal N. SIGKILL is the host's OOM killer
+# (environment.host_oom_killed); the crash signals say a native library in the worker crashed, and the frames
+# printed with them (absl's "PC: @ ... <symbol>", a backtrace, a faulthandler stack) say which one.
+EXIT_CODE_RE = re.compile(r"(?:Worker \S+ pid \d+ died, exit code: |died unexpectedly \(exit code: |"
+                          r"\(PID: \d+\) died with exit code |exited with code |died \()(?P<code>-?\d+)")
+SIGNAL_RE = re.compile(r"\*\*\* (?P<sig>SIG[A-Z]+) received at time=|Fatal Python error: (?P<py>Segmentation fault|"
+                       r"Bus error|Aborted|Floating point exception|Illegal instruction)|<Signals\.(?P<enum>SIG[A-Z]+):"
+                       r"|^(?P<shell>Segmentation fault|Aborted|Bus error)(?: \(core dumped\))?\s*$")
+DIED_RE = re.compile(r"Worker proc \S+ died unexpectedly|Engine core proc \S+ died unexpectedly|"
+                     r"RayWorkerProc rank=\S+ died unexpectedly|ChildProcessError: worker died")
+SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
+PY_SIGNALS = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT",
+              "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
+# Where the crash happened, from the symbols and files printed around it.
+NCCL_SITE_RE = re.compile(r"libnccl|\bnccl[A-Z]\w*|addProxyOp|pynccl|custom_all_reduce|ProcessGroupNCCL|\bncclProxy")
+
+
+def _signal_of(text: str) -> tuple[str | None, int | None]:
+    m = EXIT_CODE_RE.search(text)
+    if m:
+        code = int(m.group("code"))
+        num = -code if code < 0 else code - 128 if 128 < code < 160 else None
+        return (SIGNALS.get(num) if num else None), code
+    m = SIGNAL_RE.search(text)
+    if m:
+        sig = m.group("sig") or m.group("enum") or PY_SIGNALS.get(m.group("py") or m.group("shell") or "")
+        return sig, None
+    return None, None
+
+
+def _worker_crashed(scan: Scan) -> Diagnosis | None:
+    sig: str | None = None
+    code: int | None = None
+    hits = []
+    for ln in scan.lines:
+        s, c = _signal_of(ln.text)
+        if s or c is not None or DIED_RE.search(ln.text):
+            hits.append(ln)
+            if s and sig in (None, "SIGTERM"):
+                sig, code = s, c
+    if not hits or sig in ("SIGKILL", "SIGILL"):  # the host OOM rule's and the CPU-instruction table's
+        return None
+    nccl = next((ln for ln in scan.lines if NCCL_SITE_RE.search(ln.text)
+                 and not ln.text.lstrip().startswith(("INFO", "DEBUG")) and "vLLM is using nccl" not in ln.text), None)
+    if nccl is None and sig != "SIGBUS" and any(e.frames for e in scan.exceptions + scan.cut_tracebacks):
+        return None  # the stack printed with the crash (faulthandler's) names its site better than a guess
+    named = sig or (f"exit code {code}" if code is not None else "no exit status")
+    if nccl is not None and sig not in (None, "SIGTERM"):
+        title, conf = f"A worker process crashed inside NCCL ({named})", 0.75
+        fix = ("A worker died of a signal in NCCL's native code while setting up or running GPU communication: run "
+               "with NCCL_DEBUG=INFO to see the transport it chose, try NCCL_P2P_DISABLE=1 / NCCL_IB_DISABLE=1 (and "
+               "--disable-custom-all-reduce) to find the failing path, and make every node run the same NCCL; on "
+               "virtual GPUs (vGPU) peer-to-peer and NVLink paths are often missing.")
+    elif sig == "SIGBUS":
+        title, conf = "A worker process died of SIGBUS (bus error: usually /dev/shm too small)", 0.6
+        fix = ("A bus error in a worker nearly always means the shared memory it maps ran out: run the container "
+               "with --ipc=host or --shm-size=16g (Kubernetes: an emptyDir with medium Memory at /dev/shm).")
+    else:
+        title = f"A worker process died ({named}); the cause is in that worker's own output"
+        conf = 0.45 if sig in ("SIGSEGV", "SIGABRT", "SIGFPE") else 0.35
+        fix = ("The executor only saw the worker vanish. Find the worker's own last lines (its rank's traceback, a "
+               "'Fatal Python error' stack, dmesg for segfaults or OOM kills). A segfault during start-up with "
+               "several GPUs is most often in NCCL or the custom all-reduce: retry with --disable-custom-all-reduce "
+               "and NCCL_DEBUG=INFO; with one GPU, retry with --enforce-eager to rule out graph capture.")
+    ev = [Evidence(ln.no, ln.shown) for ln in hits[:4]]
+    if nccl is not None and conf >= 0.75:
+        ev.append(Evidence(nccl.no, nccl.shown))
+    return Diagnosis(category="distributed", signature="distributed.worker_crashed", title=title,
+                     confidence=conf, evidence=ev, facts={"signal": sig, "exit_code": code},
+                     fix=Fix(fix, "distributed"), first_line=hits[0].no)
+
+
+WORKER_CRASHED: Rule = Rule(
+    signature="distributed.worker_crashed", category="distributed",
+    title="A worker process died of a signal", fix="",
+    playbook="distributed", confidence=0.75, secondary=True, check=lambda scan, env: _worker_crashed(scan))
+
+RULES += [WORKER_CRASHED]

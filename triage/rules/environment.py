@@ -94,11 +94,75 @@ UNSUPPORTED_PLATFORM: Rule = Rule(
     title="vLLM does not support this platform ({detail})",
     fix="vLLM's CUDA build needs Linux x86_64/aarch64 with an NVIDIA GPU: use WSL2/Linux or the matching "
         "platform build (CPU, ROCm, XPU).",
-    patterns=[r"(?P<detail>vLLM only supports Linux platform)", r"(?P<detail>Unsupported platform[^.]*)"],
+    patterns=[r"(?P<detail>vLLM only supports Linux platform)", r"(?P<detail>Unsupported platform[^.]*)",
+              # a container image built for another CPU architecture (docker's warning; the kernel refusing it)
+              r"The requested image's platform \((?P<detail>[\w/]+)\) does not match the detected host platform",
+              r"exec (?:/\S+: )?(?P<detail>exec format error)"],
     playbook="environment", confidence=0.85, check=lambda scan, env: _unsupported_platform(scan))
 
-RULES = [
-    Rule(signature="environment.no_gpu_visible", category="environment",
+# vLLM's platform detection (vllm/platforms/__init__.py, every release) ends in "No platform detected" /
+# "Failed to infer device type" / an empty device string whenever no platform plugin accepts the machine.
+# A GPU missing from the container is one cause; a vLLM build that cannot run here is the other, and the same
+# log then says so: the package metadata missing (vllm_version_matches_substr's warning, which makes the
+# CUDA and CPU plugins fail), or vllm._C failing to load its CUDA runtime.
+DETECTION_FAILED_RE = re.compile(r"No platform detected|Failed to infer device type|Device string must not be empty")
+BUILD_SIGNS_RE = re.compile(
+    r"The vLLM package was not found, so its version could not be inspected"
+    # (libcuda / NVML missing is the driver's absence, environment.no_gpu_visible's case)
+    r"|Failed to import from vllm\._C with (?:ImportError|ModuleNotFoundError|OSError)\((?!['\"](?:libcuda\.so|libnvidia))"
+    r"|No module named 'vllm\._C'"
+    r"|lib(?:cudart|cublas|cublasLt|nvrtc|nvJitLink|amdhip64|rocblas|hipblas)\S*\.so[\w.]*: cannot open shared object file"
+    r"|_C\.\S*\.so: undefined symbol")
+
+
+def build_explains_no_platform(scan: Scan):
+    """(the detection line, the line showing the vLLM build cannot run here), or None."""
+    failed = next((ln for ln in scan.lines if DETECTION_FAILED_RE.search(ln.text)), None)
+    if failed is None:
+        return None
+    sign = next((ln for ln in scan.lines if BUILD_SIGNS_RE.search(ln.text)), None)
+    return None if sign is None else (failed, sign)
+
+
+# vLLM picked another accelerator (platforms/__init__.py, "Automatically detected platform tpu."; torch_xla's
+# "libtpu.so and TPU device found. Setting PJRT_DEVICE=TPU."): a CUDA call then is a CUDA-only code path, not a
+# GPU missing from a container.
+OTHER_PLATFORM_RE = re.compile(r"(?:Automatically )?detected platform (?P<p>tpu|xpu|hpu|neuron)\b"
+                               r"|Setting PJRT_DEVICE=(?P<pj>TPU)|libtpu\.so and (?P<lt>TPU) device found")
+CUDA_ASKED_RE = re.compile(r"Torch not compiled with CUDA enabled|No CUDA GPUs are available")
+
+
+def _other_platform(scan: Scan) -> str | None:
+    for ln in scan.lines:
+        m = OTHER_PLATFORM_RE.search(ln.text)
+        if m:
+            return (m.group("p") or m.group("pj") or m.group("lt")).upper()
+    return None
+
+
+def _no_gpu_visible(scan: Scan) -> Diagnosis | None:
+    d = NO_GPU_VISIBLE.match_lines(scan)
+    if d is not None and d.facts.get("detail") and CUDA_ASKED_RE.search(str(d.facts["detail"])):
+        plat = _other_platform(scan)
+        if plat is not None:
+            return Diagnosis(
+                category="environment", signature="environment.unsupported_platform",
+                title=f"A CUDA-only code path was reached on a {plat} machine ({d.facts['detail']})",
+                confidence=0.75, evidence=d.evidence, facts={"detail": f"CUDA-only code on {plat}", "platform": plat},
+                fix=Fix(f"vLLM runs on its {plat} backend here, and this model, feature or option calls CUDA directly, "
+                        f"which the {plat} backend does not provide: check the {plat} backend's supported models and "
+                        "features for this vLLM release (and its platform plugin, e.g. tpu-inference), drop the "
+                        "CUDA-only option, or run on a GPU.", "environment"),
+                first_line=d.first_line)
+    if d is None or build_explains_no_platform(scan) is None:
+        return d
+    # only detection lines as evidence: the install rule (install.platform_build_mismatch) names the cause
+    rest = [e for e in d.evidence
+            if not DETECTION_FAILED_RE.search(next((ln.text for ln in scan.lines if ln.no == e.line), ""))]
+    return d if rest else None
+
+
+NO_GPU_VISIBLE: Rule = Rule(signature="environment.no_gpu_visible", category="environment",
          title="No GPU is visible to vLLM ({detail})",
          fix="Inside a container the GPUs must be passed through: install nvidia-container-toolkit and run with "
              "`--gpus all` (or `--runtime nvidia`); check `nvidia-smi` inside the container and CUDA_VISIBLE_DEVICES.",
@@ -117,8 +181,17 @@ RULES = [
                    r"(?P<detail>No platform detected), vLLM is running on UnspecifiedPlatform",
                    r"(?P<detail>libcuda\.so(?:\.1)?: cannot open shared object file)",
                    r"(?P<detail>NVML Shared Library Not Found)", r"(?P<detail>NVMLError_LibraryNotFound)",
-                   r"(?P<detail>NVMLError_DriverNotLoaded|NVML.{0,20}Driver Not Loaded)"],
-         playbook="environment", confidence=0.9),
+                   r"(?P<detail>NVMLError_DriverNotLoaded|NVML.{0,20}Driver Not Loaded)",
+                   # cudaErrorNoDevice (100) as torch's c10/cuda prints it; torch 2.6+'s accelerator API
+                   r"(?P<detail>no CUDA-capable device is detected)",
+                   r"(?P<detail>Cannot access accelerator device when none is available)",
+                   r"Failed to initialize NVML: (?P<detail>Insufficient Permissions)",
+                   # Kubernetes' scheduler: no node has a free GPU for the pod
+                   r"(?P<detail>\d+ Insufficient (?:nvidia\.com|amd\.com|gpu\.intel\.com)/\w+)"],
+         playbook="environment", confidence=0.9, check=lambda scan, env: _no_gpu_visible(scan))
+
+RULES = [
+    NO_GPU_VISIBLE,
     Rule(signature="environment.nvml_invalid_device", category="environment",
          title="NVML rejected a GPU index: this process sees a GPU that does not exist for it",
          fix="The process asked NVML for a device index it cannot see (CUDA_VISIBLE_DEVICES / Ray placement "
@@ -147,7 +220,9 @@ RULES = [
          title="The process was killed (likely the host's out-of-memory killer)",
          fix="Host RAM ran out (loading weights, or many workers): check `dmesg | grep -i oom`, add swap/RAM, lower "
              "--swap-space / --cpu-offload-gb, or limit workers; in Kubernetes raise the memory limit.",
-         patterns=[r"^Killed\s*$", r"died with <Signals\.SIGKILL: 9>", r"exit code -9\b", r"exited with code 137",
+         patterns=[r"^Killed\s*$", r"died with <Signals\.SIGKILL: 9>", r"exit code:? -9\b", r"exited with code 137",
+                   # vLLM's executors on a worker killed by SIGKILL (V0 ChildProcessError, v1/utils)
+                   r"worker died \(-9\)", r"died with exit code -9\b",
                    # the kernel's OOM killer, whole-host and cgroup (mm/oom_kill.c, "Memory cgroup out of memory: ...")
                    r"[Oo]ut of memory: Killed process",
                    # Ray's raylet and memory monitor (C++ strings of every 2.x raylet): a worker killed for host RAM
@@ -229,4 +304,26 @@ RULES += [
              "error.",
          patterns=[r"Failed to initialize NVML: Unknown Error", r"NVMLError_Unknown"],
          playbook="environment", confidence=0.85),
+]
+
+RULES += [
+    # cudaErrorECCUncorrectable / the kernel driver's Xid reports: the GPU itself failed, not the software on it
+    Rule(signature="environment.gpu_hardware_fault", category="environment",
+         title="The GPU reported a hardware fault ({detail})",
+         fix="The GPU (or its link) failed underneath vLLM: check `nvidia-smi -q -d ECC,PAGE_RETIREMENT` and `dmesg | grep "
+             "-i xid`, reset the GPU (`nvidia-smi -r`) or reboot the node, and take a GPU that keeps failing out of "
+             "service (a retired-pages / row-remapping failure needs a reset; a GPU fallen off the bus, the hardware "
+             "team).",
+         patterns=[r"(?P<detail>uncorrectable ECC error encountered)", r"(?P<detail>cudaErrorECCUncorrectable)",
+                   r"(?P<detail>GPU has fallen off the bus)", r"(?P<detail>NVRM: Xid \(PCI:[^)]*\): (?:48|62|74|79|92|94|95|119|120)\b)",
+                   r"(?P<detail>NVMLError_GpuIsLost|GPU is lost)"],
+         playbook="environment", confidence=0.85),
+    # cudaErrorLaunchTimeout: the display driver's watchdog (a GPU that also drives a screen, Windows/WSL TDR)
+    Rule(signature="environment.gpu_watchdog_timeout", category="environment",
+         title="A GPU kernel was stopped by the display driver's watchdog (launch timed out)",
+         fix="This GPU also drives a display (or runs under Windows/WSL, whose TDR watchdog stops long kernels): run "
+             "vLLM on a GPU without a display, raise the Windows TdrDelay, or reduce --max-num-batched-tokens so "
+             "that single kernels finish sooner.",
+         patterns=[r"the launch timed out and was terminated", r"cudaErrorLaunchTimeout", r"CUDA_ERROR_LAUNCH_TIMEOUT"],
+         playbook="environment", confidence=0.75),
 ]

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import re
 
+from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
-from triage.rules.environment import native_windows
+from triage.rules.environment import build_explains_no_platform, native_windows
+from triage.rules.vendor import vendor
 
 
 def _torch_cuda(scan) -> str | None:
@@ -148,3 +151,175 @@ RULES += [
          patterns=[r"Tried to instantiate class '_core_C\.\w+', but it does not exist"],
          playbook="install-mismatch", confidence=0.9),
 ]
+
+
+# ---- package installers: pip's resolver, uv's solver, conda's -------------------------------------------
+# What pip / uv / conda print when the environment cannot hold the versions a package pins. vLLM pins
+# torch (and torchvision, xformers, flashinfer...) exactly, so this is how most version mismatches first
+# show; the vllm-and-torch pair has a rule of its own above (install.torch_version_pin).
+
+def _conflict_facts(m, line, scan) -> dict:
+    """The pinning package and what it wants, from pip's "<pkg> <ver> requires <req>, but you have <have>"."""
+    g = m.groupdict()
+    out: dict = {}
+    for ln in scan.lines:
+        mm = PIP_REQUIRES_RE.search(ln.text)
+        if mm:
+            g = mm.groupdict()
+            break
+    if g.get("pkg") and g.get("req"):
+        out["conflict"] = f"{g['pkg']} {g.get('ver') or ''} requires {g['req'].strip()}".replace("  ", " ")
+        if g.get("have"):
+            out["conflict"] += f", installed: {g['have'].strip()}"
+    out["detail"] = out.get("conflict") or "the installer found no set of versions that satisfies every requirement"
+    return out
+
+
+PIP_REQUIRES_RE = re.compile(r"(?P<pkg>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])?) (?P<ver>\d[\w.+\-!]*) requires "
+                             r"(?P<req>[^,]{1,120}), but you have (?P<have>[^,]{1,120}?) which is incompatible")
+
+RULES += [
+    Rule(signature="install.dependency_conflict", category="install_mismatch",
+         title="The installer reports conflicting package versions ({detail})",
+         fix="Two packages pin versions that cannot coexist (vLLM pins torch and its companions exactly): install "
+             "vLLM into a fresh virtual environment first and let it choose torch, then add the other packages "
+             "without reinstalling torch; do not install packages vLLM bundles (vllm-flash-attn) separately; with "
+             "a vendor image (NGC, vllm-ascend, ROCm) use the vLLM build made for that image.",
+         facts=_conflict_facts,
+         patterns=[PIP_REQUIRES_RE.pattern,
+                   # pip 20.3+ (src/pip/_internal/operations/check.py, resolution/resolvelib/factory.py)
+                   r"pip's dependency resolver does not currently take into account all the packages that are installed",
+                   r"Cannot install .{1,300} because these package versions have conflicting dependencies",
+                   r"ResolutionImpossible",
+                   # uv (its pubgrub report), conda and mamba
+                   r"No solution found when resolving dependencies", r"your requirements are unsatisfiable",
+                   r"we can conclude that .{1,300} (?:are|is) incompatible",
+                   r"UnsatisfiableError: The following specifications were found", r"LibMambaUnsatisfiableError",
+                   r"Could not solve for environment specs"],
+         # secondary: pip prints the conflict and carries on; a failure after it is what stopped the launch
+         playbook="install-mismatch", confidence=0.7, secondary=True),
+    Rule(signature="install.no_matching_distribution", category="install_mismatch",
+         title="The installer cannot find {req} for this Python / platform / index",
+         fix="No published build of {req} fits this interpreter and index: check the Python version (vLLM wheels "
+             "need a Python its release supports, Linux x86_64/aarch64), the index URL (+cuXXX, ROCm, XPU and TPU "
+             "builds live on their own indexes; dated nightly pins disappear from them), or pin a released version.",
+         patterns=[r"Could not find a version that satisfies the requirement (?P<req>\S+)",
+                   r"No matching distribution found for (?P<req>\S+)",
+                   # uv: "Because there is no version of torch==2.6.0.dev... and ..."
+                   r"Because there is no version of (?P<req>\S+)",
+                   r"Because (?P<req>\S+) was not found in the package registry",
+                   # conda
+                   r"PackagesNotFoundError: The following packages are not available from current channels(?P<req>)"],
+         facts=lambda m, line, scan: {"req": (m.group("req") or "a package").rstrip(",.")},
+         playbook="install-mismatch", confidence=0.8),
+]
+
+
+def _platform_build_mismatch(scan: Scan) -> Diagnosis | None:
+    """vLLM found no platform, and the same log shows why: this vLLM build cannot run here."""
+    hit = build_explains_no_platform(scan)
+    if hit is None:
+        return None
+    failed, sign = hit
+    t = sign.text
+    if "package was not found" in t:
+        what = "vLLM is imported without its package metadata (a source tree or a copied folder, not an installed package)"
+        fix = ("vLLM reads its own installed version to pick the platform; here Python imports a vllm folder that pip "
+               "never installed (a checkout on PYTHONPATH, a manual copy). Install vLLM as a package (`pip install vllm` "
+               "or `pip install -e .` in the checkout, built for this machine's GPU) and run from outside the source tree.")
+    else:
+        cuda_on_amd = vendor(scan) == "amd" and re.search(r"libcu|cuda", t, re.I) is not None
+        what = ("a CUDA build of vLLM on an AMD (ROCm) machine" if cuda_on_amd
+                else "vLLM's compiled extension cannot load on this machine")
+        fix = ("The installed vLLM was built for another platform or CUDA than this machine has (its vllm._C fails to "
+               "load, so no platform plugin accepts the machine): install the vLLM build for this hardware (the ROCm "
+               "build or image on AMD GPUs, the XPU build on Intel, the CPU build without a GPU, the +cuXXX wheel "
+               "matching torch's CUDA on NVIDIA) into a clean environment.")
+    return Diagnosis(
+        category="install_mismatch", signature="install.platform_build_mismatch",
+        title=f"vLLM found no platform: {what}",
+        confidence=0.92, evidence=[Evidence(sign.no, sign.shown), Evidence(failed.no, failed.shown)],
+        facts={"detail": what}, fix=Fix(fix, "install-mismatch"), first_line=min(sign.no, failed.no))
+
+
+PLATFORM_BUILD_MISMATCH: Rule = Rule(
+    signature="install.platform_build_mismatch", category="install_mismatch",
+    title="vLLM found no platform: this vLLM build cannot run here", fix="",
+    playbook="install-mismatch", confidence=0.92, check=lambda scan, env: _platform_build_mismatch(scan))
+
+RULES += [PLATFORM_BUILD_MISMATCH]
+
+
+# ---- Python-level API mismatches: code written for another release of torch / numpy / vLLM ---------------
+# "cannot import name", "module ... has no attribute", a missing submodule: the importing code and the
+# installed package come from different releases (vLLM pins torch exactly; a plugin or a model's remote code
+# is built for one vLLM release; NumPy 2 removed aliases). Kernel libraries are kernels.library_api_mismatch's.
+API_MODULES = r"(?:torch|torchvision|torchaudio|xformers|numpy|vllm)"
+
+
+def _api_facts(m, line, scan) -> dict:
+    mod = m.group("mod")
+    pkg = mod.split(".")[0]
+    name = m.groupdict().get("name") or ""
+    what = f"{mod}.{name}" if name else mod
+    return {"what": what, "package": pkg}
+
+
+RULES += [
+    Rule(signature="install.module_api_mismatch", category="install_mismatch",
+         title="The installed {package} does not have {what}: code and package come from different releases",
+         fix="The code that imports {what} was written for another {package} release than the one installed: install "
+             "the {package} version this vLLM release pins (reinstall vLLM into a clean environment and do not upgrade "
+             "torch/numpy afterwards), and use plugins (vllm-ascend, LMCache, ...) built for the same vLLM release; "
+             "after a partial upgrade, remove stale vllm files and reinstall.",
+         patterns=[rf"cannot import name '(?P<name>\w+)' from '(?P<mod>{API_MODULES}(?:\.[\w.]+)?)'",
+                   rf"module '(?P<mod>{API_MODULES}(?:\.[\w.]+)?)' has no attribute '(?P<name>\w+)'",
+                   # (vllm._C & co are compiled parts, vllm.vllm_flash_attn a kernel: other rules' cases)
+                   r"No module named '(?P<mod>(?:torch|torchvision)\.[\w.]+|vllm\.(?!_|vllm_flash_attn)[\w.]+)'"],
+         facts=_api_facts, playbook="install-mismatch", confidence=0.8),
+]
+
+
+# ---- building from source: pip fell back to an sdist (no wheel for this Python/platform) and the build failed ---
+KERNEL_PACKAGES = ("flash-attn", "flash_attn", "flashinfer", "deep_gemm", "deep-gemm", "flashmla")
+
+
+def _build_facts(m, line, scan) -> dict:
+    pkg = (m.groupdict().get("pkg") or "").strip("'\",.")
+    if not pkg:
+        for ln in scan.lines:
+            mm = BUILD_PKG_RE.search(ln.text)
+            if mm:
+                pkg = mm.group("pkg").strip("'\",.")
+                break
+    return {"pkg": pkg or "a package", "pkg_suffix": f" ({pkg})" if pkg else ""}
+
+
+BUILD_PKG_RE = re.compile(r"(?:Failed building wheel for|Failed to build|Could not build wheels for|"
+                          r"Building wheel for) (?P<pkg>[\w.\-]+)")
+
+
+def _build_failed(scan: Scan) -> Diagnosis | None:
+    d = BUILD_FAILED.match_lines(scan)
+    if d is None:
+        return None
+    if any(k in str(d.facts.get("pkg", "")).lower() for k in KERNEL_PACKAGES):
+        d.category = "kernel_library"  # a kernel library's own build: that area's playbook fits better
+    return d
+
+
+BUILD_FAILED: Rule = Rule(
+    signature="install.build_failed", category="install_mismatch",
+    title="Building a package from source failed{pkg_suffix}",
+    fix="pip found no prebuilt wheel for this Python / platform / CUDA and compiled {pkg} from source, which failed: "
+        "use a Python and platform the release publishes wheels for (vLLM: Linux x86_64/aarch64, its supported "
+        "Python versions), install the prebuilt wheel for your CUDA from the project's index, or install the full "
+        "toolchain the build needs (CUDA toolkit matching torch's CUDA with CUDA_HOME set, a supported GCC).",
+    facts=_build_facts,
+    patterns=[r"Failed building wheel for (?P<pkg>[\w.\-]+)", r"Could not build wheels for (?P<pkg>[\w.\-]+)",
+              r"Failed to build (?P<pkg>[\w.\-]+)(?: [\w.\-]+)*\s*$",
+              # torch.utils.cpp_extension's build of an extension
+              r"Error compiling objects for extension(?P<pkg>)"],
+    playbook="install-mismatch", confidence=0.7, check=lambda scan, env: _build_failed(scan))
+
+RULES += [BUILD_FAILED]
