@@ -479,10 +479,12 @@ BACKEND_REFUSAL_RE = lazy(rf"(?:{BACKEND_NAME}(?: backend)?\W{{0,3}}(?:\w+\W+){{
 # the selector's fallback notes, CUDA-graph modes, the sampler's fallback.
 BACKEND_REFUSAL_NOT = lazy(r"or newer|compute capability|Ampere GPUs|GPUs with sm|No module named|not installed|"
                            r"package is not found|pip install|Cannot use|[Ff]alling back|fall back|CUDAGraphMode|"
-                           r"No valid attention backend|Selected backend|is not valid|sampler|top-p|top-k",
+                           r"No valid attention backend|Selected backend|is not valid|sampler|top-p|top-k|"
+                           # FlashInfer's and others' MoE / GEMM kernels share the backend's name
+                           r"MoE|[Mm]oe|[Ee]xperts|GEMM|gemm",
                            needles=("newer", "capability", "Ampere", "sm", "module", "installed", "found", "pip",
                                     "Cannot", "alling back", "fall back", "CUDAGraphMode", "valid", "Selected",
-                                    "sampler", "top-"))
+                                    "sampler", "top-", "MoE", "oe", "xperts", "GEMM", "gemm"))
 FRAGMENT_LINES = 40  # an input this short is a paste, whose bare lines may be the message
 
 
