@@ -264,3 +264,43 @@ def test_the_tuis_pipe_reader_keeps_the_collect_env_facts():
     assert tui["cuda_version"] == "12.9"
     assert tui["packages"]["flashinfer-python"] == "0.5.2"
     assert tui["gpus"] == headless["gpus"] and tui["gpus"][0]["name"] == "NVIDIA GB10"
+
+
+def test_the_tuis_pipe_reader_reads_a_dense_pipe_as_the_headless_reader_does(tmp_path):
+    """A fast pipe full of errors is read by the TUI in whole chunks, as the headless reader reads it
+    (bulk), chunk by chunk as it arrives: the same lines, repeats, facts and totals."""
+    import os as _os
+    import sys as _sys
+    import threading
+    from pathlib import Path as _Path
+
+    _sys.path.insert(0, str(_Path(__file__).resolve().parent.parent / "bench"))
+    from _common import make_error_dense_log
+
+    from triage.logread.scan import scan_source
+    from triage.logread.source import open_source
+    from triage.tui.intake import LiveLog
+
+    data = make_error_dense_log(tmp_path / "dense.log", 6_000_000).read_bytes()
+
+    def piped(step: int) -> int:
+        r, w = _os.pipe()
+
+        def write() -> None:
+            with _os.fdopen(w, "wb") as fh:
+                for i in range(0, len(data), step):
+                    fh.write(data[i:i + step])
+                    fh.flush()
+
+        threading.Thread(target=write, daemon=True).start()
+        return r
+
+    headless = scan_source(open_source("-", piped(1 << 20)))
+    live = LiveLog("-", piped(50_000), spool=False)
+    tui = live.run()
+    assert live.fed > 0
+    assert [(ln.no, ln.text) for ln in tui.lines] == [(ln.no, ln.text) for ln in headless.lines]
+    assert tui.spans == headless.spans and tui.facts == headless.facts
+    assert (tui.bytes, tui.lines_total) == (headless.bytes, headless.lines_total) == (len(data), data.count(b"\n"))
+    assert [e.type for e in tui.exceptions] == [e.type for e in headless.exceptions]
+    assert any(t > 1000 for t, _ in tui.spans.values())  # repeats counted, not read

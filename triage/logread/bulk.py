@@ -104,9 +104,10 @@ def peek(data: Iterator[bytes]) -> tuple[bytes, Iterator[bytes]]:
     return b"".join(got), itertools.chain(got, data)
 
 
-def stream_bodies(data: Iterable[bytes]) -> Iterator[tuple[bytes | None, bool, int]]:
+def stream_bodies(data: Iterable[bytes], ready=None) -> Iterator[tuple[bytes | None, bool, int]]:
     """file_bodies for a stream (a pipe, a gzip file): chunks gathered to CHUNK bytes, the partial last
-    line carried over to the next."""
+    line carried over to the next. `ready()`: whether more is there to read at once; when not, the whole
+    lines gathered so far go on without waiting for CHUNK (a live pipe: read as it comes)."""
     parts: list[bytes] = []
     have = 0
     skipping = False
@@ -125,10 +126,13 @@ def stream_bodies(data: Iterable[bytes]) -> Iterator[tuple[bytes | None, bool, i
             continue
         parts.append(chunk)
         have += size
-        if have < CHUNK:
+        if have < CHUNK and (ready is None or ready()):
             continue
         buf = b"".join(parts)
         end = buf.rfind(b"\n")
+        if end < 0 and have < CHUNK:  # not one whole line yet
+            parts = [buf]
+            continue
         if end >= 0:
             parts, have = [buf[end + 1:]], len(buf) - end - 1
             yield buf, True, end + 1
@@ -180,14 +184,21 @@ def file_bodies(path: str) -> Iterator[tuple[bytes | None, bool, int]]:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def scan_whole(src: LogSource, data: Iterator[bytes] | None = None):
+def scan_whole(src: LogSource, data: Iterator[bytes] | None = None, *, sc=None, live=None):
     """scan_source for a dense regular file (see dense), or a dense stream's chunks (`data`, see
-    dense_head). Returns the Scan, the Scanner, and the collect-env blocks kept aside from a stream."""
+    dense_head). Returns the Scan, the Scanner, and the collect-env blocks kept aside from a stream.
+
+    `live`: a stream still being written, read by the TUI into the Scanner `sc` (it takes snapshots from
+    another thread): an object with `ready()` (more to read at once: see stream_bodies), `lock` (held
+    while a chunk is fed) and `progress(bytes, lines, new)` (after each chunk; `new`: lines were read)."""
+    import contextlib
+
     from triage.logread.scan import Scanner
     from triage.logread.select import BLOCK_BYTES, BLOCK_MARKER
 
-    sc = Scanner(src.name)
+    sc = Scanner(src.name) if sc is None else sc
     rd = BulkReader(sc)
+    hold = live.lock if live is not None else contextlib.nullcontext()
     nbytes = no = 0
     blocks: list[tuple[int, bytes]] = []  # a stream cannot be read twice: a collect-env block, kept
     keep = 0
@@ -195,7 +206,7 @@ def scan_whole(src: LogSource, data: Iterator[bytes] | None = None):
         assert src.path is not None
         bodies = file_bodies(src.path)
     else:
-        bodies = stream_bodies(data)
+        bodies = stream_bodies(data, live.ready if live is not None else None)
     for body, tail, size in bodies:
         nbytes += size
         if body is None:
@@ -213,8 +224,13 @@ def scan_whole(src: LogSource, data: Iterator[bytes] | None = None):
                     piece = body[start:min(start + BLOCK_BYTES, stop)]
                     blocks.append((no + body.count(b"\n", 0, start) + 1, piece))
                     keep = BLOCK_BYTES - len(piece)
-        no += rd.feed(no, body, tail)
-    scan = sc.finish(nbytes, no)
+        with hold:
+            read = len(sc.scan.lines) + len(sc._tail)
+            no += rd.feed(no, body, tail)
+            if live is not None:
+                live.progress(nbytes, no, len(sc.scan.lines) + len(sc._tail) != read)
+    with hold:
+        scan = sc.finish(nbytes, no)
     if rd.cut_lines:
         scan.truncated = True
         scan.warnings.append(f"{rd.cut_lines} line(s) longer than {MAX_LINE >> 10} KiB were cut there")
