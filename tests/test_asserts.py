@@ -190,3 +190,23 @@ def test_a_placed_assert_gives_the_upgrade_advisor_its_release_range():
     say, line = release_range_evidence(cat, "0.20.1")
     assert say == "does-not-fix" and "still in vLLM 0.33.0" in line
     assert any("upgrading alone does not remove this check" in w for w in d.explanation)
+
+
+CAPTURE_CUT = f"""Traceback (most recent call last):
+  File "{SITE}/vllm/v1/worker/gpu_worker.py", line 400, in compile_or_warm_up_model
+    self.model_runner.capture_model()
+  File "{SITE}/vllm/v1/worker/gpu_model_runner.py", line 3100, in capture_model
+    self._capture_cudagraphs(
+  File "{SITE}/vllm/v1/worker/gpu_model_runner.py", line 3200, in _capture_cudagraphs
+"""
+
+
+def test_a_cut_traceback_of_no_mapped_frame_is_guessed_from_a_step_of_one_subsystem():
+    d = _top(CAPTURE_CUT)
+    assert d.category == "cudagraph_capture" and d.confidence == 0.3 and d.facts["phase"] == "CUDA graph capture"
+
+
+def test_a_cut_traceback_in_a_step_of_every_kind_says_no_category():
+    text = CAPTURE_CUT.replace("capture_model", "profile_run").replace("_capture_cudagraphs", "_dummy_run")
+    ds, _ = diagnose(scan_text(text))
+    assert not ds or ds[0].confidence <= 0.2
