@@ -29,6 +29,7 @@ CONF_UNPLACED = 0.3  # ... and neither did they: the category is a guess by the 
 MAX_LINES = 2000  # lines looked up, errors first: a long log's rest is read by the hand rules
 MAX_ROOTS = 2
 FRAGMENT_LINES = 40  # an input this short is a paste, not a whole log
+SHORT_PASTE = 12  # ... and this short, a paste of the lines its author took for the failure
 SKIP_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError")
 
 
@@ -104,7 +105,9 @@ def _candidates(scan: Scan, skip: set[int], wrapper: Any):
     if failed or scan.lines_total <= FRAGMENT_LINES:
         for ln in plain:  # the message without its ERROR prefix or exception type
             yield ln.text, ln, None, False
-    if failed:
+    # A paste of a few lines with nothing worse than a warning: the warning is what its author saw go
+    # wrong (a healthy start-up is longer; a match here stays below the harmless ceiling).
+    if failed or scan.lines_total <= SHORT_PASTE:
         for ln in warnings:
             yield ln.text, ln, None, True
 
