@@ -10,6 +10,10 @@ only that line. The expression is the key: written as `ast.unparse` normalises i
 parsed the same way finds it whatever its spacing or quotes. Source trees: <src>/<version>/vllm/ (an
 unpacked wheel). Asserts with a message are in messages.json.gz already (their message is printed).
 
+The shipped file (0.6.6, 0.8.5, 0.10.2, 0.16.0, 0.25.1, 0.33.0): 6509 expressions in 1796 modules, 99 KB
+gzip, about 30 ms to load on an idle core; triage reads it only for an AssertionError with no message,
+so start-up does not change.
+
 Output (gzip text): a JSON header line {"format": 1, "releases": [...], "modules": [...]}, then one
 line per expression: `expr<TAB>module,first,last;module,first,last...` (module and release indexes).
 """

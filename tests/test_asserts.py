@@ -190,3 +190,34 @@ def test_a_placed_assert_gives_the_upgrade_advisor_its_release_range():
     say, line = release_range_evidence(cat, "0.20.1")
     assert say == "does-not-fix" and "still in vLLM 0.33.0" in line
     assert any("upgrading alone does not remove this check" in w for w in d.explanation)
+
+
+CAPTURE_CUT = f"""Traceback (most recent call last):
+  File "{SITE}/vllm/v1/worker/gpu_worker.py", line 400, in compile_or_warm_up_model
+    self.model_runner.capture_model()
+  File "{SITE}/vllm/v1/worker/gpu_model_runner.py", line 3100, in capture_model
+    self._capture_cudagraphs(
+  File "{SITE}/vllm/v1/worker/gpu_model_runner.py", line 3200, in _capture_cudagraphs
+"""
+
+
+def test_a_cut_traceback_of_no_mapped_frame_is_guessed_from_a_step_of_one_subsystem():
+    d = _top(CAPTURE_CUT)
+    assert d.category == "cudagraph_capture" and d.confidence == 0.3 and d.facts["phase"] == "CUDA graph capture"
+
+
+def test_a_cut_traceback_in_a_step_of_every_kind_says_no_category():
+    text = CAPTURE_CUT.replace("capture_model", "profile_run").replace("_capture_cudagraphs", "_dummy_run")
+    ds, _ = diagnose(scan_text(text))
+    assert not ds or ds[0].confidence <= 0.2
+
+
+def test_a_short_paste_of_a_mined_warning_is_read_as_a_likely_cause_below_the_harmless_ceiling():
+    line = ("WARNING 03-19 00:20:58 [_custom_ops.py:21] Failed to import from vllm._C with ImportError("
+            "'initialization failed')")
+    d = _top(line + "\n")
+    assert d.signature == "catalogue.vllm._custom_ops" and d.confidence <= 0.4
+    # the same warning in a healthy start-up that goes on is no failure
+    healthy = "\n".join([line] + [f"INFO 03-19 00:21:{i:02d} [loader.py:1] Loading weights shard {i}" for i in range(20)])
+    ds, _ = diagnose(scan_text(healthy + "\n"))
+    assert not ds or all(x.confidence <= 0.5 for x in ds)

@@ -29,6 +29,7 @@ CONF_UNPLACED = 0.3  # ... and neither did they: the category is a guess by the 
 MAX_LINES = 2000  # lines looked up, errors first: a long log's rest is read by the hand rules
 MAX_ROOTS = 2
 FRAGMENT_LINES = 40  # an input this short is a paste, not a whole log
+SHORT_PASTE = 12  # ... and this short, a paste of the lines its author took for the failure
 SKIP_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError")
 
 
@@ -104,7 +105,9 @@ def _candidates(scan: Scan, skip: set[int], wrapper: Any):
     if failed or scan.lines_total <= FRAGMENT_LINES:
         for ln in plain:  # the message without its ERROR prefix or exception type
             yield ln.text, ln, None, False
-    if failed:
+    # A paste of a few lines with nothing worse than a warning: the warning is what its author saw go
+    # wrong (a healthy start-up is longer; a match here stays below the harmless ceiling).
+    if failed or scan.lines_total <= SHORT_PASTE:
         for ln in warnings:
             yield ln.text, ln, None, True
 
@@ -224,6 +227,9 @@ def from_frames(scan: Scan, words: Any = None, failed: Any = None) -> Diagnosis 
             worded = _worded_before(scan, tb, words, failed) if words is not None and failed is not None else None
             if worded is not None:
                 return worded
+            stepped = _by_step(tb)
+            if stepped is not None:
+                return stepped
             continue
         category, file = hit
         frame = next(f for f in reversed(tb.frames) if f.file == file)
@@ -243,6 +249,36 @@ def from_frames(scan: Scan, words: Any = None, failed: Any = None) -> Diagnosis 
                     None),
             first_line=tb.line.no)
     return None
+
+
+CONF_STEP = 0.3  # only the step of start-up it died in: a guess, said as one
+# Steps of start-up (traceback.STEPS) that belong to one subsystem whatever failed in them; the others
+# (weight loading, memory profiling, warm-up) run code of every kind.
+STEP_AREAS = {"CUDA graph capture": "cudagraph_capture", "KV cache allocation": "kv_cache_memory",
+              "distributed start-up": "distributed", "tokenizer loading": "tokenizer_chat_template",
+              "config loading": "model_loading", "argument checking": "engine_config", "device start-up": "environment"}
+
+
+def _by_step(tb: ExceptionRecord) -> Diagnosis | None:
+    """A cut traceback of vLLM's start-up whose frames name no subsystem but the step it died in does."""
+    if not any("/vllm/" in "/" + f.file.replace("\\", "/") for f in tb.frames):
+        return None
+    phase = phase_of(tb.frames)
+    cat = STEP_AREAS.get(phase or "")
+    if cat is None:
+        return None
+    frame = tb.frames[-1]
+    return Diagnosis(
+        category=cat, signature="catalogue.cut_traceback",
+        title=f"Failed during {phase} (last frame {frame.func}); the error message itself is cut off",
+        confidence=CONF_STEP, evidence=[Evidence(tb.line.no, tb.line.shown)],
+        facts={"phase": phase, "raised_at": f"{_module_of(frame.file)}:{frame.line} in {frame.func}",
+               "category_guessed_from": f"the step of start-up it died in ({phase})", "category_decided": False},
+        explanation=[f"category {cat}: likely, because the traceback died during {phase}, and no frame or "
+                     "message says more"],
+        fix=Fix("The traceback ends before its exception line; only the step it died in is known. Capture the "
+                "whole output (`vllm serve ... 2>&1 | tee vllm.log`) to see the message.", None),
+        first_line=tb.line.no)
 
 
 def _worded_before(scan: Scan, tb: ExceptionRecord, words: Any, failed: Any) -> Diagnosis | None:
