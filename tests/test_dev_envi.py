@@ -265,3 +265,30 @@ def test_compiled_parts_keep_their_own_rules(line, sig):
     assert d is not None and d.signature != "install.module_api_mismatch"
     if sig:
         assert d.signature == sig
+
+
+@pytest.mark.parametrize("line", [
+    "vllm-1 exited with code 1",
+    "RuntimeError: Process EngineCore_DP0 (PID: 4242) died with exit code 1",
+])
+def test_an_ordinary_exit_status_is_no_signal_death(line):
+    d = top(line + "\n")
+    assert d is None or d.signature != "distributed.worker_crashed"
+
+
+@pytest.mark.parametrize("line,sig,cat", [
+    ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for: PyTorch 2.1.0+cu121 with "
+     "CUDA 1201 (you have 2.1.2+cu118)", "install.extension_built_for_other_torch", "install_mismatch"),
+    ("ERROR: Package 'vllm' requires a different Python: 3.8.10 not in '>=3.9'", "install.no_matching_distribution",
+     "install_mismatch"),
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+     "driver is installed and running.", "environment.no_gpu_visible", "environment"),
+    ("RuntimeError: CUDA error: peer mapping resources exhausted", "distributed.p2p_unsupported", "distributed"),
+    ("RuntimeError: Ray has not been started yet. You can start Ray with 'ray start' on one of the machines in the "
+     "cluster.", "distributed.ray_not_running", "distributed"),
+    ("ImportError: cannot import name 'cached_download' from 'huggingface_hub' (/x/huggingface_hub/__init__.py)",
+     "install.module_api_mismatch", "install_mismatch"),
+])
+def test_more_installer_and_runtime_forms(line, sig, cat):
+    d = top(line + "\n")
+    assert (d.signature, d.category) == (sig, cat)

@@ -170,6 +170,8 @@ RULES = [
          fix="The GPUs cannot talk directly (PCIe ACS/IOMMU, or consumer GPUs): try --disable-custom-all-reduce or "
              "NCCL_P2P_DISABLE=1; on bare metal check ACS settings.",
          patterns=[r"peer access is not supported between these two devices", r"cudaErrorPeerAccessUnsupported",
+                   # cudaErrorTooManyPeers: more peers than the hardware can map (beyond 8 GPUs on PCIe)
+                   r"peer mapping resources exhausted", r"cudaErrorTooManyPeers",
                    r"P2P .{0,30}(?:not supported|failed)"],
          playbook="distributed", confidence=0.8),
 ]
@@ -217,7 +219,9 @@ def _signal_of(text: str) -> tuple[str | None, int | None]:
     if m:
         code = int(m.group("code"))
         num = -code if code < 0 else code - 128 if 128 < code < 160 else None
-        return (SIGNALS.get(num) if num else None), code
+        if num is None:
+            return None, None  # an ordinary exit status: the process failed on an error of its own
+        return SIGNALS.get(num, f"signal {num}"), code
     m = SIGNAL_RE.search(text)
     if m:
         sig = m.group("sig") or m.group("enum") or PY_SIGNALS.get(m.group("py") or m.group("shell") or "")
@@ -273,3 +277,14 @@ WORKER_CRASHED: Rule = Rule(
     playbook="distributed", confidence=0.75, secondary=True, check=lambda scan, env: _worker_crashed(scan))
 
 RULES += [WORKER_CRASHED]
+
+RULES += [
+    Rule(signature="distributed.ray_not_running", category="distributed",
+         title="vLLM was told to join a Ray cluster that is not running here ({detail})",
+         fix="Start the cluster first (`ray start --head` on the head node, `ray start --address=<head>:6379` on the "
+             "others) and launch vLLM on a node of it, or point RAY_ADDRESS at the running head; on one node without "
+             "Ray, use --distributed-executor-backend mp.",
+         patterns=[r"(?P<detail>Could not find any running Ray instance)", r"(?P<detail>Ray has not been started yet)",
+                   r"Ray is trying to start at \S+, but is (?P<detail>already running at \S+)"],
+         playbook="distributed", confidence=0.8),
+]

@@ -184,6 +184,7 @@ NO_GPU_VISIBLE: Rule = Rule(signature="environment.no_gpu_visible", category="en
                    r"(?P<detail>NVMLError_DriverNotLoaded|NVML.{0,20}Driver Not Loaded)",
                    # cudaErrorNoDevice (100) as torch's c10/cuda prints it; torch 2.6+'s accelerator API
                    r"(?P<detail>no CUDA-capable device is detected)",
+                   r"NVIDIA-SMI has failed because (?P<detail>it couldn't communicate with the NVIDIA driver)",
                    r"(?P<detail>Cannot access accelerator device when none is available)",
                    r"Failed to initialize NVML: (?P<detail>Insufficient Permissions)",
                    # Kubernetes' scheduler: no node has a free GPU for the pod

@@ -208,6 +208,8 @@ RULES += [
                    # uv: "Because there is no version of torch==2.6.0.dev... and ..."
                    r"Because there is no version of (?P<req>\S+)",
                    r"Because (?P<req>\S+) was not found in the package registry",
+                   # pip: the release exists, but not for this interpreter (Requires-Python)
+                   r"Package '(?P<req>[^']+)' requires a different Python",
                    # conda
                    r"PackagesNotFoundError: The following packages are not available from current channels(?P<req>)"],
          facts=lambda m, line, scan: {"req": (m.group("req") or "a package").rstrip(",.")},
@@ -254,7 +256,7 @@ RULES += [PLATFORM_BUILD_MISMATCH]
 # "cannot import name", "module ... has no attribute", a missing submodule: the importing code and the
 # installed package come from different releases (vLLM pins torch exactly; a plugin or a model's remote code
 # is built for one vLLM release; NumPy 2 removed aliases). Kernel libraries are kernels.library_api_mismatch's.
-API_MODULES = r"(?:torch|torchvision|torchaudio|xformers|numpy|vllm)"
+API_MODULES = r"(?:torch|torchvision|torchaudio|xformers|numpy|vllm|pydantic|huggingface_hub)"
 
 
 def _api_facts(m, line, scan) -> dict:
@@ -323,3 +325,17 @@ BUILD_FAILED: Rule = Rule(
     playbook="install-mismatch", confidence=0.7, check=lambda scan, env: _build_failed(scan))
 
 RULES += [BUILD_FAILED]
+
+
+# xFormers checks at import which torch its C++/CUDA extensions were built against (xformers/_cpp_lib.py) and
+# warns, then every memory-efficient attention call fails: the same mismatch as an undefined symbol, said plainly.
+RULES += [
+    Rule(signature="install.extension_built_for_other_torch", category="install_mismatch",
+         title="xFormers was built for another torch ({built}) than the one installed ({have})",
+         fix="Install the xFormers release built for the installed torch (same torch and CUDA version; vLLM's "
+             "requirements pin a matching pair), or reinstall vLLM into a clean environment so pip brings matching "
+             "torch and xformers.",
+         patterns=[r"xFormers can't load C\+\+/CUDA extensions\. xFormers was built for:\s*PyTorch (?P<built>\S+)"
+                   r"(?: with CUDA \d+)? \(you have (?P<have>[^)]+)\)"],
+         playbook="install-mismatch", confidence=0.75),
+]
