@@ -292,3 +292,30 @@ def test_an_ordinary_exit_status_is_no_signal_death(line):
 def test_more_installer_and_runtime_forms(line, sig, cat):
     d = top(line + "\n")
     assert (d.signature, d.category) == (sig, cat)
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: Bad StatusOr access: UNKNOWN: TPU initialization failed: open(/dev/accel0): Device or resource "
+    "busy: Device or resource busy; Couldn't open device: /dev/accel0",
+    "INFO:2024-06-25 00:34:55,142:jax._src.xla_bridge:889: Unable to initialize backend 'tpu': ABORTED: The TPU is "
+    "already in use by process with pid 176028. Not attempting to load libtpu.so in this process.",
+    "RuntimeError: Failed to get global TPU topology.",
+])
+def test_tpu_that_cannot_be_opened(line):
+    d = top(line + "\n")
+    assert (d.signature, d.category) == ("environment.tpu_unavailable", "environment")
+
+
+def test_kubernetes_oomkilled_is_host_memory():
+    d = top("    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n")
+    assert d.signature == "environment.host_oom_killed"
+
+
+def test_a_conflict_before_a_server_that_came_up_is_no_failure():
+    log = ("ERROR: pip's dependency resolver does not currently take into account all the packages that are installed."
+           " This behaviour is the source of the following dependency conflicts.\n"
+           "trl 0.12.0 requires transformers<4.47, but you have transformers 4.53.0 which is incompatible.\n"
+           "INFO 07-01 10:00:00 [api_server.py:1043] vLLM API server version 0.9.2\n"
+           "INFO:     Application startup complete.\n")
+    d = top(log)
+    assert d is None or d.signature != "install.dependency_conflict"

@@ -257,7 +257,7 @@ def _worker_crashed(scan: Scan) -> Diagnosis | None:
         fix = ("A bus error in a worker nearly always means the shared memory it maps ran out: run the container "
                "with --ipc=host or --shm-size=16g (Kubernetes: an emptyDir with medium Memory at /dev/shm).")
     else:
-        title = f"A worker process died ({named}); the cause is in that worker's own output"
+        title = f"A vLLM process died ({named}); the cause is in that process's own output"
         conf = 0.45 if sig in ("SIGSEGV", "SIGABRT", "SIGFPE") else 0.35
         fix = ("The executor only saw the worker vanish. Find the worker's own last lines (its rank's traceback, a "
                "'Fatal Python error' stack, dmesg for segfaults or OOM kills). A segfault during start-up with "

@@ -224,6 +224,8 @@ RULES = [
          patterns=[r"^Killed\s*$", r"died with <Signals\.SIGKILL: 9>", r"exit code:? -9\b", r"exited with code 137",
                    # vLLM's executors on a worker killed by SIGKILL (V0 ChildProcessError, v1/utils)
                    r"worker died \(-9\)", r"died with exit code -9\b",
+                   # Kubernetes' container status: the cgroup memory limit (host RAM, not GPU memory)
+                   r"Reason:\s+OOMKilled\b", r"\bOOMKilled\b",
                    # the kernel's OOM killer, whole-host and cgroup (mm/oom_kill.c, "Memory cgroup out of memory: ...")
                    r"[Oo]ut of memory: Killed process",
                    # Ray's raylet and memory monitor (C++ strings of every 2.x raylet): a worker killed for host RAM
@@ -327,4 +329,21 @@ RULES += [
              "that single kernels finish sooner.",
          patterns=[r"the launch timed out and was terminated", r"cudaErrorLaunchTimeout", r"CUDA_ERROR_LAUNCH_TIMEOUT"],
          playbook="environment", confidence=0.75),
+]
+
+# libtpu (under torch_xla and JAX) opening the TPU chips: /dev/accel* held by another process, or a runtime that
+# cannot bring the chips (or a multi-host slice) up.
+RULES += [
+    Rule(signature="environment.tpu_unavailable", category="environment",
+         title="The TPU cannot be opened ({detail})",
+         fix="Another process holds the TPU chips (a previous vLLM, JAX or PyTorch/XLA run that did not exit): stop it "
+             "(`sudo lsof -w /dev/accel* /dev/vfio/*` shows it; remove a stale /tmp/libtpu_lockfile), and run one TPU "
+             "program at a time per VM. If no process holds them, the libtpu in the environment does not match the TPU "
+             "VM's runtime version, or a multi-host slice was started on one host only: install the libtpu/torch_xla "
+             "pair the vLLM TPU build pins and launch on every host of the slice.",
+         patterns=[r"TPU initialization failed: (?P<detail>open\(/dev/(?:accel|vfio/)\d+\): Device or resource busy)",
+                   r"The TPU is already in use by (?P<detail>process with pid \d+)",
+                   r"(?P<detail>Failed to get global TPU topology)",
+                   r"(?P<detail>TPU initialization failed)"],
+         playbook="environment", confidence=0.85),
 ]

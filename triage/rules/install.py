@@ -178,8 +178,21 @@ def _conflict_facts(m, line, scan) -> dict:
 PIP_REQUIRES_RE = re.compile(r"(?P<pkg>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])?) (?P<ver>\d[\w.+\-!]*) requires "
                              r"(?P<req>[^,]{1,120}), but you have (?P<have>[^,]{1,120}?) which is incompatible")
 
-RULES += [
-    Rule(signature="install.dependency_conflict", category="install_mismatch",
+# The server came up after the installer's complaint: the conflict did not stop anything.
+STARTED_RE = re.compile(r"Application startup complete|Uvicorn running on|Starting vLLM API server|Avg prompt throughput")
+
+
+def _dependency_conflict(scan: Scan) -> Diagnosis | None:
+    d = DEPENDENCY_CONFLICT.match_lines(scan)
+    if d is None:
+        return None
+    last = max(e.line for e in d.evidence)
+    if any(ln.no > last and STARTED_RE.search(ln.text) for ln in scan.lines):
+        return None
+    return d
+
+
+DEPENDENCY_CONFLICT: Rule = Rule(signature="install.dependency_conflict", category="install_mismatch",
          title="The installer reports conflicting package versions ({detail})",
          fix="Two packages pin versions that cannot coexist (vLLM pins torch and its companions exactly): install "
              "vLLM into a fresh virtual environment first and let it choose torch, then add the other packages "
@@ -197,7 +210,11 @@ RULES += [
                    r"UnsatisfiableError: The following specifications were found", r"LibMambaUnsatisfiableError",
                    r"Could not solve for environment specs"],
          # secondary: pip prints the conflict and carries on; a failure after it is what stopped the launch
-         playbook="install-mismatch", confidence=0.7, secondary=True),
+         playbook="install-mismatch", confidence=0.7, secondary=True,
+         check=lambda scan, env: _dependency_conflict(scan))
+
+RULES += [
+    DEPENDENCY_CONFLICT,
     Rule(signature="install.no_matching_distribution", category="install_mismatch",
          title="The installer cannot find {req} for this Python / platform / index",
          fix="No published build of {req} fits this interpreter and index: check the Python version (vLLM wheels "
