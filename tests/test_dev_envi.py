@@ -319,3 +319,20 @@ def test_a_conflict_before_a_server_that_came_up_is_no_failure():
            "INFO:     Application startup complete.\n")
     d = top(log)
     assert d is None or d.signature != "install.dependency_conflict"
+
+
+@pytest.mark.parametrize("line,req", [
+    ("ERROR: vllm-0.6.3-cp38-abi3-manylinux1_x86_64.whl is not a supported wheel on this platform.",
+     "vllm-0.6.3-cp38-abi3-manylinux1_x86_64.whl"),
+    ("error: Distribution `vllm==0.10.0 @ registry+https://pypi.org/simple` can't be installed because it doesn't "
+     "have a source distribution or wheel for the current platform", "vllm==0.10.0"),
+])
+def test_no_build_for_this_platform(line, req):
+    d = top(line + "\n")
+    assert d.signature == "install.no_matching_distribution" and req in d.title
+
+
+def test_bf16_refused_on_intel_arc():
+    d = top("ValueError: Intel Arc A770 have bfloat16 accuracy known issue. You can use float16 instead by explicitly "
+            "setting the `dtype` flag in CLI, for example: --dtype=half.\n")
+    assert (d.signature, d.category) == ("dtype.bf16_intel_arc", "dtype_unsupported")

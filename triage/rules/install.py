@@ -227,6 +227,10 @@ RULES += [
                    r"Because (?P<req>\S+) was not found in the package registry",
                    # pip: the release exists, but not for this interpreter (Requires-Python)
                    r"Package '(?P<req>[^']+)' requires a different Python",
+                   # a wheel for another OS / CPU / Python (pip), a release without a build for this platform (uv)
+                   r"(?P<req>\S+\.whl) is not a supported wheel on this platform",
+                   r"Distribution `(?P<req>[^`]+)` can't be installed because it doesn't have a source distribution or "
+                   r"wheel for the current platform",
                    # conda
                    r"PackagesNotFoundError: The following packages are not available from current channels(?P<req>)"],
          facts=lambda m, line, scan: {"req": (m.group("req") or "a package").rstrip(",.")},
