@@ -336,3 +336,14 @@ def test_bf16_refused_on_intel_arc():
     d = top("ValueError: Intel Arc A770 have bfloat16 accuracy known issue. You can use float16 instead by explicitly "
             "setting the `dtype` flag in CLI, for example: --dtype=half.\n")
     assert (d.signature, d.category) == ("dtype.bf16_intel_arc", "dtype_unsupported")
+
+
+@pytest.mark.parametrize("line", [
+    "[W socket.cpp:663] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 110 - Connection "
+    "timed out).",
+    "RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by "
+    "key '0', but store->get('0') got error: Connection reset by peer",
+])
+def test_rendezvous_store_unreachable(line):
+    d = top(line + "\n")
+    assert (d.signature, d.category) == ("distributed.master_port", "distributed")

@@ -156,7 +156,10 @@ RULES = [
              "VLLM_HOST_IP to each node's routable address.",
          patterns=[r"DistNetworkError.{0,120}(?:address already in use|failed to listen|Connection refused|timed out)",
                    r"The server socket has failed to (?:listen|bind) on any local network address",
-                   r"The client socket has timed out after \d+\w* while trying to connect to"],
+                   r"The client socket has timed out after \d+\w* while trying to connect to",
+                   # torch's TCPStore client (c10d socket.cpp) and NCCL's unique-id exchange through the store
+                   r"The client socket has failed to connect to",
+                   r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.{0,80}got error"],
          playbook="distributed", confidence=0.85),
     RAY_GPUS,
     Rule(signature="distributed.ray_actor_died", category="distributed",
