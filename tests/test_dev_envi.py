@@ -347,3 +347,10 @@ def test_bf16_refused_on_intel_arc():
 def test_rendezvous_store_unreachable(line):
     d = top(line + "\n")
     assert (d.signature, d.category) == ("distributed.master_port", "distributed")
+
+
+def test_platform_detection_failing_on_a_machine_torch_xla_sees_as_tpu_is_the_tpu_stack():
+    log = ("WARNING:root:libtpu.so and TPU device found. Setting PJRT_DEVICE=TPU.\n"
+           "ERROR 01-26 17:51:44 engine.py:387] RuntimeError: Failed to infer device type\n")
+    d = top(log)
+    assert (d.signature, d.category) == ("install.platform_build_mismatch", "install_mismatch") and "TPU" in d.title

@@ -112,7 +112,9 @@ BUILD_SIGNS_RE = re.compile(
     r"|Failed to import from vllm\._C with (?:ImportError|ModuleNotFoundError|OSError)\((?!['\"](?:libcuda\.so|libnvidia))"
     r"|No module named 'vllm\._C'"
     r"|lib(?:cudart|cublas|cublasLt|nvrtc|nvJitLink|amdhip64|rocblas|hipblas)\S*\.so[\w.]*: cannot open shared object file"
-    r"|_C\.\S*\.so: undefined symbol")
+    r"|_C\.\S*\.so: undefined symbol"
+    # torch_xla found the TPU (its own warning) while vLLM's platform detection did not: the TPU stack is broken
+    r"|libtpu\.so and TPU device found")
 
 
 def build_explains_no_platform(scan: Scan):

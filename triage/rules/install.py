@@ -250,6 +250,12 @@ def _platform_build_mismatch(scan: Scan) -> Diagnosis | None:
         fix = ("vLLM reads its own installed version to pick the platform; here Python imports a vllm folder that pip "
                "never installed (a checkout on PYTHONPATH, a manual copy). Install vLLM as a package (`pip install vllm` "
                "or `pip install -e .` in the checkout, built for this machine's GPU) and run from outside the source tree.")
+    elif "TPU device found" in t:
+        what = "a TPU machine whose TPU stack (libtpu, torch_xla) this vLLM cannot use"
+        fix = ("torch_xla sees the TPU but vLLM's TPU platform did not load: the libtpu / torch_xla (or tpu-inference) "
+               "versions in the environment are not the ones this vLLM release pins (a newer nightly breaks it). "
+               "Install the TPU requirements of the same vLLM release into a clean environment, or use the "
+               "vllm/vllm-tpu image.")
     else:
         cuda_on_amd = vendor(scan) == "amd" and re.search(r"libcu|cuda", t, re.I) is not None
         what = ("a CUDA build of vLLM on an AMD (ROCm) machine" if cuda_on_amd
