@@ -265,3 +265,92 @@ def test_compiled_parts_keep_their_own_rules(line, sig):
     assert d is not None and d.signature != "install.module_api_mismatch"
     if sig:
         assert d.signature == sig
+
+
+@pytest.mark.parametrize("line", [
+    "vllm-1 exited with code 1",
+    "RuntimeError: Process EngineCore_DP0 (PID: 4242) died with exit code 1",
+])
+def test_an_ordinary_exit_status_is_no_signal_death(line):
+    d = top(line + "\n")
+    assert d is None or d.signature != "distributed.worker_crashed"
+
+
+@pytest.mark.parametrize("line,sig,cat", [
+    ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for: PyTorch 2.1.0+cu121 with "
+     "CUDA 1201 (you have 2.1.2+cu118)", "install.extension_built_for_other_torch", "install_mismatch"),
+    ("ERROR: Package 'vllm' requires a different Python: 3.8.10 not in '>=3.9'", "install.no_matching_distribution",
+     "install_mismatch"),
+    ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA "
+     "driver is installed and running.", "environment.no_gpu_visible", "environment"),
+    ("RuntimeError: CUDA error: peer mapping resources exhausted", "distributed.p2p_unsupported", "distributed"),
+    ("RuntimeError: Ray has not been started yet. You can start Ray with 'ray start' on one of the machines in the "
+     "cluster.", "distributed.ray_not_running", "distributed"),
+    ("ImportError: cannot import name 'cached_download' from 'huggingface_hub' (/x/huggingface_hub/__init__.py)",
+     "install.module_api_mismatch", "install_mismatch"),
+])
+def test_more_installer_and_runtime_forms(line, sig, cat):
+    d = top(line + "\n")
+    assert (d.signature, d.category) == (sig, cat)
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: Bad StatusOr access: UNKNOWN: TPU initialization failed: open(/dev/accel0): Device or resource "
+    "busy: Device or resource busy; Couldn't open device: /dev/accel0",
+    "INFO:2024-06-25 00:34:55,142:jax._src.xla_bridge:889: Unable to initialize backend 'tpu': ABORTED: The TPU is "
+    "already in use by process with pid 176028. Not attempting to load libtpu.so in this process.",
+    "RuntimeError: Failed to get global TPU topology.",
+])
+def test_tpu_that_cannot_be_opened(line):
+    d = top(line + "\n")
+    assert (d.signature, d.category) == ("environment.tpu_unavailable", "environment")
+
+
+def test_kubernetes_oomkilled_is_host_memory():
+    d = top("    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n")
+    assert d.signature == "environment.host_oom_killed"
+
+
+def test_a_conflict_before_a_server_that_came_up_is_no_failure():
+    log = ("ERROR: pip's dependency resolver does not currently take into account all the packages that are installed."
+           " This behaviour is the source of the following dependency conflicts.\n"
+           "trl 0.12.0 requires transformers<4.47, but you have transformers 4.53.0 which is incompatible.\n"
+           "INFO 07-01 10:00:00 [api_server.py:1043] vLLM API server version 0.9.2\n"
+           "INFO:     Application startup complete.\n")
+    d = top(log)
+    assert d is None or d.signature != "install.dependency_conflict"
+
+
+@pytest.mark.parametrize("line,req", [
+    ("ERROR: vllm-0.6.3-cp38-abi3-manylinux1_x86_64.whl is not a supported wheel on this platform.",
+     "vllm-0.6.3-cp38-abi3-manylinux1_x86_64.whl"),
+    ("error: Distribution `vllm==0.10.0 @ registry+https://pypi.org/simple` can't be installed because it doesn't "
+     "have a source distribution or wheel for the current platform", "vllm==0.10.0"),
+])
+def test_no_build_for_this_platform(line, req):
+    d = top(line + "\n")
+    assert d.signature == "install.no_matching_distribution" and req in d.title
+
+
+def test_bf16_refused_on_intel_arc():
+    d = top("ValueError: Intel Arc A770 have bfloat16 accuracy known issue. You can use float16 instead by explicitly "
+            "setting the `dtype` flag in CLI, for example: --dtype=half.\n")
+    assert (d.signature, d.category) == ("dtype.bf16_intel_arc", "dtype_unsupported")
+
+
+@pytest.mark.parametrize("line", [
+    "[W socket.cpp:663] [c10d] The client socket has failed to connect to [node1]:29500 (errno: 110 - Connection "
+    "timed out).",
+    "RuntimeError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by "
+    "key '0', but store->get('0') got error: Connection reset by peer",
+])
+def test_rendezvous_store_unreachable(line):
+    d = top(line + "\n")
+    assert (d.signature, d.category) == ("distributed.master_port", "distributed")
+
+
+def test_platform_detection_failing_on_a_machine_torch_xla_sees_as_tpu_is_the_tpu_stack():
+    log = ("WARNING:root:libtpu.so and TPU device found. Setting PJRT_DEVICE=TPU.\n"
+           "ERROR 01-26 17:51:44 engine.py:387] RuntimeError: Failed to infer device type\n")
+    d = top(log)
+    assert (d.signature, d.category) == ("install.platform_build_mismatch", "install_mismatch") and "TPU" in d.title

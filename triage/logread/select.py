@@ -53,7 +53,7 @@ PREFILTER = (
     # installers' solver output (uv and conda print no error word)
     "|died|received at time|Fatal Python|No solution found|unsatisfiable|No matching distribution"
     # the platform vLLM picked (a CUDA call on a TPU/XPU/CPU machine is no missing GPU)
-    "|detected platform|PJRT_DEVICE"
+    "|detected platform|PJRT_DEVICE|communicate with the NVIDIA driver"
     # -- end envi
 )
 PREFILTER_RE = lazy(PREFILTER.encode())

@@ -156,7 +156,10 @@ RULES = [
              "VLLM_HOST_IP to each node's routable address.",
          patterns=[r"DistNetworkError.{0,120}(?:address already in use|failed to listen|Connection refused|timed out)",
                    r"The server socket has failed to (?:listen|bind) on any local network address",
-                   r"The client socket has timed out after \d+\w* while trying to connect to"],
+                   r"The client socket has timed out after \d+\w* while trying to connect to",
+                   # torch's TCPStore client (c10d socket.cpp) and NCCL's unique-id exchange through the store
+                   r"The client socket has failed to connect to",
+                   r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.{0,80}got error"],
          playbook="distributed", confidence=0.85),
     RAY_GPUS,
     Rule(signature="distributed.ray_actor_died", category="distributed",
@@ -170,6 +173,8 @@ RULES = [
          fix="The GPUs cannot talk directly (PCIe ACS/IOMMU, or consumer GPUs): try --disable-custom-all-reduce or "
              "NCCL_P2P_DISABLE=1; on bare metal check ACS settings.",
          patterns=[r"peer access is not supported between these two devices", r"cudaErrorPeerAccessUnsupported",
+                   # cudaErrorTooManyPeers: more peers than the hardware can map (beyond 8 GPUs on PCIe)
+                   r"peer mapping resources exhausted", r"cudaErrorTooManyPeers",
                    r"P2P .{0,30}(?:not supported|failed)"],
          playbook="distributed", confidence=0.8),
 ]
@@ -217,7 +222,9 @@ def _signal_of(text: str) -> tuple[str | None, int | None]:
     if m:
         code = int(m.group("code"))
         num = -code if code < 0 else code - 128 if 128 < code < 160 else None
-        return (SIGNALS.get(num) if num else None), code
+        if num is None:
+            return None, None  # an ordinary exit status: the process failed on an error of its own
+        return SIGNALS.get(num, f"signal {num}"), code
     m = SIGNAL_RE.search(text)
     if m:
         sig = m.group("sig") or m.group("enum") or PY_SIGNALS.get(m.group("py") or m.group("shell") or "")
@@ -253,7 +260,7 @@ def _worker_crashed(scan: Scan) -> Diagnosis | None:
         fix = ("A bus error in a worker nearly always means the shared memory it maps ran out: run the container "
                "with --ipc=host or --shm-size=16g (Kubernetes: an emptyDir with medium Memory at /dev/shm).")
     else:
-        title = f"A worker process died ({named}); the cause is in that worker's own output"
+        title = f"A vLLM process died ({named}); the cause is in that process's own output"
         conf = 0.45 if sig in ("SIGSEGV", "SIGABRT", "SIGFPE") else 0.35
         fix = ("The executor only saw the worker vanish. Find the worker's own last lines (its rank's traceback, a "
                "'Fatal Python error' stack, dmesg for segfaults or OOM kills). A segfault during start-up with "
@@ -273,3 +280,14 @@ WORKER_CRASHED: Rule = Rule(
     playbook="distributed", confidence=0.75, secondary=True, check=lambda scan, env: _worker_crashed(scan))
 
 RULES += [WORKER_CRASHED]
+
+RULES += [
+    Rule(signature="distributed.ray_not_running", category="distributed",
+         title="vLLM was told to join a Ray cluster that is not running here ({detail})",
+         fix="Start the cluster first (`ray start --head` on the head node, `ray start --address=<head>:6379` on the "
+             "others) and launch vLLM on a node of it, or point RAY_ADDRESS at the running head; on one node without "
+             "Ray, use --distributed-executor-backend mp.",
+         patterns=[r"(?P<detail>Could not find any running Ray instance)", r"(?P<detail>Ray has not been started yet)",
+                   r"Ray is trying to start at \S+, but is (?P<detail>already running at \S+)"],
+         playbook="distributed", confidence=0.8),
+]

@@ -112,7 +112,9 @@ BUILD_SIGNS_RE = re.compile(
     r"|Failed to import from vllm\._C with (?:ImportError|ModuleNotFoundError|OSError)\((?!['\"](?:libcuda\.so|libnvidia))"
     r"|No module named 'vllm\._C'"
     r"|lib(?:cudart|cublas|cublasLt|nvrtc|nvJitLink|amdhip64|rocblas|hipblas)\S*\.so[\w.]*: cannot open shared object file"
-    r"|_C\.\S*\.so: undefined symbol")
+    r"|_C\.\S*\.so: undefined symbol"
+    # torch_xla found the TPU (its own warning) while vLLM's platform detection did not: the TPU stack is broken
+    r"|libtpu\.so and TPU device found")
 
 
 def build_explains_no_platform(scan: Scan):
@@ -184,6 +186,7 @@ NO_GPU_VISIBLE: Rule = Rule(signature="environment.no_gpu_visible", category="en
                    r"(?P<detail>NVMLError_DriverNotLoaded|NVML.{0,20}Driver Not Loaded)",
                    # cudaErrorNoDevice (100) as torch's c10/cuda prints it; torch 2.6+'s accelerator API
                    r"(?P<detail>no CUDA-capable device is detected)",
+                   r"NVIDIA-SMI has failed because (?P<detail>it couldn't communicate with the NVIDIA driver)",
                    r"(?P<detail>Cannot access accelerator device when none is available)",
                    r"Failed to initialize NVML: (?P<detail>Insufficient Permissions)",
                    # Kubernetes' scheduler: no node has a free GPU for the pod
@@ -223,6 +226,8 @@ RULES = [
          patterns=[r"^Killed\s*$", r"died with <Signals\.SIGKILL: 9>", r"exit code:? -9\b", r"exited with code 137",
                    # vLLM's executors on a worker killed by SIGKILL (V0 ChildProcessError, v1/utils)
                    r"worker died \(-9\)", r"died with exit code -9\b",
+                   # Kubernetes' container status: the cgroup memory limit (host RAM, not GPU memory)
+                   r"Reason:\s+OOMKilled\b", r"\bOOMKilled\b",
                    # the kernel's OOM killer, whole-host and cgroup (mm/oom_kill.c, "Memory cgroup out of memory: ...")
                    r"[Oo]ut of memory: Killed process",
                    # Ray's raylet and memory monitor (C++ strings of every 2.x raylet): a worker killed for host RAM
@@ -326,4 +331,21 @@ RULES += [
              "that single kernels finish sooner.",
          patterns=[r"the launch timed out and was terminated", r"cudaErrorLaunchTimeout", r"CUDA_ERROR_LAUNCH_TIMEOUT"],
          playbook="environment", confidence=0.75),
+]
+
+# libtpu (under torch_xla and JAX) opening the TPU chips: /dev/accel* held by another process, or a runtime that
+# cannot bring the chips (or a multi-host slice) up.
+RULES += [
+    Rule(signature="environment.tpu_unavailable", category="environment",
+         title="The TPU cannot be opened ({detail})",
+         fix="Another process holds the TPU chips (a previous vLLM, JAX or PyTorch/XLA run that did not exit): stop it "
+             "(`sudo lsof -w /dev/accel* /dev/vfio/*` shows it; remove a stale /tmp/libtpu_lockfile), and run one TPU "
+             "program at a time per VM. If no process holds them, the libtpu in the environment does not match the TPU "
+             "VM's runtime version, or a multi-host slice was started on one host only: install the libtpu/torch_xla "
+             "pair the vLLM TPU build pins and launch on every host of the slice.",
+         patterns=[r"TPU initialization failed: (?P<detail>open\(/dev/(?:accel|vfio/)\d+\): Device or resource busy)",
+                   r"The TPU is already in use by (?P<detail>process with pid \d+)",
+                   r"(?P<detail>Failed to get global TPU topology)",
+                   r"(?P<detail>TPU initialization failed)"],
+         playbook="environment", confidence=0.85),
 ]

@@ -361,3 +361,12 @@ RULES += [
          patterns=[r"Cannot find the config file for (?P<quantization>[\w-]+)"],
          playbook="quantization", confidence=0.9),
 ]
+
+# vllm/platforms/xpu.py (0.9+): bfloat16 refused on the client Arc A770 (wrong results), before the model loads
+RULES += [
+    Rule(signature="dtype.bf16_intel_arc", category="dtype_unsupported",
+         title="bfloat16 is refused on this Intel Arc GPU (known accuracy issue)",
+         fix="Launch with --dtype half (float16); bfloat16 on the Arc A770 gives wrong results, so vLLM refuses it.",
+         patterns=[r"Intel Arc A770 have bfloat16 accuracy known issue"],
+         playbook="dtype-unsupported", confidence=0.95),
+]

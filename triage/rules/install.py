@@ -178,8 +178,21 @@ def _conflict_facts(m, line, scan) -> dict:
 PIP_REQUIRES_RE = re.compile(r"(?P<pkg>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])?) (?P<ver>\d[\w.+\-!]*) requires "
                              r"(?P<req>[^,]{1,120}), but you have (?P<have>[^,]{1,120}?) which is incompatible")
 
-RULES += [
-    Rule(signature="install.dependency_conflict", category="install_mismatch",
+# The server came up after the installer's complaint: the conflict did not stop anything.
+STARTED_RE = re.compile(r"Application startup complete|Uvicorn running on|Starting vLLM API server|Avg prompt throughput")
+
+
+def _dependency_conflict(scan: Scan) -> Diagnosis | None:
+    d = DEPENDENCY_CONFLICT.match_lines(scan)
+    if d is None:
+        return None
+    last = max(e.line for e in d.evidence)
+    if any(ln.no > last and STARTED_RE.search(ln.text) for ln in scan.lines):
+        return None
+    return d
+
+
+DEPENDENCY_CONFLICT: Rule = Rule(signature="install.dependency_conflict", category="install_mismatch",
          title="The installer reports conflicting package versions ({detail})",
          fix="Two packages pin versions that cannot coexist (vLLM pins torch and its companions exactly): install "
              "vLLM into a fresh virtual environment first and let it choose torch, then add the other packages "
@@ -197,7 +210,11 @@ RULES += [
                    r"UnsatisfiableError: The following specifications were found", r"LibMambaUnsatisfiableError",
                    r"Could not solve for environment specs"],
          # secondary: pip prints the conflict and carries on; a failure after it is what stopped the launch
-         playbook="install-mismatch", confidence=0.7, secondary=True),
+         playbook="install-mismatch", confidence=0.7, secondary=True,
+         check=lambda scan, env: _dependency_conflict(scan))
+
+RULES += [
+    DEPENDENCY_CONFLICT,
     Rule(signature="install.no_matching_distribution", category="install_mismatch",
          title="The installer cannot find {req} for this Python / platform / index",
          fix="No published build of {req} fits this interpreter and index: check the Python version (vLLM wheels "
@@ -208,6 +225,12 @@ RULES += [
                    # uv: "Because there is no version of torch==2.6.0.dev... and ..."
                    r"Because there is no version of (?P<req>\S+)",
                    r"Because (?P<req>\S+) was not found in the package registry",
+                   # pip: the release exists, but not for this interpreter (Requires-Python)
+                   r"Package '(?P<req>[^']+)' requires a different Python",
+                   # a wheel for another OS / CPU / Python (pip), a release without a build for this platform (uv)
+                   r"(?P<req>\S+\.whl) is not a supported wheel on this platform",
+                   r"Distribution `(?P<req>[^`]+)` can't be installed because it doesn't have a source distribution or "
+                   r"wheel for the current platform",
                    # conda
                    r"PackagesNotFoundError: The following packages are not available from current channels(?P<req>)"],
          facts=lambda m, line, scan: {"req": (m.group("req") or "a package").rstrip(",.")},
@@ -227,6 +250,12 @@ def _platform_build_mismatch(scan: Scan) -> Diagnosis | None:
         fix = ("vLLM reads its own installed version to pick the platform; here Python imports a vllm folder that pip "
                "never installed (a checkout on PYTHONPATH, a manual copy). Install vLLM as a package (`pip install vllm` "
                "or `pip install -e .` in the checkout, built for this machine's GPU) and run from outside the source tree.")
+    elif "TPU device found" in t:
+        what = "a TPU machine whose TPU stack (libtpu, torch_xla) this vLLM cannot use"
+        fix = ("torch_xla sees the TPU but vLLM's TPU platform did not load: the libtpu / torch_xla (or tpu-inference) "
+               "versions in the environment are not the ones this vLLM release pins (a newer nightly breaks it). "
+               "Install the TPU requirements of the same vLLM release into a clean environment, or use the "
+               "vllm/vllm-tpu image.")
     else:
         cuda_on_amd = vendor(scan) == "amd" and re.search(r"libcu|cuda", t, re.I) is not None
         what = ("a CUDA build of vLLM on an AMD (ROCm) machine" if cuda_on_amd
@@ -254,7 +283,7 @@ RULES += [PLATFORM_BUILD_MISMATCH]
 # "cannot import name", "module ... has no attribute", a missing submodule: the importing code and the
 # installed package come from different releases (vLLM pins torch exactly; a plugin or a model's remote code
 # is built for one vLLM release; NumPy 2 removed aliases). Kernel libraries are kernels.library_api_mismatch's.
-API_MODULES = r"(?:torch|torchvision|torchaudio|xformers|numpy|vllm)"
+API_MODULES = r"(?:torch|torchvision|torchaudio|xformers|numpy|vllm|pydantic|huggingface_hub)"
 
 
 def _api_facts(m, line, scan) -> dict:
@@ -323,3 +352,17 @@ BUILD_FAILED: Rule = Rule(
     playbook="install-mismatch", confidence=0.7, check=lambda scan, env: _build_failed(scan))
 
 RULES += [BUILD_FAILED]
+
+
+# xFormers checks at import which torch its C++/CUDA extensions were built against (xformers/_cpp_lib.py) and
+# warns, then every memory-efficient attention call fails: the same mismatch as an undefined symbol, said plainly.
+RULES += [
+    Rule(signature="install.extension_built_for_other_torch", category="install_mismatch",
+         title="xFormers was built for another torch ({built}) than the one installed ({have})",
+         fix="Install the xFormers release built for the installed torch (same torch and CUDA version; vLLM's "
+             "requirements pin a matching pair), or reinstall vLLM into a clean environment so pip brings matching "
+             "torch and xformers.",
+         patterns=[r"xFormers can't load C\+\+/CUDA extensions\. xFormers was built for:\s*PyTorch (?P<built>\S+)"
+                   r"(?: with CUDA \d+)? \(you have (?P<have>[^)]+)\)"],
+         playbook="install-mismatch", confidence=0.75),
+]
