@@ -221,3 +221,13 @@ def test_old_style_warning_alone_is_not_a_failure():
 def test_other_typeerrors_are_not_the_model_interface():
     d = top("TypeError: forward() got an unexpected keyword argument 'positions'\n")
     assert d.signature != "model_support.model_class_interface"
+
+
+# ---- a message wrapped by the paste -----------------------------------------------------------------------------
+
+def test_max_model_len_refusal_wrapped_at_the_parenthesis():
+    d = top("Value error, User-specified max_model_len (16384) is greater than the derived max_model_len \n"
+            "(max_position_embeddings=8192 or model_max_length=None in model's config.json). To allow overriding "
+            "this maximum, set \nthe env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.\n")
+    assert d.signature == "config.max_model_len_too_large"
+    assert d.facts["max_model_len"] == 16384 and d.facts["max_position_embeddings"] == 8192

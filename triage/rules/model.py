@@ -10,6 +10,7 @@ from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.lazyre import lazy
 from triage.rules.base import Rule, not_in_passing
+from triage.rules.wrapped import wrapped_texts
 from triage.rules.wrappers import is_wrapper
 
 
@@ -192,30 +193,10 @@ QUANT_TENSOR_RE = lazy(r"\.(?:weight_scale|weight_packed|weight_zero_point|weigh
 PLAIN_PARAM_RE = lazy(r"\.(?:weight|bias)$", needles=(".",))
 
 
-WRAP_LINES = 8  # how far a wrapped message may run on after its first line (a paste's blank lines included)
-
-
-def _wrapped_texts(scan: Scan, needle: str):
-    """(line, message) for each line holding `needle`, with the lines that follow it joined: a message a paste
-    wrapped (over blank lines too) reads whole. A frame or a traceback's start ends it."""
-    lines = scan.lines
-    for i, ln in enumerate(lines):
-        if needle not in ln.text:
-            continue
-        parts = [ln.text.strip()]
-        for nxt in lines[i + 1:]:
-            t = nxt.text.strip()
-            if nxt.no > ln.no + WRAP_LINES or t.startswith(("File ", "Traceback", "During handling",
-                                                               "The above exception")):
-                break
-            parts.append(t)
-        yield ln, " ".join(" ".join(parts).split())
-
-
 def _built_unquantized(scan: Scan) -> Diagnosis | None:
     """The checkpoint has a quantized layer's tensor (a scale, packed weights) where the layer vLLM built lists
     only plain weights: vLLM did not apply the checkpoint's quantization to that layer."""
-    for line, text in _wrapped_texts(scan, "There is no module or parameter named"):
+    for line, text in wrapped_texts(scan, "There is no module or parameter named"):
         m = NO_PARAM_RE.search(text)
         if m is None or not QUANT_TENSOR_RE.search(m.group("name")):
             continue
