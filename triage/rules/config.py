@@ -9,7 +9,7 @@ from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.lazyre import lazy
 from triage.rules.base import Rule
-from triage.rules.wrapped import wrapped_texts
+from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
 
 
 def _argv_hint(m, line, scan) -> dict:
@@ -462,3 +462,6 @@ RULES += [
 
 VALIDATION_RULE = next(r for r in RULES if r.signature == "config.validation_error")
 MAX_LEN_RULE = next(r for r in RULES if r.signature == "config.max_model_len_too_large")
+
+# a message a paste wrapped over lines still reaches every plain pattern rule here
+read_wrapped_messages(RULES)

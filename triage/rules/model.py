@@ -10,7 +10,7 @@ from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.lazyre import lazy
 from triage.rules.base import Rule, not_in_passing
-from triage.rules.wrapped import wrapped_texts
+from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
 from triage.rules.wrappers import is_wrapper
 
 
@@ -946,3 +946,6 @@ RULES += [
 
 CHECKPOINT_MISMATCH = next(r for r in RULES if r.signature == "model_loading.checkpoint_mismatch")
 RULES += RULES_INTERFACE
+
+# a message a paste wrapped over lines still reaches every plain pattern rule here
+read_wrapped_messages(RULES)
