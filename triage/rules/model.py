@@ -264,7 +264,11 @@ INTERFACE_TYPEERROR_RE = lazy(r"(?P<cls>[\w.]+)\(\) got an unexpected keyword ar
 
 
 def _model_class_interface(scan: Scan) -> Diagnosis | None:
-    warned = next((ln for ln in scan.lines if OLD_STYLE_RE.search(ln.text)), None)
+    if not any(e.short_type == "TypeError" for e in scan.exceptions):
+        return None
+    joined = scan.joined_text()
+    warned = (next((ln for ln in scan.lines if OLD_STYLE_RE.search(ln.text)), None)
+              if "old-style model class" in joined or "should accept `vllm_config`" in joined else None)
     for exc in scan.exceptions:
         if exc.short_type != "TypeError":
             continue
@@ -514,9 +518,9 @@ RULES = [
 
 # What vLLM logs while it builds the speculative-decoding drafter (V1 gpu_model_runner "Loading drafter model...",
 # v1/spec_decode/eagle.py, V0 spec_decode_worker "Configuring SpecDecodeWorker"), by message or by source file.
+DRAFTER_NEEDLES = ("Loading drafter", "EAGLE head", "SpecDecodeWorker", "draft model", "drafter")
 DRAFTER_STEP_RE = lazy(r"Loading drafter model|Assuming the EAGLE head shares|EAGLE head|Configuring SpecDecodeWorker|"
-                       r"draft model|drafter",
-                       needles=("Loading drafter", "EAGLE head", "SpecDecodeWorker", "draft model", "drafter"))
+                       r"draft model|drafter", needles=DRAFTER_NEEDLES)
 DRAFTER_SOURCES = ("eagle.py", "medusa.py", "ngram_proposer.py", "draft_model.py", "spec_decode_worker.py",
                    "multi_step_worker.py", "dflash.py", "suffix_decoding.py", "mtp_proposer.py")
 STEP_WINDOW = 3  # logged lines before the first failure line that say what start-up was doing
@@ -532,6 +536,10 @@ def _failed_after_drafter(scan: Scan) -> Diagnosis | None:
     if any(not is_wrapper(e.text) and e.message for e in scan.exceptions):
         return None
     lines = scan.lines
+    joined = scan.joined_text()
+    if not any(n in joined for n in DRAFTER_NEEDLES) and not any(ln.src.startswith(DRAFTER_SOURCES)
+                                                                          for ln in lines):
+        return None
     first = next((i for i, ln in enumerate(lines) if ln.level in ("ERROR", "CRITICAL") or FAILED_RE.search(ln.text)),
                  None)
     if not first:

@@ -35,6 +35,10 @@ MAX_WRAPPED_EXCEPTIONS = 20  # a restart loop repeats its exceptions: the first 
 def exception_texts(scan: Scan) -> list[tuple[Line, str]]:
     """(line, message) of the exceptions whose message runs on over continuation lines (the traceback reader
     keeps them), joined: what a rule's pattern may need when a paste broke the message."""
+    return _texts(scan) if any(e.extra for e in scan.exceptions) else []
+
+
+def _texts(scan: Scan) -> list[tuple[Line, str]]:
     out = []
     for exc in scan.exceptions:
         if exc.extra:
