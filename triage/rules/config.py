@@ -460,8 +460,8 @@ RULES += [
          check=lambda scan, env: _runner_unsupported(scan, env, spec=False), playbook="engine-config", confidence=0.88),
 ]
 
-VALIDATION_RULE = next(r for r in RULES if r.signature == "config.validation_error")
-MAX_LEN_RULE = next(r for r in RULES if r.signature == "config.max_model_len_too_large")
+VALIDATION_RULE: Rule = next(r for r in RULES if r.signature == "config.validation_error")
+MAX_LEN_RULE: Rule = next(r for r in RULES if r.signature == "config.max_model_len_too_large")
 
 # a message a paste wrapped over lines still reaches every plain pattern rule here
 read_wrapped_messages(RULES)

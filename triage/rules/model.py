@@ -952,7 +952,7 @@ RULES += [
     CHAT_PREPROCESS,
 ]
 
-CHECKPOINT_MISMATCH = next(r for r in RULES if r.signature == "model_loading.checkpoint_mismatch")
+CHECKPOINT_MISMATCH: Rule = next(r for r in RULES if r.signature == "model_loading.checkpoint_mismatch")
 RULES += RULES_INTERFACE
 
 # a message a paste wrapped over lines still reaches every plain pattern rule here
