@@ -221,3 +221,26 @@ def test_old_style_warning_alone_is_not_a_failure():
 def test_other_typeerrors_are_not_the_model_interface():
     d = top("TypeError: forward() got an unexpected keyword argument 'positions'\n")
     assert d.signature != "model_support.model_class_interface"
+
+
+# ---- a message wrapped by the paste -----------------------------------------------------------------------------
+
+def test_max_model_len_refusal_wrapped_at_the_parenthesis():
+    d = top("Value error, User-specified max_model_len (16384) is greater than the derived max_model_len \n"
+            "(max_position_embeddings=8192 or model_max_length=None in model's config.json). To allow overriding "
+            "this maximum, set \nthe env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.\n")
+    assert d.signature == "config.max_model_len_too_large"
+    assert d.facts["max_model_len"] == 16384 and d.facts["max_position_embeddings"] == 8192
+
+
+def test_every_pattern_rule_reads_an_exception_message_a_paste_wrapped():
+    cases = {
+        "ValueError: max_num_batched_tokens (2048) is smaller than\nmax_model_len (32768). This effectively limits":
+            "config.batched_tokens_lt_max_len",
+        "ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be\n"
+        "stored in KV cache (21328). Try increasing gpu_memory_utilization": "kv_cache.max_len_exceeds_capacity",
+        "ValueError: The checkpoint you are trying to load has model type\n`qwen3_5` but Transformers does not "
+        "recognize this architecture.": "model_support.transformers_unknown_type",
+    }
+    for text, sig in cases.items():
+        assert top(text + "\n").signature == sig, text

@@ -9,6 +9,7 @@ from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.lazyre import lazy
 from triage.rules.base import Rule
+from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
 
 
 def _argv_hint(m, line, scan) -> dict:
@@ -109,6 +110,19 @@ def _validation_error(scan: Scan) -> Diagnosis | None:
     return d
 
 
+def _read_wrapped(rule: Rule, scan: Scan, needle: str) -> Diagnosis | None:
+    """The rule's patterns on each line, else on the message its first line starts, joined over a paste's wraps."""
+    d = rule.match_lines(scan)
+    if d is not None:
+        return d
+    for ln, text in wrapped_texts(scan, needle):
+        for pattern in rule.patterns:
+            m = re.search(pattern, text)
+            if m is not None:
+                return rule.diagnosis(scan, [(ln, m)])
+    return None
+
+
 RULES = [
     Rule(signature="config.tp_heads_not_divisible", category="engine_config",
          title="{num_attention_heads} attention heads cannot be split over tensor parallel size {tensor_parallel_size}",
@@ -141,6 +155,7 @@ RULES = [
          fix="Lower --max-model-len to at most {max_position_embeddings}, or (if the model really supports more, e.g. with RoPE "
              "scaling) set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 knowingly.",
          patterns=[r"User-specified max_model_len \((?P<max_model_len>\d+)\) is greater than the derived max_model_len \((?:max_position_embeddings|[\w=]+)=(?P<max_position_embeddings>[\d.]+)"],
+         check=lambda scan, env: _read_wrapped(MAX_LEN_RULE, scan, "User-specified max_model_len"),
          playbook="engine-config", confidence=0.95),
     Rule(signature="config.validation_error", category="engine_config",
          title="vLLM rejected the configuration ({detail})",
@@ -445,4 +460,8 @@ RULES += [
          check=lambda scan, env: _runner_unsupported(scan, env, spec=False), playbook="engine-config", confidence=0.88),
 ]
 
-VALIDATION_RULE = next(r for r in RULES if r.signature == "config.validation_error")
+VALIDATION_RULE: Rule = next(r for r in RULES if r.signature == "config.validation_error")
+MAX_LEN_RULE: Rule = next(r for r in RULES if r.signature == "config.max_model_len_too_large")
+
+# a message a paste wrapped over lines still reaches every plain pattern rule here
+read_wrapped_messages(RULES)

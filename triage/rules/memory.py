@@ -7,6 +7,7 @@ from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
+from triage.rules.wrapped import read_wrapped_messages
 from triage.rules.base import Rule
 from triage.rules.budget import memory_budget, phase_of, util_that_fits
 
@@ -312,3 +313,6 @@ RULES += [
          # secondary: the error vLLM raises next (when the log has it) says the same more exactly
          facts=_budget_facts, playbook="kv-cache-memory", confidence=0.85, secondary=True),
 ]
+
+# a message a paste wrapped over lines still reaches every plain pattern rule here
+read_wrapped_messages(RULES)

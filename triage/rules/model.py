@@ -10,6 +10,7 @@ from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.lazyre import lazy
 from triage.rules.base import Rule, not_in_passing
+from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
 from triage.rules.wrappers import is_wrapper
 
 
@@ -192,30 +193,10 @@ QUANT_TENSOR_RE = lazy(r"\.(?:weight_scale|weight_packed|weight_zero_point|weigh
 PLAIN_PARAM_RE = lazy(r"\.(?:weight|bias)$", needles=(".",))
 
 
-WRAP_LINES = 8  # how far a wrapped message may run on after its first line (a paste's blank lines included)
-
-
-def _wrapped_texts(scan: Scan, needle: str):
-    """(line, message) for each line holding `needle`, with the lines that follow it joined: a message a paste
-    wrapped (over blank lines too) reads whole. A frame or a traceback's start ends it."""
-    lines = scan.lines
-    for i, ln in enumerate(lines):
-        if needle not in ln.text:
-            continue
-        parts = [ln.text.strip()]
-        for nxt in lines[i + 1:]:
-            t = nxt.text.strip()
-            if nxt.no > ln.no + WRAP_LINES or t.startswith(("File ", "Traceback", "During handling",
-                                                               "The above exception")):
-                break
-            parts.append(t)
-        yield ln, " ".join(" ".join(parts).split())
-
-
 def _built_unquantized(scan: Scan) -> Diagnosis | None:
     """The checkpoint has a quantized layer's tensor (a scale, packed weights) where the layer vLLM built lists
     only plain weights: vLLM did not apply the checkpoint's quantization to that layer."""
-    for line, text in _wrapped_texts(scan, "There is no module or parameter named"):
+    for line, text in wrapped_texts(scan, "There is no module or parameter named"):
         m = NO_PARAM_RE.search(text)
         if m is None or not QUANT_TENSOR_RE.search(m.group("name")):
             continue
@@ -283,7 +264,11 @@ INTERFACE_TYPEERROR_RE = lazy(r"(?P<cls>[\w.]+)\(\) got an unexpected keyword ar
 
 
 def _model_class_interface(scan: Scan) -> Diagnosis | None:
-    warned = next((ln for ln in scan.lines if OLD_STYLE_RE.search(ln.text)), None)
+    if not any(e.short_type == "TypeError" for e in scan.exceptions):
+        return None
+    joined = scan.joined_text()
+    warned = (next((ln for ln in scan.lines if OLD_STYLE_RE.search(ln.text)), None)
+              if "old-style model class" in joined or "should accept `vllm_config`" in joined else None)
     for exc in scan.exceptions:
         if exc.short_type != "TypeError":
             continue
@@ -533,9 +518,9 @@ RULES = [
 
 # What vLLM logs while it builds the speculative-decoding drafter (V1 gpu_model_runner "Loading drafter model...",
 # v1/spec_decode/eagle.py, V0 spec_decode_worker "Configuring SpecDecodeWorker"), by message or by source file.
+DRAFTER_NEEDLES = ("Loading drafter", "EAGLE head", "SpecDecodeWorker", "draft model", "drafter")
 DRAFTER_STEP_RE = lazy(r"Loading drafter model|Assuming the EAGLE head shares|EAGLE head|Configuring SpecDecodeWorker|"
-                       r"draft model|drafter",
-                       needles=("Loading drafter", "EAGLE head", "SpecDecodeWorker", "draft model", "drafter"))
+                       r"draft model|drafter", needles=DRAFTER_NEEDLES)
 DRAFTER_SOURCES = ("eagle.py", "medusa.py", "ngram_proposer.py", "draft_model.py", "spec_decode_worker.py",
                    "multi_step_worker.py", "dflash.py", "suffix_decoding.py", "mtp_proposer.py")
 STEP_WINDOW = 3  # logged lines before the first failure line that say what start-up was doing
@@ -551,6 +536,10 @@ def _failed_after_drafter(scan: Scan) -> Diagnosis | None:
     if any(not is_wrapper(e.text) and e.message for e in scan.exceptions):
         return None
     lines = scan.lines
+    joined = scan.joined_text()
+    if not any(n in joined for n in DRAFTER_NEEDLES) and not any(ln.src.startswith(DRAFTER_SOURCES)
+                                                                          for ln in lines):
+        return None
     first = next((i for i, ln in enumerate(lines) if ln.level in ("ERROR", "CRITICAL") or FAILED_RE.search(ln.text)),
                  None)
     if not first:
@@ -963,5 +952,8 @@ RULES += [
     CHAT_PREPROCESS,
 ]
 
-CHECKPOINT_MISMATCH = next(r for r in RULES if r.signature == "model_loading.checkpoint_mismatch")
+CHECKPOINT_MISMATCH: Rule = next(r for r in RULES if r.signature == "model_loading.checkpoint_mismatch")
 RULES += RULES_INTERFACE
+
+# a message a paste wrapped over lines still reaches every plain pattern rule here
+read_wrapped_messages(RULES)

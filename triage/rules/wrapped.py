@@ -1,0 +1,83 @@
+"""A message a paste wrapped over several lines, read whole: people copy an exception out of a terminal or a
+web page that breaks it (at a width, at a parenthesis, over blank lines), and a rule's pattern spans the break."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from triage.logread.normalize import Line
+from triage.logread.scan import Scan
+
+WRAP_LINES = 8  # how far a wrapped message may run on after its first line (a paste's blank lines included)
+ENDS = ("File ", "Traceback", "During handling", "The above exception")
+
+
+def wrapped_texts(scan: Scan, needle: str) -> Iterator[tuple[Line, str]]:
+    """(line, message) for each line holding `needle`, with the lines that follow it joined by single spaces.
+    A frame or a traceback's start ends it."""
+    lines = scan.lines
+    for i, ln in enumerate(lines):
+        if needle not in ln.text:
+            continue
+        parts = [ln.text.strip()]
+        for nxt in lines[i + 1:]:
+            t = nxt.text.strip()
+            if nxt.no > ln.no + WRAP_LINES or t.startswith(ENDS):
+                break
+            parts.append(t)
+        yield ln, " ".join(" ".join(parts).split())
+
+
+MAX_WRAPPED_EXCEPTIONS = 20  # a restart loop repeats its exceptions: the first ones are enough
+
+
+def exception_texts(scan: Scan) -> list[tuple[Line, str]]:
+    """(line, message) of the exceptions whose message runs on over continuation lines (the traceback reader
+    keeps them), joined: what a rule's pattern may need when a paste broke the message."""
+    return _texts(scan) if any(e.extra for e in scan.exceptions) else []
+
+
+def _texts(scan: Scan) -> list[tuple[Line, str]]:
+    out = []
+    for exc in scan.exceptions:
+        if exc.extra:
+            extra = " ".join(x.text.strip() for x in exc.extra)
+            out.append((exc.line, " ".join(f"{exc.message} {extra}".split())))
+            # the rows as printed: a reader that re-joined a wrapped row may have glued two words together
+            at = exc.line.shown.find(exc.type)
+            if at >= 0:
+                out.append((exc.line, " ".join(f"{exc.line.shown[at:]} {extra}".split())))
+            if len(out) >= MAX_WRAPPED_EXCEPTIONS:
+                break
+    return out
+
+
+def reading_wrapped(rule):
+    """A check for a pattern rule: its patterns on each line as usual, else on each exception's message joined
+    over the lines a paste wrapped it onto."""
+    compiled: list = []
+
+    def check(scan: Scan, env) -> "object | None":
+        d = rule.match_lines(scan)
+        if d is not None or not scan.exceptions:
+            return d
+        texts = exception_texts(scan)
+        if not texts:
+            return None
+        if not compiled:
+            compiled.extend(re.compile(p) for p in rule.patterns)
+        for ln, text in texts:
+            for rx in compiled:
+                m = rx.search(text)
+                if m is not None:
+                    return rule.diagnosis(scan, [(ln, m)])
+        return None
+    return check
+
+
+def read_wrapped_messages(rules: list) -> None:
+    """Every plain pattern rule of `rules` also reads messages a paste wrapped (see reading_wrapped)."""
+    for r in rules:
+        if r.check is None and r.patterns and not r.harmless and not r.wrapper:
+            r.check = reading_wrapped(r)
