@@ -374,3 +374,17 @@ def test_catalogue_alone_names_the_category_of_real_threads():
             wrong.append((name, want, d.category, d.facts.get("source")))
     assert matched >= 50, matched
     assert len(wrong) <= 0.12 * matched, wrong
+
+
+@pytest.mark.parametrize("line", [
+    "IndexError: list index out of range",
+    "TypeError: LlamaModel.__init__() got an unexpected keyword argument 'foo'",
+    "TypeError: forward() takes 2 positional arguments but 3 were given",
+])
+def test_python_own_messages_name_no_library(line):
+    # A template that is Python's own words around holes ("index {} out of range" in a Triton tool)
+    # would pin any IndexError on that library.
+    from triage.catalogue import store
+    cat = store.load()
+    assert cat is not None
+    assert cat.match(line) == [], [(m.template.module, m.template.text) for m in cat.match(line)]

@@ -27,10 +27,9 @@ def _diagnoses(text: str):
     return ds
 
 
-# the kernel's OOM killer (mm/oom_kill.c), in both of its forms, and Kubernetes' pod status
+# the kernel's OOM killer (mm/oom_kill.c): its summary line names no cause by itself
 @pytest.mark.parametrize("text", [
     "[ 5123.112] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),oom_memcg=/kubepods/pod1,task=python3,pid=4121\n",
-    "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n",
 ])
 def test_a_host_oom_kill_quoted_alone_is_a_likely_environment_failure(text):
     ds = _diagnoses(text)
@@ -39,8 +38,13 @@ def test_a_host_oom_kill_quoted_alone_is_a_likely_environment_failure(text):
     assert d.category == "environment" and d.confidence <= 0.35
 
 
-def test_the_cgroup_oom_killer_is_the_hand_rules():
-    d = _diagnoses("Memory cgroup out of memory: Killed process 4121 (python3) total-vm:82408858kB\n")[0]
+# the cgroup OOM killer's kill line, and Kubernetes' pod status, each say the cause outright
+@pytest.mark.parametrize("text", [
+    "Memory cgroup out of memory: Killed process 4121 (python3) total-vm:82408858kB\n",
+    "    Last State:     Terminated\n      Reason:       OOMKilled\n      Exit Code:    137\n",
+])
+def test_the_cgroup_oom_killer_is_the_hand_rules(text):
+    d = _diagnoses(text)[0]
     assert d.signature == "environment.host_oom_killed"
 
 

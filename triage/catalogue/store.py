@@ -23,9 +23,17 @@ LONG_ENOUGH = 40  # ... unless this much verbatim text matched (the first line o
 LINE_SHARE = 0.5  # of the line's own text the match must cover, unless it is LONG_ENOUGH
 MIN_SPECIFIC = 12  # matched characters outside the phrases every library (and Python itself) prints
 MIN_SPECIFIC_AT_START = 4
+# Python's own exception messages: a library that happens to raise one names nothing. Checked first, so
+# that a shorter phrase ("got ") does not take their words.
+PYTHON_OWN = ("list index out of range", "tuple index out of range", "string index out of range", "out of range",
+              "got an unexpected keyword argument", "got multiple values for argument", "required positional argument",
+              "positional arguments but", "were given", "object is not subscriptable", "object is not callable",
+              "object is not iterable", "unsupported operand type", "values to unpack", "division by zero",
+              "maximum recursion depth exceeded", "can only concatenate", "NoneType", "must be str, not",
+              ".__init__()", "__init__()")
 # Phrases that say nothing about which code printed them: "'X' object has no attribute 'y'" is Python's
 # own; "{} is not supported yet." is in a hundred modules.
-GENERIC = ("object has no attribute", "has no attribute", "No such file or directory", "cannot open shared object file",
+GENERIC = PYTHON_OWN + ("object has no attribute", "has no attribute", "No such file or directory", "cannot open shared object file",
            "Could not find", "could not find", "is not supported yet", "is not supported", "not supported yet",
            "not supported", "does not support", "is not a valid", "is not available", "not available",
            "is required", "must be", "not found", "Failed to", "failed to", "failed with", "Failed with", "Unsupported", "unsupported", "Invalid",
