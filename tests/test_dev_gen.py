@@ -18,8 +18,6 @@ from tests.conftest import run_triage
 DEV = Path(__file__).parent / "logs" / "dev-gen"
 EXPECTED: dict[str, dict] = yaml.safe_load((DEV / "expected.yaml").read_text())
 KNOWN_MISSES: dict[str, str] = {
-    # kv_cache.negative_budget (rules/memory.py) reads "# GPU blocks: 0" but not vLLM 0.1's "-1"
-    "gpu-blocks-negative-notebook.log": "the INFO line's negative GPU block count is not read as the cause",
     "compressed-weight-scale-keyerror.log": "a weight_scale tensor vLLM built no parameter for reads as a plain weight mismatch",
     "bnb-merged-keyerror-oneline.log": "a plain weight name: nothing in the line says the checkpoint is quantized",
 }

@@ -40,13 +40,13 @@ _TB_HEAD = b"Traceback (most recent"
 # Lines whose numbers are facts, not noise: the machine's rows (one per GPU, "GPU 0: ...", "GPU 1: ..."),
 # the compute capability, and PREFILTER's words with a number in them ("blocks: 0,": the same line with
 # another number is no hit). Each different message among them is read (by_text).
-_ZERO_WORDS = (b"blocks: 0,", b"size: 0 tokens", b"per request: 0")
+_ZERO_WORDS = (b"blocks: 0,", b"blocks: -", b"size: 0 tokens", b"per request: 0")
 _GPU_ROW = re.compile(rb"GPU \d+:")
 
 
 def by_text(raw: bytes) -> bool:
     return (b"NVIDIA" in raw or b"apability" in raw or (b"GPU " in raw and _GPU_ROW.search(raw) is not None)
-            or (b": 0" in raw and any(z in raw for z in _ZERO_WORDS)))
+            or ((b": 0" in raw or b": -" in raw) and any(z in raw for z in _ZERO_WORDS)))
 COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
 COLLECT_ENV_SPAN = 400
 CUT_TB_TAIL = 3  # a traceback whose last frame is this close to the end of the log was cut by it

@@ -36,7 +36,7 @@ PREFILTER = (
     "Aborted|version|Version|args|backend|NCCL|capability|architecture|with config|Collecting env|"
     "above exception|NumPy|bootstrapping|fatal|only supports|plugin|"
     # memory profiling's INFO lines when nothing is left for the KV cache
-    "KV cache memory: -|KV Cache is -|blocks: 0,|cache size: 0 tokens|tokens per request: 0|"
+    "KV cache memory: -|KV Cache is -|blocks: 0,|blocks: -|cache size: 0 tokens|tokens per request: 0|"
     # the memory budget (V0's budget line, the weights' size): what the memory rules' explanations are made of.
     # Plain "memory" would cost ~20% of grep's time on a big log; these cost nothing measurable.
     "gpu_memory_utilization|loading took|weights took|"

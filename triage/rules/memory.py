@@ -304,7 +304,7 @@ RULES += [
          fix="{advice}",
          patterns=[r"Available KV cache memory: (?P<kv_gib>-[\d.]+) ?GiB",  # V1 gpu_worker
                    r"the rest of the memory reserved for KV Cache is (?P<kv_gib>-[\d.]+) ?GiB",  # V0 worker
-                   r"# (?:GPU|cuda|CUDA) blocks: 0, # CPU blocks",  # V0 executor
+                   r"# (?:GPU|cuda|CUDA) blocks: (?:0|-\d+), # CPU blocks",  # V0 executor (-1 in the oldest releases)
                    r"GPU KV cache size: 0 tokens",  # V1 kv_cache_utils
                    # V0 executor: printed before it raises that the KV cache cannot hold one request
                    r"Maximum concurrency for [\d,]+ tokens per request: (?P<concurrency>0\.\d+)x",
