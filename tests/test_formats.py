@@ -169,6 +169,8 @@ MSG = "ValueError: No valid attention backend found for cuda"
     (f"    (EngineCore_DP0 pid=5) ERROR 02-14 21:57:23 [x.py:1] {MSG}", "EngineCore_DP0 pid=5", "ERROR"),
     (f"  2026-02-14T10:12:44Z {MSG}", "", ""),
     (f"vllm-1  | 2026-02-14T10:12:44.1Z {MSG}", "", ""),
+    (f"3597\t(APIServer pid=1) ERROR 02-14 21:57:23 [x.py:1] {MSG}", "APIServer pid=1", "ERROR"),  # a CI viewer's copy
+    (f"  3597\t{MSG}", "", ""),  # cat -n
 ])
 def test_prefixes_are_peeled(raw, proc, level):
     from triage.logread.normalize import parse
@@ -183,6 +185,7 @@ def test_prefixes_are_peeled(raw, proc, level):
      "vLLM API server version 0.11.2"),  # vLLM's header behind a timestamp is not taken for Python logging's
     ("2026-02-14T10:12:44Z Process EngineCore_DP0:", "Process EngineCore_DP0:"),  # not a host and a command
     ("    flags |= x", "    flags |= x"),  # source code is not a compose prefix
+    ("12345678\tcolumns", "12345678\tcolumns"),  # a long number before a tab is data, not a line number
 ])
 def test_what_is_not_a_prefix_stays(raw, text):
     from triage.logread.normalize import parse

@@ -36,6 +36,8 @@ _PREFIXES = [
     (lambda s: "|" in s, lazy(r"[A-Za-z0-9][\w.-]*\s+\|(?: |$)")),
     # torchrun / torch.distributed: "[rank0]: ", "[rank3]:[W214 ...]"
     (lambda s: s.startswith("[rank"), lazy(r"\[rank\d+\]:\s?")),
+    # a line number and a tab: `cat -n` ("  3597\t"), CI log viewers' copy
+    (lambda s: "\t" in s[:9], lazy(r" *\d{1,7}\t")),
 ]
 
 # (EngineCore_DP0 pid=1576), (Worker_TP3_EP3 pid=4191), (VllmWorker rank=0 pid=1110),
