@@ -23,7 +23,6 @@ OPEN: dict[str, str] = {
     "quantization--compressed-tensors-cc75-cut-frames.log": "interleaved cut tracebacks",
     # "<X> MoE kernel does not support current device sm_120" (0.15's fused_moe kernels) is the quantized-kernel
     # family of quant.kernel_unsupported_gpu in triage/rules/gpu.py, which does not list this form yet
-    "quantization--nvfp4-moe-flashinfer-cutlass-sm120.log": "quantized MoE kernel refusal form not in gpu.py",
 }
 
 

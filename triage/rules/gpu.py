@@ -253,7 +253,11 @@ RULES = [
                    r"No (?P<kernel>(?:NvFp4|MxFp4|Mxfp4|Fp8|FP8|NVFP4|MXFP4|W4A8|Int4|WNA16)[\w ]{0,12}? MoE) backend supports the deployment configuration",
                    r"(?P<kernel>(?:NvFp4|MxFp4|Mxfp4|MxFp8|Mxfp8|Fp8) MoE backend '\w+') does not support the deployment configuration",
                    r"(?P<kernel>FlashInfer|CUTLASS|Marlin) kernels unavailable for \w+ on current platform",
-                   r"(?P<kernel>\[FP4 gemm Runner\]) Failed to run cutlass FP4 gemm"],
+                   r"(?P<kernel>\[FP4 gemm Runner\]) Failed to run cutlass FP4 gemm",
+                   # a MoE / GEMM kernel's own device check ("FlashInfer-CUTLASS MoE kernel does not support
+                   # current device sm_120")
+                   r"(?P<kernel>[\w-]+(?: [\w-]+){0,2} (?:MoE|GEMM|gemm|FP4|FP8|fp4|fp8) kernels?) (?:does|do) not support "
+                   r"(?:the )?current (?:device|GPU|platform)"],
          playbook="quantization", confidence=0.85),
     Rule(signature="quant.shape_unsupported", category="quantization",
          title="The quantized weights have a shape this kernel cannot take (often: tensor parallel size)",
