@@ -15,14 +15,9 @@ DEV = Path(__file__).parent / "logs" / "dev-mcfg"
 EXPECTED: dict[str, dict] = yaml.safe_load((DEV / "expected.yaml").read_text())
 # Misses not yet named by a mechanism, each with the reason.
 OPEN: dict[str, str] = {
-    # a CI viewer's line-number gutter ("3597\t(APIServer pid=...) ERROR ...") hides the level and the frames
-    # (triage/logread/normalize.py)
-    "tokenizer_chat_template--powermoe-warmup-cut-traceback.log": "line-number gutter not stripped",
     # two workers' frames interleave and the paste ends: each worker's last frame is not near the end, so the
     # cut traceback is not taken as cut (CUT_TB_TAIL in triage/logread/scan.py counts from the log's end)
     "quantization--compressed-tensors-cc75-cut-frames.log": "interleaved cut tracebacks",
-    # "<X> MoE kernel does not support current device sm_120" (0.15's fused_moe kernels) is the quantized-kernel
-    # family of quant.kernel_unsupported_gpu in triage/rules/gpu.py, which does not list this form yet
 }
 
 
