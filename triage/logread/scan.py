@@ -50,6 +50,7 @@ def by_text(raw: bytes) -> bool:
 COLLECT_ENV_MARKERS = ("Collecting environment information", "PyTorch version:")
 COLLECT_ENV_SPAN = 400
 CUT_TB_TAIL = 3  # a traceback whose last frame is this close to the end of the log was cut by it
+CUT_INTERLEAVED = 40  # ... or this close, when only other processes' lines follow it
 CUT_MIN = 80  # the narrowest terminal: a shorter line was not cut by one
 
 
@@ -227,7 +228,15 @@ class Scanner:
         # Only where the log (or the paste) ends inside it: elsewhere its exception line was merely
         # not selected, or another process' lines came in between.
         end = max(nlines, s.lines[-1].no if s.lines else 0)
-        s.cut_tracebacks = [t for t in self._tb.cut() if t.line.no + CUT_TB_TAIL >= end]
+        # Workers' tracebacks interleave: one cut by the paste's end is followed only by the other
+        # workers' lines, so its own process' last line is what it is measured from (near the end).
+        last_of: dict[str, int] = {}
+        for ln in s.lines[-CUT_INTERLEAVED:]:
+            if ln.proc:
+                last_of[ln.proc] = ln.no
+        s.cut_tracebacks = [t for t in self._tb.cut() if t.line.no + CUT_TB_TAIL >= end or (
+            t.line.proc and end - t.line.no <= CUT_INTERLEAVED
+            and t.line.no + CUT_TB_TAIL >= last_of.get(t.line.proc, 0))]
         # The step start-up died in, for every rule: from the first traceback whose frames say.
         phase = next((p for e in s.exceptions + s.cut_tracebacks if e.frames for p in [phase_of(e.frames)] if p), None)
         if phase:
