@@ -235,3 +235,30 @@ def test_capture_refusals_of_torch_and_the_runtime(text):
 def test_more_backend_refusals(text):
     d = top(text + "\n")
     assert d is not None and d.category == "attention_backend", d and (d.signature, d.category)
+
+
+# ---- a bare CUDA error while capture was in progress (vLLM's own progress lines) --------------------
+
+CAPTURE_BAR = "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  14%|#4        | 1/7 [00:01<00:06,  1.04s/it]\n"
+
+
+@pytest.mark.parametrize("err", [
+    "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'",
+    "[rank0]: RuntimeError: CUDA error: invalid argument",
+    "RuntimeError: CUDA error: capturing stream has unjoined work",
+])
+def test_cuda_error_while_capturing(err):
+    d = top("INFO 09-10 09:37:31 [kv_cache_utils.py:1087] GPU KV cache size: 85,232 tokens\n" + CAPTURE_BAR + err + "\n")
+    assert d is not None and d.category == "cudagraph_capture", d and (d.signature, d.category)
+
+
+def test_cuda_error_after_capture_finished_is_not_capture():
+    d = top(CAPTURE_BAR + "INFO 09-10 09:37:40 [gpu_model_runner.py:3480] Graph capturing finished in 5 secs, took "
+            "0.49 GiB\nRuntimeError: CUDA error: invalid argument\n")
+    assert d is None or d.signature != "cudagraph.error_during_capture"
+
+
+def test_oom_while_capturing_stays_gpu_oom():
+    d = top(CAPTURE_BAR + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total "
+            "capacity of 23.54 GiB of which 1.19 MiB is free.\n")
+    assert d is not None and d.category == "gpu_oom"

@@ -44,7 +44,9 @@ PREFILTER = (
     # native libraries' own statements of a cause (triage.catalogue.native: Ray's OOM killer, a lost node)
     "killed due to|memory usage threshold|marked dead|Check failed|discovered a bug|Illegal instruction|"
     # Python 3.13+ colours a traceback on a terminal: 'File \x1b[35m"...'; kept by script/tee
-    "File \x1b"
+    "File \x1b|"
+    # (attk) CUDA-graph capture started / finished: the step a bare CUDA error interrupted (rules/cudagraph_frames.py)
+    "Capturing CUDA graph|Capturing cudagraphs|Capturing the model for CUDA|capturing finished"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a
