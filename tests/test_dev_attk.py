@@ -262,3 +262,13 @@ def test_oom_while_capturing_stays_gpu_oom():
     d = top(CAPTURE_BAR + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total "
             "capacity of 23.54 GiB of which 1.19 MiB is free.\n")
     assert d is not None and d.category == "gpu_oom"
+
+
+def test_a_library_that_requires_a_gpu_is_not_a_backend_refusal():
+    d = top("RuntimeError: FlashInfer requires sm75+\n")
+    assert d is None or d.signature != "attention.backend_refused"
+
+
+def test_vllm_flash_attn_without_the_function_vllm_imports():
+    d = top("ImportError: cannot import name 'flash_attn_varlen_func' from 'vllm.vllm_flash_attn' (unknown location)\n")
+    assert d is not None and d.signature == "kernels.flash_attn_missing"

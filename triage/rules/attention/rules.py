@@ -465,6 +465,9 @@ BACKEND_NAME = (r"(?:(?:_Backend|AttentionBackendEnum|_MHA_Backend|AttentionBack
                 r"(?:FLASH_ATTN|FLASHINFER|FLASHMLA|FLASH_MLA|TRITON_ATTN|TRITON_MLA|CUTLASS_MLA|FLEX_ATTENTION|"
                 r"XFORMERS|TORCH_SDPA|ROCM_FLASH|ROCM_ATTN|ROCM_AITER|PALLAS|CPU_ATTN|TREE_ATTN)(?:_[A-Z0-9]+)*))")
 BACKEND_NAME_RE = lazy(BACKEND_NAME)
+# the registry's names (_Backend / AttentionBackendEnum members, 0.6 .. 0.33): a backend by name, never a library
+REGISTRY_NAME = (r"(?:FLASH_ATTN|FLASHINFER|FLASHMLA|FLASH_MLA|TRITON_ATTN|TRITON_MLA|CUTLASS_MLA|FLEX_ATTENTION|XFORMERS|"
+                 r"TORCH_SDPA|ROCM_FLASH|ROCM_ATTN|ROCM_AITER|PALLAS|CPU_ATTN|TREE_ATTN)(?:_[A-Z0-9]+)*")
 REFUSAL = (r"(?:does not support|doesn't support|do not support|(?:is|are) not (?:yet )?supported|not supported (?:by|with|in|for)|"
            r"(?:is|are) not implemented|not implemented for|(?:is|are) only (?:used|supported|available) (?:for|on|with)|"
            r"(?:is|are) unsupported|currently crashes|Please use|please use|must be used|is required for)")
@@ -472,7 +475,8 @@ BACKEND_REFUSAL_RE = lazy(rf"(?:{BACKEND_NAME}(?: backend)?\W{{0,3}}(?:\w+\W+){{
                           rf"{REFUSAL}\W+(?:the )?{BACKEND_NAME}(?: attention)? backend|"
                           rf"Only {BACKEND_NAME} backend is supported|"
                           rf"(?:not implemented|not supported|unsupported) (?:for|by|with|in) (?:the )?{BACKEND_NAME}|"
-                          rf"{BACKEND_NAME}(?: backend| attention)? (?:currently |only )?requires? (?!GPUs with sm|CUDA >=))",
+                          rf"(?:{BACKEND_NAME}(?: attention)? backend|{REGISTRY_NAME}) (?:currently |only )?requires? "
+                          rf"(?!GPUs with sm|CUDA >=|sm\d))",
                           needles=("support", "implemented", "only", "crashes", "lease use", "must be used",
                                    "required for", "Only", "require"))
 # What other rules own or what is not a refusal of the backend: the GPU's generation, a missing package,
