@@ -272,3 +272,15 @@ def test_a_library_that_requires_a_gpu_is_not_a_backend_refusal():
 def test_vllm_flash_attn_without_the_function_vllm_imports():
     d = top("ImportError: cannot import name 'flash_attn_varlen_func' from 'vllm.vllm_flash_attn' (unknown location)\n")
     assert d is not None and d.signature == "kernels.flash_attn_missing"
+
+
+@pytest.mark.parametrize("text,expect", [
+    ("ValueError: Attention sinks are not supported by this backend", True),
+    ("NotImplementedError: Sliding window is not supported by the selected backend", True),
+    ("ValueError: Expert parallelism is not supported by this backend", False),
+    ("TypeError: FlashAttentionImpl.__init__() got an unexpected keyword argument 'sinks'", True),
+])
+def test_unnamed_backend_and_impl_arguments(text, expect):
+    d = top(text + "\n")
+    got = d is not None and d.signature == "attention.backend_refused"
+    assert got is expect, d and (d.signature, d.category)

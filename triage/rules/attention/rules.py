@@ -463,7 +463,9 @@ BACKEND_NAME = (r"(?:(?:_Backend|AttentionBackendEnum|_MHA_Backend|AttentionBack
                 r"(FlashAttention(?:-?[234])?|Flash[ -]Attention|FlashInfer|Flashinfer|flashinfer|XFormers|"
                 r"xFormers|xformers|FlexAttention|Torch SDPA|TorchSDPA|ROCm ?Flash ?Attention|Triton attention|"
                 r"(?:FLASH_ATTN|FLASHINFER|FLASHMLA|FLASH_MLA|TRITON_ATTN|TRITON_MLA|CUTLASS_MLA|FLEX_ATTENTION|"
-                r"XFORMERS|TORCH_SDPA|ROCM_FLASH|ROCM_ATTN|ROCM_AITER|PALLAS|CPU_ATTN|TREE_ATTN)(?:_[A-Z0-9]+)*))")
+                r"XFORMERS|TORCH_SDPA|ROCM_FLASH|ROCM_ATTN|ROCM_AITER|PALLAS|CPU_ATTN|TREE_ATTN)(?:_[A-Z0-9]+)*)|"
+                # a backend not named ("... not supported by this backend"): counted only with attention words
+                r"(?:this|the (?:selected|current|chosen)) attention(?= backend)|(?:this|the (?:selected|current|chosen))(?= backend))")
 BACKEND_NAME_RE = lazy(BACKEND_NAME)
 # the registry's names (_Backend / AttentionBackendEnum members, 0.6 .. 0.33): a backend by name, never a library
 REGISTRY_NAME = (r"(?:FLASH_ATTN|FLASHINFER|FLASHMLA|FLASH_MLA|TRITON_ATTN|TRITON_MLA|CUTLASS_MLA|FLEX_ATTENTION|XFORMERS|"
@@ -487,6 +489,12 @@ BACKEND_REFUSAL_NOT = lazy(r"or newer|compute capability|Ampere GPUs|GPUs with s
                            needles=("newer", "capability", "Ampere", "sm", "module", "installed", "found", "pip",
                                     "Cannot", "alling back", "fall back", "CUDAGraphMode", "valid", "Selected",
                                     "sampler", "top-"))
+ATTENTION_WORDS_RE = lazy(r"[Aa]ttention|[Ss]liding.window|\bsinks?\b|soft.?cap|head.?size|alibi|ALiBi|encoder|cross.attention",
+                          needles=("ttention", "liding", "sink", "cap", "head", "alibi", "ALiBi", "encoder"))
+# A backend's implementation called with an argument it does not take: the model (or a plugin) needs a feature
+# this release's backend lacks ("FlashAttentionImpl.__init__() got an unexpected keyword argument 'sinks'").
+IMPL_ARG_RE = lazy(r"(?P<impl>\w*(?:Attention|Attn|Infer|MLA|SDPA|Xformers|XFormers|Triton)\w*Impl)\.__init__\(\) got an "
+                   r"unexpected keyword argument '(?P<arg>\w+)'", needles=("Impl.__init__() got an unexpected keyword",))
 FRAGMENT_LINES = 40  # an input this short is a paste, whose bare lines may be the message
 
 
@@ -499,11 +507,25 @@ def _backend_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
             continue
         if t.startswith((" ", "\t", "File ")):  # source lines of a traceback's frames
             continue
+        m = IMPL_ARG_RE.search(t) if "Impl.__init__()" in t else None
+        if m is not None:
+            return Diagnosis(
+                category="attention_backend", signature="attention.backend_refused",
+                title=f"The attention backend {m.group('impl')} does not take '{m.group('arg')}' in this vLLM",
+                confidence=0.7, evidence=[Evidence(ln.no, ln.shown)],
+                facts={"backend": m.group("impl"), "argument": m.group("arg"), "message": t.strip()[:300]},
+                fix=Fix(f"The model code passes '{m.group('arg')}' to the attention backend's implementation, which this "
+                        "release's backend does not have (a model or plugin newer than the installed vLLM, or a backend "
+                        "without the feature): use the vLLM release the model or plugin is made for, or the backend "
+                        "that has the feature (--attention-backend).", "attention-backend"),
+                first_line=ln.no)
         m = BACKEND_REFUSAL_RE.search(t)
         if m is None or BACKEND_REFUSAL_NOT.search(t):
             continue
         n = BACKEND_NAME_RE.search(m.group(0))
-        backend = (n.group(1) or n.group(2)) if n else "selected"
+        backend = (n.group(1) or n.group(2)) if n and (n.group(1) or n.group(2)) else "selected"
+        if backend == "selected" and not ATTENTION_WORDS_RE.search(t):
+            continue  # "this backend" of a MoE kernel, a quantization method, a sampler
         return Diagnosis(
             category="attention_backend", signature="attention.backend_refused",
             title=f"The {backend} attention backend refuses this model or setting",
