@@ -37,6 +37,9 @@ OTHER_CAUSES = ("out of memory", "OutOfMemory", "illegal memory access", "no ker
                 "device-side assert")
 
 
+CUDA_ERROR_WORDS = ("CUDA error", "HIP error", "cudaError", "hipError", "CUDA driver error", "AcceleratorError")
+
+
 def _capture_step(frames: list[Frame]) -> Frame | None:
     for f in reversed(frames):
         path = "/" + f.file.replace("\\", "/").lstrip("/")
@@ -76,8 +79,8 @@ def _capture_step_failed(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         # a bare CUDA error raised by torch's capture itself (capture_begin / capture_end)
         if not exc.frames or "/torch/cuda/graphs.py" not in exc.frames[-1].file.replace("\\", "/"):
             continue
-        if any(w in exc.text for w in OTHER_CAUSES):
-            continue
+        if any(w in exc.text for w in OTHER_CAUSES) or not any(e in exc.text for e in CUDA_ERROR_WORDS):
+            continue  # a crash of the process (a segfault) says less: the generic layer guesses it
         step = _capture_step(exc.frames)
         if step is not None:
             return _diagnosis(exc, step, cut=False)
