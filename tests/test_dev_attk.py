@@ -284,3 +284,24 @@ def test_unnamed_backend_and_impl_arguments(text, expect):
     d = top(text + "\n")
     got = d is not None and d.signature == "attention.backend_refused"
     assert got is expect, d and (d.signature, d.category)
+
+
+# ---- the selector's reasons pasted without its sentence ----------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "Reasons: {FLASH_ATTN: [head_size not supported], TRITON_ATTN: [sink setting not supported], FLASHINFER: "
+    "[compute capability not supported]}.",
+    "FLASH_ATTN: [sink setting not supported]\nTRITON_ATTN: [sink setting not supported]",
+])
+def test_selector_reasons_without_the_sentence(text):
+    d = top(text + "\n")
+    assert d is not None and d.signature == "attention.no_valid_backend" and d.confidence == 0.8
+    assert "TRITON_ATTN" in d.facts["rejected"] and "None" not in d.title
+
+
+def test_selector_debug_note_is_not_a_failure():
+    d = top("DEBUG 01-01 00:00:00 [cuda.py:467] Some attention backends are not valid for cuda with "
+            "AttentionSelectorConfig(head_size=64). Reasons: {FLASHINFER: [sink setting not supported]}.\n"
+            "INFO 01-01 00:00:00 [cuda.py:480] Using FLASH_ATTN attention backend out of potential backends: "
+            "['FLASH_ATTN']\n")
+    assert d is None or d.confidence <= 0.5

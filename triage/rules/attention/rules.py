@@ -57,7 +57,46 @@ def _diagnose(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                                                        if m.group("v1") else {})},
                 fix=Fix(fix, "attention-backend"),
                 first_line=ln.no)
-    return None
+    return _reasons_only(scan, env)
+
+
+# The selector's reason list pasted without its preamble ("Reasons: {FLASH_ATTN: [head_size not supported],
+# TRITON_ATTN: [sink setting not supported]}", or one "NAME: [reason]" per line): the reasons are the words of
+# AttentionBackend.validate_configuration (v1/attention/backend.py, 0.11 .. 0.33). vLLM logs the same list at
+# DEBUG when some backend still fits ("Some attention backends are not valid ..."): that note is no failure.
+REASON_WORDS = (r"(?:head_size|dtype|kv_cache_dtype|block_size|compute capability|sink setting|attention sinks|sparse|"
+                r"non-sparse|MLA|non-MLA|sliding window|R-SWA|per-head quant scales|non-causal attention|batch invariance|"
+                r"KV connector|PCP|DCP|partial multimodal token full attention|attention type \S+) not supported")
+REASONS_ONLY_RE = lazy(rf"(?:^|[{{\s,])(?:AttentionBackendEnum\.)?[A-Z][A-Z0-9_]+: \[[^\]]*{REASON_WORDS}",
+                       needles=("not supported",))
+
+
+def _reasons_only(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    short = scan.lines_total <= FRAGMENT_LINES
+    used: list[Line] = []
+    for ln in scan.lines:
+        t = ln.text
+        if "not supported" not in t or "Some attention backends are not valid" in t or ln.level in ("DEBUG", "INFO"):
+            continue
+        if ln.level not in ("ERROR", "CRITICAL") and not short:
+            continue
+        if REASONS_ONLY_RE.search(t):
+            used.append(ln)
+    if not used:
+        return None
+    body = " ".join(ln.text.strip() for ln in used)
+    body = body.split("Reasons:", 1)[-1].strip().strip("'\"").rstrip(".")
+    if not body.startswith("{"):
+        body = "{" + ", ".join(ln.text.strip().strip("{},.") for ln in used) + "}"
+    rejected = parse_reasons(body)
+    if not rejected:
+        return None
+    d = _build(scan, env, "attention.no_valid_backend", {}, rejected, used, "cuda")
+    d.confidence = 0.8  # the reasons without the selector's sentence: a paste of its message, most likely
+    if "head_size" not in d.facts:
+        names = ", ".join(f"{k} ({'; '.join(v)})" for k, v in list(rejected.items())[:4])
+        d.title = f"No attention backend accepts this configuration: {names}"
+    return d
 
 
 def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, Any],
