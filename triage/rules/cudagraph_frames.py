@@ -117,7 +117,8 @@ RULES += [
                    r"merge of separate capture sequences", r"capture was not initiated in this stream",
                    r"capturing stream has unjoined work", r"thread-local capture sequence from another thread",
                    r"CUDA graphs must be captured on a non-default stream"],
-         playbook="cudagraph-capture", confidence=0.85),
+         # below cudagraph.capture_failed (0.9): where both match, its words come first
+         playbook="cudagraph-capture", confidence=0.8),
 ]
 
 
