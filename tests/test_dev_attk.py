@@ -235,3 +235,73 @@ def test_capture_refusals_of_torch_and_the_runtime(text):
 def test_more_backend_refusals(text):
     d = top(text + "\n")
     assert d is not None and d.category == "attention_backend", d and (d.signature, d.category)
+
+
+# ---- a bare CUDA error while capture was in progress (vLLM's own progress lines) --------------------
+
+CAPTURE_BAR = "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE):  14%|#4        | 1/7 [00:01<00:06,  1.04s/it]\n"
+
+
+@pytest.mark.parametrize("err", [
+    "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'",
+    "[rank0]: RuntimeError: CUDA error: invalid argument",
+    "RuntimeError: CUDA error: capturing stream has unjoined work",
+])
+def test_cuda_error_while_capturing(err):
+    d = top("INFO 09-10 09:37:31 [kv_cache_utils.py:1087] GPU KV cache size: 85,232 tokens\n" + CAPTURE_BAR + err + "\n")
+    assert d is not None and d.category == "cudagraph_capture", d and (d.signature, d.category)
+
+
+def test_cuda_error_after_capture_finished_is_not_capture():
+    d = top(CAPTURE_BAR + "INFO 09-10 09:37:40 [gpu_model_runner.py:3480] Graph capturing finished in 5 secs, took "
+            "0.49 GiB\nRuntimeError: CUDA error: invalid argument\n")
+    assert d is None or d.signature != "cudagraph.error_during_capture"
+
+
+def test_oom_while_capturing_stays_gpu_oom():
+    d = top(CAPTURE_BAR + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total "
+            "capacity of 23.54 GiB of which 1.19 MiB is free.\n")
+    assert d is not None and d.category == "gpu_oom"
+
+
+def test_a_library_that_requires_a_gpu_is_not_a_backend_refusal():
+    d = top("RuntimeError: FlashInfer requires sm75+\n")
+    assert d is None or d.signature != "attention.backend_refused"
+
+
+def test_vllm_flash_attn_without_the_function_vllm_imports():
+    d = top("ImportError: cannot import name 'flash_attn_varlen_func' from 'vllm.vllm_flash_attn' (unknown location)\n")
+    assert d is not None and d.signature == "kernels.flash_attn_missing"
+
+
+@pytest.mark.parametrize("text,expect", [
+    ("ValueError: Attention sinks are not supported by this backend", True),
+    ("NotImplementedError: Sliding window is not supported by the selected backend", True),
+    ("ValueError: Expert parallelism is not supported by this backend", False),
+    ("TypeError: FlashAttentionImpl.__init__() got an unexpected keyword argument 'sinks'", True),
+])
+def test_unnamed_backend_and_impl_arguments(text, expect):
+    d = top(text + "\n")
+    got = d is not None and d.signature == "attention.backend_refused"
+    assert got is expect, d and (d.signature, d.category)
+
+
+# ---- the selector's reasons pasted without its sentence ----------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "Reasons: {FLASH_ATTN: [head_size not supported], TRITON_ATTN: [sink setting not supported], FLASHINFER: "
+    "[compute capability not supported]}.",
+    "FLASH_ATTN: [sink setting not supported]\nTRITON_ATTN: [sink setting not supported]",
+])
+def test_selector_reasons_without_the_sentence(text):
+    d = top(text + "\n")
+    assert d is not None and d.signature == "attention.no_valid_backend" and d.confidence == 0.8
+    assert "TRITON_ATTN" in d.facts["rejected"] and "None" not in d.title
+
+
+def test_selector_debug_note_is_not_a_failure():
+    d = top("DEBUG 01-01 00:00:00 [cuda.py:467] Some attention backends are not valid for cuda with "
+            "AttentionSelectorConfig(head_size=64). Reasons: {FLASHINFER: [sink setting not supported]}.\n"
+            "INFO 01-01 00:00:00 [cuda.py:480] Using FLASH_ATTN attention backend out of potential backends: "
+            "['FLASH_ATTN']\n")
+    assert d is None or d.confidence <= 0.5

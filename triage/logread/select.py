@@ -55,6 +55,8 @@ PREFILTER = (
     # the platform vLLM picked (a CUDA call on a TPU/XPU/CPU machine is no missing GPU)
     "|detected platform|PJRT_DEVICE|communicate with the NVIDIA driver"
     # -- end envi
+    # (attk) CUDA-graph capture started / finished: the step a bare CUDA error interrupted (rules/cudagraph_frames.py)
+    "|Capturing CUDA graph|Capturing cudagraphs|Capturing the model for CUDA|capturing finished"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

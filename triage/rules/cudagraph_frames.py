@@ -37,6 +37,9 @@ OTHER_CAUSES = ("out of memory", "OutOfMemory", "illegal memory access", "no ker
                 "device-side assert")
 
 
+CUDA_ERROR_WORDS = ("CUDA error", "HIP error", "cudaError", "hipError", "CUDA driver error", "AcceleratorError")
+
+
 def _capture_step(frames: list[Frame]) -> Frame | None:
     for f in reversed(frames):
         path = "/" + f.file.replace("\\", "/").lstrip("/")
@@ -76,8 +79,8 @@ def _capture_step_failed(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         # a bare CUDA error raised by torch's capture itself (capture_begin / capture_end)
         if not exc.frames or "/torch/cuda/graphs.py" not in exc.frames[-1].file.replace("\\", "/"):
             continue
-        if any(w in exc.text for w in OTHER_CAUSES):
-            continue
+        if any(w in exc.text for w in OTHER_CAUSES) or not any(e in exc.text for e in CUDA_ERROR_WORDS):
+            continue  # a crash of the process (a segfault) says less: the generic layer guesses it
         step = _capture_step(exc.frames)
         if step is not None:
             return _diagnosis(exc, step, cut=False)
@@ -109,6 +112,55 @@ RULES += [
                    r"WRONG_THREAD)",
                    r"(?:cuda|hip)ErrorCapturedEvent", r"operation not permitted on an event last recorded in a capturing stream",
                    r"capture (?:sequence )?(?:was )?invalidated", r"dependency created on uncaptured work in another stream",
-                   r"operation would make the legacy stream depend on a capturing blocking stream"],
-         playbook="cudagraph-capture", confidence=0.85),
+                   r"operation would make the legacy stream depend on a capturing blocking stream",
+                   # the CUDA runtime's strings for the other cudaErrorStreamCapture* codes (902-908)
+                   r"merge of separate capture sequences", r"capture was not initiated in this stream",
+                   r"capturing stream has unjoined work", r"thread-local capture sequence from another thread",
+                   r"CUDA graphs must be captured on a non-default stream"],
+         # below cudagraph.capture_failed (0.9): where both match, its words come first
+         playbook="cudagraph-capture", confidence=0.8),
+]
+
+
+# The step a bare CUDA error interrupted, from vLLM's own progress lines: capture started ("Capturing CUDA
+# graph shapes: 3%", V1's "Capturing CUDA graphs (decode, FULL): ...", V0's "Capturing cudagraphs for
+# decoding" / "Capturing the model for CUDA graphs") and did not finish ("Graph capturing finished in N secs")
+# before the error. Custom all-reduce registers its graph buffers as capture ends; its CUDACHECK prints
+# "Failed: Cuda error <file>:<line> '<error>'" and exits. An error some rule names (OOM, an illegal address,
+# NCCL) is that rule's.
+CAPTURE_STARTS = ("Capturing CUDA graph", "Capturing cudagraphs", "Capturing the model for CUDA graphs")
+CAPTURE_ENDS = ("Graph capturing finished", "graph capturing finished")
+BARE_CUDA_ERRORS = ("CUDA error: ", "Cuda error ", "HIP error: ", "hipError", "cudaError")
+
+
+def _error_during_capture(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    capturing = None
+    for ln in scan.lines:
+        t = ln.text
+        if any(c in t for c in CAPTURE_ENDS):
+            capturing = None
+        elif any(c in t for c in CAPTURE_STARTS):
+            capturing = capturing or ln
+        elif capturing is not None and any(e in t for e in BARE_CUDA_ERRORS) and not any(w in t for w in OTHER_CAUSES):
+            if t.startswith(("CUDA kernel errors", "Search for", "For debugging", "Compile with")):
+                continue
+            return Diagnosis(
+                category="cudagraph_capture", signature="cudagraph.error_during_capture",
+                title=f"A CUDA error stopped CUDA-graph capture: {t.strip()[:120]}",
+                confidence=0.55, evidence=[Evidence(capturing.no, capturing.shown), Evidence(ln.no, ln.shown)],
+                facts={"error": t.strip()[:300], "capture_line": capturing.no},
+                fix=Fix("The error came while vLLM was capturing CUDA graphs (capture had started and not finished). "
+                        "Relaunch with --enforce-eager to confirm and to serve meanwhile. With tensor parallelism, "
+                        "custom all-reduce registers its buffers at the end of capture and fails where GPUs cannot "
+                        "share memory (no P2P, some VMs and containers): try --disable-custom-all-reduce. Otherwise "
+                        "reduce the capture sizes or use cudagraph_mode PIECEWISE, and report it upstream.",
+                        "cudagraph-capture"),
+                first_line=ln.no)
+    return None
+
+
+RULES += [
+    Rule(signature="cudagraph.error_during_capture", category="cudagraph_capture",
+         title="A CUDA error stopped CUDA-graph capture", fix="", check=_error_during_capture, confidence=0.55,
+         playbook="cudagraph-capture"),
 ]

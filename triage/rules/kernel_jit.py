@@ -71,10 +71,10 @@ def _jit_compile_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
             if m is None:
                 continue
             path = m.group("file")
-        lib = _library(path)
-        if lib is None:
+        tree = _library(path)
+        if tree is None:
             continue
-        hits.append((ln, lib, what))
+        hits.append((ln, tree, what))
         if len(hits) >= 4:
             break
     if not hits:

@@ -3,7 +3,8 @@
 - FlashInfer: `flashinfer::Error` (include/flashinfer/exception.h, FLASHINFER_ERROR / FLASHINFER_CHECK) prints
   "Error in function '<func>' at <file>:<line>: <message>", whatever the check;
 - DeepGEMM: `DGException` (csrc/utils/exception.hpp, DG_HOST_ASSERT / DG_CUDA_*_CHECK) prints
-  "<kind> error (<file>:<line>): <reason>".
+  "<kind> error (<file>:<line>): <reason>"; counted when the file is plainly DeepGEMM's (its source tree or its
+  jit_kernels/ directory): other files of that form are left to the traceback's frames.
 
 Specific checks (a scale layout, an unsupported architecture, out of memory) keep their own rules, which
 rank above these; these name the library for every other check, as pasted without the Python frames.
@@ -21,7 +22,7 @@ from triage.rules.base import Rule
 FLASHINFER_ERROR_RE = lazy(r"Error in function '(?P<func>[\w:<>~]+)' at (?P<file>\S+?):(?P<line>\d+): (?P<msg>.{1,300})",
                            needles=("Error in function '",))
 DEEPGEMM_ERROR_RE = lazy(r"(?P<kind>Assertion|CUDA runtime|CUDA driver|NVRTC|NVCC|Compilation|Runtime|Unknown) error "
-                         r"\((?P<file>[^()\s]*(?:deep_?gemm|DeepGEMM|csrc/(?:apis|jit_kernels|jit|utils|indexing))[^()\s]*"
+                         r"\((?P<file>[^()\s]*(?:deep_?gemm|DeepGEMM|jit_kernels/)[^()\s]*"
                          r":\d+)\): (?P<msg>.{1,300})",
                          needles=(" error (",))
 # failures other rules name better, whatever library printed them

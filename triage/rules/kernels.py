@@ -280,7 +280,9 @@ RULES = [
              "arch): reinstall a vLLM wheel, or use --attention-backend FLASHINFER / TRITON_ATTN.",
          patterns=[r"No module named 'vllm\.vllm_flash_attn", r"No module named 'vllm_flash_attn'",
                    r"Cannot use FlashAttention(?:-2)? backend because the vllm\.vllm_flash_attn package is not found",
-                   r"flash_attn_2_cuda.{0,40}(?:undefined symbol|cannot open)", r"No module named 'flash_attn'"],
+                   r"flash_attn_2_cuda.{0,40}(?:undefined symbol|cannot open)", r"No module named 'flash_attn'",
+                   # the package is there but not the build vLLM's FlashAttention backend imports from
+                   r"cannot import name '\w+' from 'vllm\.vllm_flash_attn"],
          playbook="kernel-library", confidence=0.8),
     Rule(signature="kernels.deepgemm_missing", category="kernel_library",
          title="DeepGEMM is missing or too old (needed for {what})",

@@ -57,7 +57,46 @@ def _diagnose(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                                                        if m.group("v1") else {})},
                 fix=Fix(fix, "attention-backend"),
                 first_line=ln.no)
-    return None
+    return _reasons_only(scan, env)
+
+
+# The selector's reason list pasted without its preamble ("Reasons: {FLASH_ATTN: [head_size not supported],
+# TRITON_ATTN: [sink setting not supported]}", or one "NAME: [reason]" per line): the reasons are the words of
+# AttentionBackend.validate_configuration (v1/attention/backend.py, 0.11 .. 0.33). vLLM logs the same list at
+# DEBUG when some backend still fits ("Some attention backends are not valid ..."): that note is no failure.
+REASON_WORDS = (r"(?:head_size|dtype|kv_cache_dtype|block_size|compute capability|sink setting|attention sinks|sparse|"
+                r"non-sparse|MLA|non-MLA|sliding window|R-SWA|per-head quant scales|non-causal attention|batch invariance|"
+                r"KV connector|PCP|DCP|partial multimodal token full attention|attention type \S+) not supported")
+REASONS_ONLY_RE = lazy(rf"(?:^|[{{\s,])(?:AttentionBackendEnum\.)?[A-Z][A-Z0-9_]+: \[[^\]]*{REASON_WORDS}",
+                       needles=("not supported",))
+
+
+def _reasons_only(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    short = scan.lines_total <= FRAGMENT_LINES
+    used: list[Line] = []
+    for ln in scan.lines:
+        t = ln.text
+        if "not supported" not in t or "Some attention backends are not valid" in t or ln.level in ("DEBUG", "INFO"):
+            continue
+        if ln.level not in ("ERROR", "CRITICAL") and not short:
+            continue
+        if REASONS_ONLY_RE.search(t):
+            used.append(ln)
+    if not used:
+        return None
+    body = " ".join(ln.text.strip() for ln in used)
+    body = body.split("Reasons:", 1)[-1].strip().strip("'\"").rstrip(".")
+    if not body.startswith("{"):
+        body = "{" + ", ".join(ln.text.strip().strip("{},.") for ln in used) + "}"
+    rejected = parse_reasons(body)
+    if not rejected:
+        return None
+    d = _build(scan, env, "attention.no_valid_backend", {}, rejected, used, "cuda")
+    d.confidence = 0.8  # the reasons without the selector's sentence: a paste of its message, most likely
+    if "head_size" not in d.facts:
+        names = ", ".join(f"{k} ({'; '.join(v)})" for k, v in list(rejected.items())[:4])
+        d.title = f"No attention backend accepts this configuration: {names}"
+    return d
 
 
 def _build(scan: Scan, env: dict[str, Any], signature: str, fields: dict[str, Any],
@@ -463,8 +502,13 @@ BACKEND_NAME = (r"(?:(?:_Backend|AttentionBackendEnum|_MHA_Backend|AttentionBack
                 r"(FlashAttention(?:-?[234])?|Flash[ -]Attention|FlashInfer|Flashinfer|flashinfer|XFormers|"
                 r"xFormers|xformers|FlexAttention|Torch SDPA|TorchSDPA|ROCm ?Flash ?Attention|Triton attention|"
                 r"(?:FLASH_ATTN|FLASHINFER|FLASHMLA|FLASH_MLA|TRITON_ATTN|TRITON_MLA|CUTLASS_MLA|FLEX_ATTENTION|"
-                r"XFORMERS|TORCH_SDPA|ROCM_FLASH|ROCM_ATTN|ROCM_AITER|PALLAS|CPU_ATTN|TREE_ATTN)(?:_[A-Z0-9]+)*))")
+                r"XFORMERS|TORCH_SDPA|ROCM_FLASH|ROCM_ATTN|ROCM_AITER|PALLAS|CPU_ATTN|TREE_ATTN)(?:_[A-Z0-9]+)*)|"
+                # a backend not named ("... not supported by this backend"): counted only with attention words
+                r"(?:this|the (?:selected|current|chosen)) attention(?= backend)|(?:this|the (?:selected|current|chosen))(?= backend))")
 BACKEND_NAME_RE = lazy(BACKEND_NAME)
+# the registry's names (_Backend / AttentionBackendEnum members, 0.6 .. 0.33): a backend by name, never a library
+REGISTRY_NAME = (r"(?:FLASH_ATTN|FLASHINFER|FLASHMLA|FLASH_MLA|TRITON_ATTN|TRITON_MLA|CUTLASS_MLA|FLEX_ATTENTION|XFORMERS|"
+                 r"TORCH_SDPA|ROCM_FLASH|ROCM_ATTN|ROCM_AITER|PALLAS|CPU_ATTN|TREE_ATTN)(?:_[A-Z0-9]+)*")
 REFUSAL = (r"(?:does not support|doesn't support|do not support|(?:is|are) not (?:yet )?supported|not supported (?:by|with|in|for)|"
            r"(?:is|are) not implemented|not implemented for|(?:is|are) only (?:used|supported|available) (?:for|on|with)|"
            r"(?:is|are) unsupported|currently crashes|Please use|please use|must be used|is required for)")
@@ -472,7 +516,8 @@ BACKEND_REFUSAL_RE = lazy(rf"(?:{BACKEND_NAME}(?: backend)?\W{{0,3}}(?:\w+\W+){{
                           rf"{REFUSAL}\W+(?:the )?{BACKEND_NAME}(?: attention)? backend|"
                           rf"Only {BACKEND_NAME} backend is supported|"
                           rf"(?:not implemented|not supported|unsupported) (?:for|by|with|in) (?:the )?{BACKEND_NAME}|"
-                          rf"{BACKEND_NAME}(?: backend| attention)? (?:currently |only )?requires? (?!GPUs with sm|CUDA >=))",
+                          rf"(?:{BACKEND_NAME}(?: attention)? backend|{REGISTRY_NAME}) (?:currently |only )?requires? "
+                          rf"(?!GPUs with sm|CUDA >=|sm\d))",
                           needles=("support", "implemented", "only", "crashes", "lease use", "must be used",
                                    "required for", "Only", "require"))
 # What other rules own or what is not a refusal of the backend: the GPU's generation, a missing package,
@@ -485,6 +530,12 @@ BACKEND_REFUSAL_NOT = lazy(r"or newer|compute capability|Ampere GPUs|GPUs with s
                            needles=("newer", "capability", "Ampere", "sm", "module", "installed", "found", "pip",
                                     "Cannot", "alling back", "fall back", "CUDAGraphMode", "valid", "Selected",
                                     "sampler", "top-", "MoE", "oe", "xperts", "GEMM", "gemm"))
+ATTENTION_WORDS_RE = lazy(r"[Aa]ttention|[Ss]liding.window|\bsinks?\b|soft.?cap|head.?size|alibi|ALiBi|encoder|cross.attention",
+                          needles=("ttention", "liding", "sink", "cap", "head", "alibi", "ALiBi", "encoder"))
+# A backend's implementation called with an argument it does not take: the model (or a plugin) needs a feature
+# this release's backend lacks ("FlashAttentionImpl.__init__() got an unexpected keyword argument 'sinks'").
+IMPL_ARG_RE = lazy(r"(?P<impl>\w*(?:Attention|Attn|Infer|MLA|SDPA|Xformers|XFormers|Triton)\w*Impl)\.__init__\(\) got an "
+                   r"unexpected keyword argument '(?P<arg>\w+)'", needles=("Impl.__init__() got an unexpected keyword",))
 FRAGMENT_LINES = 40  # an input this short is a paste, whose bare lines may be the message
 
 
@@ -497,11 +548,25 @@ def _backend_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
             continue
         if t.startswith((" ", "\t", "File ")):  # source lines of a traceback's frames
             continue
+        m = IMPL_ARG_RE.search(t) if "Impl.__init__()" in t else None
+        if m is not None:
+            return Diagnosis(
+                category="attention_backend", signature="attention.backend_refused",
+                title=f"The attention backend {m.group('impl')} does not take '{m.group('arg')}' in this vLLM",
+                confidence=0.7, evidence=[Evidence(ln.no, ln.shown)],
+                facts={"backend": m.group("impl"), "argument": m.group("arg"), "message": t.strip()[:300]},
+                fix=Fix(f"The model code passes '{m.group('arg')}' to the attention backend's implementation, which this "
+                        "release's backend does not have (a model or plugin newer than the installed vLLM, or a backend "
+                        "without the feature): use the vLLM release the model or plugin is made for, or the backend "
+                        "that has the feature (--attention-backend).", "attention-backend"),
+                first_line=ln.no)
         m = BACKEND_REFUSAL_RE.search(t)
         if m is None or BACKEND_REFUSAL_NOT.search(t):
             continue
         n = BACKEND_NAME_RE.search(m.group(0))
-        backend = (n.group(1) or n.group(2)) if n else "selected"
+        backend = (n.group(1) or n.group(2)) if n and (n.group(1) or n.group(2)) else "selected"
+        if backend == "selected" and not ATTENTION_WORDS_RE.search(t):
+            continue  # "this backend" of a MoE kernel, a quantization method, a sampler
         return Diagnosis(
             category="attention_backend", signature="attention.backend_refused",
             title=f"The {backend} attention backend refuses this model or setting",
