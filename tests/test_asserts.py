@@ -201,9 +201,24 @@ CAPTURE_CUT = f"""Traceback (most recent call last):
 """
 
 
+KV_ALLOC_CUT = f"""Traceback (most recent call last):
+  File "{SITE}/vllm/v1/engine/core.py", line 90, in __init__
+    self._initialize_kv_caches(vllm_config)
+  File "{SITE}/vllm/v1/worker/gpu_worker.py", line 300, in initialize_kv_cache
+    self.model_runner.initialize_kv_cache(kv_cache_config)
+  File "{SITE}/vllm/v1/worker/gpu_model_runner.py", line 3500, in initialize_kv_cache
+"""
+
+
 def test_a_cut_traceback_of_no_mapped_frame_is_guessed_from_a_step_of_one_subsystem():
+    d = _top(KV_ALLOC_CUT)
+    assert d.category == "kv_cache_memory" and d.confidence == 0.3 and d.facts["phase"] == "KV cache allocation"
+
+
+def test_a_cut_traceback_in_the_capture_step_is_the_capture_rules():
+    # the CUDA-graph rules (rules/cudagraph_frames.py) own a traceback cut inside vLLM's capture step
     d = _top(CAPTURE_CUT)
-    assert d.category == "cudagraph_capture" and d.confidence == 0.3 and d.facts["phase"] == "CUDA graph capture"
+    assert d.category == "cudagraph_capture" and d.signature == "cudagraph.capture_step_failed" and d.confidence <= 0.5
 
 
 def test_a_cut_traceback_in_a_step_of_every_kind_says_no_category():

@@ -301,7 +301,7 @@ RULES += [
              "the {package} version this vLLM release pins (reinstall vLLM into a clean environment and do not upgrade "
              "torch/numpy afterwards), and use plugins (vllm-ascend, LMCache, ...) built for the same vLLM release; "
              "after a partial upgrade, remove stale vllm files and reinstall.",
-         patterns=[rf"cannot import name '(?P<name>\w+)' from '(?P<mod>{API_MODULES}(?:\.[\w.]+)?)'",
+         patterns=[rf"cannot import name '(?P<name>\w+)' from '(?!vllm\.(?:_|vllm_flash_attn))(?P<mod>{API_MODULES}(?:\.[\w.]+)?)'",
                    rf"module '(?P<mod>{API_MODULES}(?:\.[\w.]+)?)' has no attribute '(?P<name>\w+)'",
                    # (vllm._C & co are compiled parts, vllm.vllm_flash_attn a kernel: other rules' cases)
                    r"No module named '(?P<mod>(?:torch|torchvision)\.[\w.]+|vllm\.(?!_|vllm_flash_attn)[\w.]+)'"],
