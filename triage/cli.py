@@ -58,7 +58,7 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
     def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
                  width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position, _columns() if width is None else width)
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
 
 
 def _columns() -> int:
