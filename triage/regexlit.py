@@ -316,11 +316,18 @@ def _decode(data: bytes) -> dict[str, Derived] | None:
         return None
     if not isinstance(table, dict):
         return None
-    for k, v in table.items():
-        if not (isinstance(k, str) and isinstance(v, tuple) and len(v) == 2 and (v[0] is None or isinstance(v[0], str))
-                and isinstance(v[1], tuple) and all(isinstance(c, tuple) and c and all(isinstance(x, str) for x in c)
-                                                   for c in v[1])):
+    for k, v in table.items():  # plain loops: generators would cost this check twice as much
+        if type(k) is not str or type(v) is not tuple or len(v) != 2:
             return None
+        guard, clauses = v
+        if (guard is not None and type(guard) is not str) or type(clauses) is not tuple:
+            return None
+        for c in clauses:
+            if type(c) is not tuple or not c:
+                return None
+            for x in c:
+                if type(x) is not str:
+                    return None
     return table
 
 
