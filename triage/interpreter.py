@@ -8,7 +8,6 @@ anyone may write, or anything under /proc (`/proc/PID/cwd/...` reaches another p
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 
 TRUSTED_OWNERS = (0,)
@@ -17,6 +16,8 @@ TRUSTED_OWNERS = (0,)
 def _path_of(python: str) -> str | None:
     if os.sep in python:
         return os.path.abspath(os.path.expanduser(python))
+    import shutil  # here: the headless report imports this module, and shutil brings bz2, lzma, fnmatch
+
     return shutil.which(python)
 
 

@@ -15,6 +15,7 @@ from triage.enrich import enrich
 from triage.logread import Scan, scan_source
 from triage.logread.source import InputError, open_source
 from triage.model import Diagnosis, Report
+from triage.regexlit import save_derived
 from triage.sanitize import clean_object
 from triage.interpreter import runnable_python
 from triage.versions import decode_vllm_version
@@ -132,4 +133,5 @@ def build_report(source: str, *, offline: bool = False, probe: bool = True, host
             upstream.lookup(report, offline=offline, python=py, runner=runner)
         except Exception as exc:
             report.warnings.append(f"upstream search failed: {type(exc).__name__}: {exc}")
+    save_derived()  # the literals of patterns first met after the rules loaded (triage.regexlit)
     return clean_object(report)  # log, snapshot, host and GitHub text, before any writer or screen

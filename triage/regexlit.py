@@ -11,6 +11,13 @@ returned is always necessary for a match (tests check it against every fixture l
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    Derived: TypeAlias = "tuple[str | None, tuple[tuple[str, ...], ...]]"
+
 _ESCAPED_CLASSES = set("dDwWsSbBAZ0123456789")
 _HEX_ESCAPES = {"x": 2, "u": 4, "U": 8}
 
@@ -230,10 +237,128 @@ def _clauses(p: str, min_len: int) -> list[tuple[str, ...]]:
     return out
 
 
-def derived(pattern: str, min_len: int = 4) -> tuple[str | None, tuple[tuple[str, ...], ...]]:
+def derived(pattern: str, min_len: int = 4) -> Derived:
     """(guard, required_clauses(pattern)): the guard is the longest literal that is a clause on its own
     (every match contains it), found without a second pass over the pattern; None when there is none
-    of min_len characters."""
+    of min_len characters. Taken from the cache of earlier runs when it holds the pattern (see _load)."""
+    global _added
+    if min_len != 4:
+        return _derive(pattern, min_len)
+    known = _known if _known is not None else _load()
+    got = known.get(pattern)
+    if got is None:
+        got = known[pattern] = _derive(pattern, 4)
+        _added = True
+    _used.add(pattern)
+    return got
+
+
+def _derive(pattern: str, min_len: int) -> Derived:
     clauses = tuple(required_clauses(pattern))
     singles = [c[0] for c in clauses if len(c) == 1 and len(c[0]) >= min_len]
     return max(singles, key=len, default=None), clauses
+
+
+# What derived() returns is a pure function of the pattern's text and of this module's code, and deriving
+# the rules' ~570 patterns costs ~15 ms, as much as the rest of loading them: a run keeps what it derived on
+# disk, keyed by each pattern's whole text, in a file named for a checksum of this module's code (and the
+# Python version, marshal's format). A rule whose pattern changes is a new key; a change here is a new
+# file. The file carries a checksum of its contents; one that fails it, or holds anything but patterns
+# and their literals, is not used.
+_known: dict[str, Derived] | None = None
+_used: set[str] = set()
+_added = False
+_path: str | None = None
+_MAGIC = b"triage-regexlit 1\n"
+
+
+def _cache_file() -> str | None:
+    import sys
+    import zlib
+
+    from triage.paths import cache_dir_str
+
+    try:
+        with open(__file__, "rb") as fh:
+            code = zlib.crc32(fh.read())
+        return f"{cache_dir_str()}/regexlit-{sys.version_info[0]}.{sys.version_info[1]}-{code:08x}.bin"
+    except (OSError, RuntimeError, TypeError):
+        return None
+
+
+def _load() -> dict[str, Derived]:
+    global _known, _path
+    _known = {}
+    path = _path = _cache_file()
+    if path is None:
+        return _known
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return _known
+    got = _decode(data)
+    if got is not None:
+        _known = got
+    return _known
+
+
+def _decode(data: bytes) -> dict[str, Derived] | None:
+    import marshal
+    import zlib
+
+    head = len(_MAGIC) + 8
+    if not data.startswith(_MAGIC) or data[len(_MAGIC):head] != b"%08x" % zlib.crc32(data[head:]):
+        return None
+    try:
+        table = marshal.loads(data[head:])
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(table, dict):
+        return None
+    for k, v in table.items():  # plain loops: generators would cost this check twice as much
+        if type(k) is not str or type(v) is not tuple or len(v) != 2:
+            return None
+        guard, clauses = v
+        if (guard is not None and type(guard) is not str) or type(clauses) is not tuple:
+            return None
+        for c in clauses:
+            if type(c) is not tuple or not c:
+                return None
+            for x in c:
+                if type(x) is not str:
+                    return None
+    return table
+
+
+def _encode(table: dict[str, Derived]) -> bytes:
+    import marshal
+    import zlib
+
+    body = marshal.dumps(table)
+    return _MAGIC + b"%08x" % zlib.crc32(body) + body
+
+
+def save_derived() -> None:
+    """Write the cache when this run derived a pattern it did not hold (after the rules are loaded). Patterns
+    this run never used are dropped when they outnumber the ones it used (rules edited again and again).
+    Never fails: a cache that cannot be written only costs the next run the derivation."""
+    import os
+
+    global _added
+    path = _path
+    if not _added or _known is None or path is None:
+        return
+    _added = False
+    table = _known if len(_known) <= 2 * len(_used) else {k: _known[k] for k in _used}
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "wb") as fh:
+            fh.write(_encode(table))
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass

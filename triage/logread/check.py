@@ -8,6 +8,8 @@ from __future__ import annotations
 READY_MARKERS = (b"Application startup complete", b"Uvicorn running on", b"Starting vLLM API server",
                  b"Available routes are", b"Started server process")
 
+_CONTROL = bytes(c for c in range(32) if c not in b"\t\n\r\x1b\x0c")
+
 
 def input_problem(path: str) -> str | None:
     """Why a log file cannot be diagnosed at all (empty, binary), in one line; None when it can be read.
@@ -28,7 +30,8 @@ def input_problem(path: str) -> str | None:
     if not head.strip():
         return f"{path} is empty: no log to diagnose (capture vLLM's output with `2>&1 | tee vllm.log`)"
     chars = head.decode("utf-8", "replace")
-    bad = chars.count("\ufffd") + sum(1 for c in chars if c < " " and c not in "\t\n\r\x1b\x0c")
+    # control characters: ASCII bytes, never part of a UTF-8 sequence, so counted in the bytes (in C)
+    bad = chars.count("\ufffd") + len(head) - len(head.translate(None, _CONTROL))
     if bad > len(chars) // 10:
         return f"{path} is binary data, not a text log"
     return None

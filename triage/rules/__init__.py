@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 
+from triage.regexlit import save_derived
 from triage.rules.base import Rule
 
 MODULES = [
@@ -38,4 +39,5 @@ def all_rules() -> list[Rule]:
                 raise ValueError(f"duplicate rule signature {r.signature}")
             seen.add(r.signature)
             rules.append(r)
+    save_derived()  # the patterns' literals, for the next run (triage.regexlit)
     return rules
