@@ -15,11 +15,7 @@ from tests.conftest import run_triage
 DEV = Path(__file__).parent / "logs" / "dev-down"
 EXPECTED: dict[str, dict] = yaml.safe_load((DEV / "expected.yaml").read_text())
 # Misses not yet named by a mechanism, each with the reason.
-OPEN: dict[str, str] = {
-    "gpu_oom--unsloth-standby-notebook-sampler-warmup.log": "notebook traceback form (> quoted, 'OutOfMemoryError   Traceback') not read",
-    "install_mismatch--openrlhf-llmengine-no-model-executor.log": "vLLM object missing an attribute a framework calls: API mismatch unnamed",
-    "install_mismatch--lm-eval-vllm-llm-not-defined.log": "framework's guarded vLLM import leaves LLM undefined: unnamed",
-}
+OPEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED), ids=sorted(EXPECTED))

@@ -25,6 +25,7 @@ MODULES = [
     "config",
     "environment",
     "wrappers",
+    "downstream",
 ]
 
 
