@@ -110,3 +110,27 @@ def test_vllm_name_undefined_means_vllm_did_not_import():
 def test_other_undefined_names_are_not_vllm():
     diagnoses, _ = diagnose(scan_text("NameError: name 'tokenizer' is not defined\n"))
     assert all(d.signature != "downstream.vllm_import_failed" for d in diagnoses)
+
+
+# --- the loggers of projects that drive vLLM: their prefixes peeled, the level and source kept ---
+
+def test_lm_eval_and_transformers_style_prefixes_are_peeled():
+    from triage.logread.normalize import parse
+
+    ln = parse(1, "2024-06-10:18:05:24,757 ERROR    [vllm_causallms.py:120] ValueError: bad")
+    assert (ln.level, ln.src, ln.text) == ("ERROR", "vllm_causallms.py:120", "ValueError: bad")
+    ln = parse(1, "[WARNING|logging.py:329] 2025-03-10 21:43:12,326 >> It looks like you are trying")
+    assert (ln.level, ln.src, ln.text) == ("WARNING", "logging.py:329", "It looks like you are trying")
+
+
+def test_an_exception_behind_a_frameworks_logger_is_read():
+    scan = scan_text("[INFO|configuration_utils.py:697] 2025-03-10 21:43:12,326 >> loading configuration file\n"
+                     "[ERROR|vllm_engine.py:88] 2025-03-10 21:43:13,326 >> NameError: name 'LLM' is not defined\n")
+    assert [e.type for e in scan.exceptions] == ["NameError"]
+    assert top_of(scan).signature == "downstream.vllm_import_failed"
+
+
+def top_of(scan):
+    diagnoses, _ = diagnose(scan)
+    assert diagnoses
+    return diagnoses[0]
