@@ -273,6 +273,16 @@ PASS_THROUGH = (
     "/ray/_private/worker.py", "/ray/_private/auto_init_hook.py", "/ray/_private/client_mode_hook.py",
     "/ray/_private/function_manager.py", "/ray/util/tracing/",
 )
+# --- down: frameworks that drive vLLM (RL/fine-tuning trainers, eval harnesses, serving stacks) only pass its
+# failure up to their own caller; their folders named "ray/" are their Ray plumbing, not Ray's code
+PASS_THROUGH += (  # type: ignore[assignment]
+    "/verl/single_controller/", "/verl/trainer/", "/verl/workers/", "/openrlhf/trainer/", "/openrlhf/cli/",
+    "/trl/trainer/", "/trl/scripts/", "/trl/extras/", "/lm_eval/", "/lmms_eval/", "/lighteval/", "/opencompass/",
+    "/llamafactory/", "/unsloth/", "/unsloth_zoo/", "/swift/", "/nemo_rl/", "/skyrl_train/", "/areal/",
+    "/hydra/", "/omegaconf/", "/ray/serve/", "/ray/llm/", "/kserve/", "/huggingfaceserver/", "/ray/_raylet",
+    "/transformers/trainer.py", "/accelerate/",
+)
+# --- end down
 
 
 def pass_through(path: str) -> bool:

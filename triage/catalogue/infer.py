@@ -222,6 +222,9 @@ def from_frames(scan: Scan, words: Any = None, failed: Any = None) -> Diagnosis 
     something failed and names a subsystem (`words(exc_type, text)`: (category, why); `failed(text)`:
     its failure words) decides, said as likely."""
     for tb in scan.cut_tracebacks:
+        typed = _by_head_type(tb, words) if tb.type and words is not None else None
+        if typed is not None:
+            return typed
         hit = area_of_frames([f.file for f in tb.frames])
         if hit is None:
             worded = _worded_before(scan, tb, words, failed) if words is not None and failed is not None else None
@@ -249,6 +252,31 @@ def from_frames(scan: Scan, words: Any = None, failed: Any = None) -> Diagnosis 
                     None),
             first_line=tb.line.no)
     return None
+
+
+CONF_HEAD_TYPE = 0.55  # the exception's type, printed in a notebook traceback's head, names the subsystem
+
+
+def _by_head_type(tb: ExceptionRecord, words: Any) -> Diagnosis | None:
+    """A notebook (IPython) traceback cut before its last line: its head already named the exception
+    ("OutOfMemoryError      Traceback (most recent call last)"); a type that names a subsystem decides."""
+    worded = words(tb.type, tb.type)  # a type is one specific word ("OutOfMemoryError"): what it names decides
+    if worded is None:
+        return None
+    cat, why = worded
+    phase = phase_of(tb.frames)
+    during = f" during {phase}" if phase else ""
+    facts: dict[str, Any] = {"exception": tb.type, "category_guessed_from": f"the traceback's head: {why}"}
+    if phase:
+        facts["phase"] = phase
+    return Diagnosis(
+        category=cat, signature="catalogue.cut_traceback",
+        title=f"{tb.type}{during}; the notebook traceback is cut before its message",
+        confidence=CONF_HEAD_TYPE, evidence=[Evidence(tb.line.no, tb.line.shown)], facts=facts,
+        explanation=[f"category {cat}: the notebook printed the exception type {tb.type} above its frames ({why})"],
+        fix=Fix("The notebook's traceback is cut before the exception's message; its type is in the head. Paste the "
+                "cell's whole output (the last line holds the message) to see the details.", None),
+        first_line=tb.line.no)
 
 
 CONF_STEP = 0.3  # only the step of start-up it died in: a guess, said as one

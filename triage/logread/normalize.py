@@ -70,6 +70,13 @@ RAY_CPP_RE = lazy(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ (?P<level>[DIWEFC]) 
                   r"(?P<src>[\w./-]+\.(?:cc|cpp|h):\d+):\s*")
 # Ray forwards its daemons' output to the driver under their name: "(raylet) ", "(raylet, ip=10.0.0.7) ".
 RAY_DAEMON_RE = lazy(r"\((?P<name>raylet|gcs_server|dashboard|autoscaler|monitor)(?:, ip=(?P<ip>[\w.:-]+))?\)(?: |$)")
+# --- down: loggers of projects that drive vLLM. lm-evaluation-harness: "2024-06-10:18:05:24,757 INFO     [evaluator.py:362] ";
+# transformers' format as LlamaFactory configures it: "[WARNING|logging.py:329] 2025-03-10 21:43:12,326 >> "
+FRAMEWORK_LOG_RE = lazy(
+    r"(?:\d{4}-\d{2}-\d{2}:\d{2}:\d{2}:\d{2}(?:,\d+)?\s+(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\[(?P<src>[\w./-]+:\d+)\]"
+    r"|\[(?P<level2>DEBUG|INFO|WARNING|ERROR|CRITICAL)\|(?P<src2>[\w./-]+:\d+)\] " + _ISO_TIME + r" >>)\s?"
+)
+# --- end down
 _GLOG_LEVELS = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL", "C": "CRITICAL"}
 # A launcher's own source tag in front of vLLM's process tag ("[Error] (Process) (EngineCore pid=2651) ").
 TAG_BEFORE_PROC_RE = lazy(r"\([A-Za-z][\w.-]*\)\s+(?=\((?:[A-Za-z_][\w-]* )?(?:rank=\d+ )?pid=\d+)")
@@ -141,6 +148,13 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
                 level = m.group("level").upper()
                 level = "WARNING" if level == "WARN" else level
                 src = m.group("src") or ""
+                s = s[m.end():]
+                changed = True
+        if not level and (s[:1].isdecimal() or s[:2] in ("[D", "[I", "[W", "[E", "[C")):
+            m = FRAMEWORK_LOG_RE.match(s)
+            if m:
+                level = m.group("level") or m.group("level2")
+                src = m.group("src") or m.group("src2")
                 s = s[m.end():]
                 changed = True
         if not level and s[:2] == "[2":

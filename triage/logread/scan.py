@@ -78,7 +78,7 @@ class Scan(Record):
         # line number of a shape's first line -> (times the shape was seen, number of its last line)
         self.spans = {} if spans is None else spans
         self.truncated = False  # a line was cut, or the reader stopped before the end
-        self.cut_tracebacks: list[ExceptionRecord] = []  # tracebacks the log ends inside (type "")
+        self.cut_tracebacks: list[ExceptionRecord] = []  # tracebacks the log ends inside (type "", or what an IPython head named)
         self._joined: tuple[int, int, str] | None = None
 
     def joined_text(self) -> str:

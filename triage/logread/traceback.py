@@ -66,7 +66,7 @@ JIT_FILES = ("/triton/compiler/", "/triton/runtime/", "/torch/_inductor/", "/fla
 def phase_of(frames: list[Frame]) -> str | None:
     """The step of start-up these frames were in, in words ("CUDA graph capture", "JIT compilation
     during warm-up"); None when no frame says."""
-    funcs = {f.func for f in frames}
+    funcs = {f.func.rsplit(".", 1)[-1] for f in frames}  # IPython 8 qualifies a method: "GPUModelRunner.profile_run"
     step = next((name for fn, name in STEPS if fn in funcs), None)  # capture_model runs _dummy_run: first listed wins
     jit = any(j in f.file for f in frames[-8:] for j in JIT_FILES)
     if jit:
@@ -111,9 +111,10 @@ class ExceptionRecord(Record):
 
 class _ProcState:
     __slots__ = ("frames", "in_tb", "chained", "last_exc", "tb_start", "tb_indent", "last_frame", "fatal",
-                 "fault_blocks", "fault_mode", "fault_last", "terminate")
+                 "fault_blocks", "fault_mode", "fault_last", "terminate", "head_type")
 
     def __init__(self) -> None:
+        self.head_type = ""  # IPython names the exception in its traceback's head: kept for a paste cut before the end
         self.fatal: ExceptionRecord | None = None  # "Fatal Python error: ..." whose stack may follow
         self.fault_blocks: list[tuple[bool, list[Frame]]] = []  # (marked the current thread, frames)
         self.fault_mode = ""  # "current" / "other": the header above the stack being read
@@ -165,6 +166,7 @@ class TracebackAssembler:
             st.frames = []
             st.tb_start = line.no
             st.tb_indent = len(text) - len(text.lstrip())
+            st.head_type = "" if stripped.startswith(IPY_HEAD) else stripped.split()[0]
             return None
         if stripped.startswith((CHAIN_CAUSE, CHAIN_CONTEXT)):
             st.chained = True
@@ -189,6 +191,7 @@ class TracebackAssembler:
                 st.tb_start = line.no
                 st.tb_indent = max(0, len(text) - len(text.lstrip()) - 2)
                 st.chained = False
+                st.head_type = ""
         if st.in_tb:
             m = FRAME_RE.match(text)
             if m:
@@ -270,9 +273,9 @@ class TracebackAssembler:
 
     def cut(self) -> list[ExceptionRecord]:
         """Tracebacks that never reached their exception line (the log or the paste ends inside
-        them): a record with an empty type, its frames, and the last frame's line. A faulthandler
+        them): a record with an empty type (or the one an IPython head named), its frames, and the last frame's line. A faulthandler
         stack with no fatal-error line above it is one too."""
-        out = [ExceptionRecord("", "", st.last_frame, list(st.frames), True)
+        out = [ExceptionRecord(st.head_type, "", st.last_frame, list(st.frames), True)
                for st in self._procs.values() if st.in_tb and st.frames and st.last_frame is not None]
         out += [ExceptionRecord("", "", st.last_frame, _current_stack(st.fault_blocks), True)
                 for st in self._procs.values()

@@ -26,6 +26,7 @@ MODULES = [
     "config",
     "environment",
     "wrappers",
+    "downstream",
 ]
 
 
