@@ -193,6 +193,7 @@ RULES = [
          fix="Reduce --tensor-parallel-size / --pipeline-parallel-size to the number of visible GPUs, or make the "
              "other GPUs visible (CUDA_VISIBLE_DEVICES, docker --gpus all).",
          patterns=[r"please set tensor_parallel_size \((?P<tensor_parallel_size>\d+)\) to less than max local gpu count \((?P<gpus>\d+)\)",
+                   r"please ensure that world_size \((?P<tensor_parallel_size>\d+)\) is less than (?:than )?max local gpu count \((?P<gpus>\d+)\)",
                    r"tensor_parallel_size \((?P<tensor_parallel_size>\d+)\) .{0,40}(?:larger|greater) than .{0,40}(?:available|visible) GPUs",
                    r"world_size \((?P<tensor_parallel_size>\d+)\) is (?:larger|greater) than the number of available GPUs"],
          playbook="engine-config", confidence=0.9),
@@ -263,6 +264,8 @@ RULES += [
              "model and the KV-cache memory allow it.",
          patterns=[r"The decoder prompt \(length (?P<prompt>\d+)\) is longer than the maximum model length of (?P<max_model_len>\d+)",
                    r"maximum context length is (?P<max_model_len>\d+) tokens\. However, you requested (?P<prompt>\d+) tokens",
+                   # 0.10-0.19 "your request has N input tokens", 0.32+ "your prompt contains N input tokens"
+                   r"maximum context length is (?P<max_model_len>\d+) tokens\. However, your (?:request has|prompt contains) (?P<prompt>\d+) input tokens",
                    r"Input prompt \((?P<prompt>\d+) tokens\) is too long and exceeds limit of (?P<max_model_len>\d+)"],
          playbook="engine-config", confidence=0.85),
 ]

@@ -179,7 +179,7 @@ RULES = [
                    r"compute capability (?P<cc>\d+\.\d+) is (?:not supported|too low)",
                    # newer gates name the SM or the GPU family instead of a capability number
                    # (not a warning that says vLLM falls back to something else)
-                   r"(?!.*[Ff]all(?:ing|s)? ?back)(?P<feature>[\w.-]+(?: [\w.-]+){0,3}) requires (?P<min>SM ?\d+x?|sm_?\d+x?|Hopper|Blackwell(?: datacenter)?|Ampere|Ada)[\w ()/,.-]{0,60}?GPUs",
+                   r"(?!.*[Ff]all(?:ing|s)? ?back)(?P<feature>[\w.='-]+(?: [\w.-]+){0,3}) requires (?P<min>SM ?\d+x?|sm_?\d+x?|Hopper|Blackwell(?: datacenter)?|Ampere|Ada)[\w ()/,.-]{0,60}?GPUs",
                    # a kernel compiled for one SM only, run on a sibling (GB10 is SM12.1, not SM12.0)
                    r"This kernel only supports (?P<min>sm_?\d+[af]?)",
                    # vLLM <= 0.2's own gate, and torch inductor's check before it compiles Triton kernels
@@ -250,7 +250,7 @@ RULES = [
                    # FP8 W8A8 through torch on a GPU below 8.9
                    r"(?P<kernel>torch\._scaled_mm) is only supported on (?:CUDA )?devices with compute capability",
                    # MoE backend oracles: no kernel for this GPU/model/quant combination
-                   r"No (?P<kernel>(?:NvFp4|MxFp4|Mxfp4|Fp8|FP8|NVFP4|MXFP4|W4A8|Int4|WNA16)[\w ]{0,12}? MoE) backend supports the deployment configuration",
+                   r"No (?P<kernel>(?:NvFp4|MxFp4|Mxfp4|Fp8|FP8|NVFP4|MXFP4|W4A8|Int4|Int8|WNA16|Unquantized)[\w ]{0,12}? MoE) backend supports the deployment configuration",
                    r"(?P<kernel>(?:NvFp4|MxFp4|Mxfp4|MxFp8|Mxfp8|Fp8) MoE backend '\w+') does not support the deployment configuration",
                    r"(?P<kernel>FlashInfer|CUTLASS|Marlin) kernels unavailable for \w+ on current platform",
                    r"(?P<kernel>\[FP4 gemm Runner\]) Failed to run cutlass FP4 gemm",
@@ -265,7 +265,8 @@ RULES = [
              "(or pipeline parallel), or a checkpoint with another group size.",
          patterns=[r"[Ww]eight input_size_per_partition = (?P<size>\d+) is not divisible by (?:min_thread_k|group_size|tile) = (?P<by>\d+)",
                    r"[Ww]eight output_size_per_partition = (?P<size>\d+) is not divisible by",
-                   r"The input size is not aligned with the quantized weight shape",
+                   r"The (?:input|output) size is not aligned with the quantized weight shape",
+                   r"The input_size of \w+'s weight = \d+ is not divisible by weight quantization block_k",
                    r"input_size_per_partition .{0,40} not divisible",
                    # the same mismatch caught by the kernel at run time (MoE WNA16, Marlin 2:4)
                    r"size_[kmn] must (?:be )?divisible by BLOCK_SIZE_[KMN]",
