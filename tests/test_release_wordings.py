@@ -181,6 +181,44 @@ CASES: list[tuple[str, str, str, str]] = [
     ("0.33.0", "vllm/v1/attention/backends/mla/indexer.py",
      "ValueError: indexer_kv_dtype='mxfp4' requires Blackwell datacenter GPUs (sm_10x, e.g. B200/GB200); sm_120 "
      "(consumer Blackwell) and earlier architectures are not supported.", "gpu.compute_capability_too_low"),
+    ("0.33.0", "vllm/v1/attention/backends/triton_attn.py",
+     "ValueError: bfloat16 KV cache is not supported on Tesla T4 (compute capability 7.5); bfloat16 requires SM80+. "
+     "Re-run with --kv-cache-dtype float16.", "dtype.bf16_before_ampere"),
+    ("0.33.0", "vllm/v1/attention/backends/mla/triton_mla.py",
+     "ValueError: bfloat16 KV cache is not supported by the Triton MLA backend on Tesla V100-SXM2-32GB (compute "
+     "capability 7.0); bfloat16 requires SM80+. Re-run with --kv-cache-dtype float16.", "dtype.bf16_before_ampere"),
+    ("0.33.0", "vllm/v1/attention/backends/triton_attn.py",
+     "ValueError: FP8 KV cache is not supported by the Triton attention backend on NVIDIA A100-SXM4-80GB (compute "
+     "capability 8.0); native FP8 (fp8e4nv) requires SM89+. Re-run with --kv-cache-dtype auto.",
+     "dtype.fp8_unsupported"),
+    ("0.6.6", "vllm/attention/ops/blocksparse_attention/interface.py",
+     "AssertionError: Requires compute capability of 8 or above (Ampere or newer) to use Triton kernel.",
+     "gpu.compute_capability_too_low"),
+    ("transformers 4.57.6", "transformers/modeling_utils.py",
+     "ValueError: Flash Attention 3 requires compute capability >= 9.0, but found NVIDIA A100-SXM4-80GB with compute "
+     "capability 8.0.", "gpu.compute_capability_too_low"),
+    ("0.12.0", "vllm/config/parallel.py",
+     "ValueError: Tensor parallel size (4) cannot be larger than the number of available GPUs (2).",
+     "config.tp_exceeds_gpus"),
+    ("0.29.0", "vllm/model_executor/layers/quantization/fp8.py",
+     "ValueError: The output_size of gate's and up's weight = 1408 is not divisible by weight quantization block_n = "
+     "128.", "quant.shape_unsupported"),
+    ("0.31.0", "vllm/renderers/params.py",
+     "ValueError: This model's maximum context length is 4096 tokens. However, you requested 1024 output tokens and "
+     "your prompt contains 3500 input tokens, for a total of 4524 tokens. Please reduce the length of the input prompt "
+     "or the number of requested output tokens.", "config.prompt_too_long"),
+    ("0.10.2", "vllm/utils/deep_gemm.py",
+     "RuntimeError: DeepGEMM backend is not available. Please install the `deep_gemm` package to enable FP8 kernels.",
+     "kernels.package_missing"),
+    ("0.15.1", "vllm/model_executor/layers/quantization/utils/mxfp8_utils.py",
+     "ImportError: The package `flashinfer` is required to do MX-FP8 quantization. Please install it with`pip install "
+     "flashinfer`", "kernels.package_missing"),
+    ("0.16.0", "vllm/parser/parser_manager.py",
+     "TypeError: Error: --enable-auto-tool-choice requires tool_parser:'qwen3' which has not been registered",
+     "config.tool_parser_unknown"),
+    ("0.33.0", "vllm/config/parallel.py",
+     "ValueError: World size (8) is larger than the number of available GPUs (4) in this node. If this is intentional "
+     "and you are using:", "config.tp_exceeds_gpus"),
 ]
 
 
