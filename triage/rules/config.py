@@ -178,7 +178,9 @@ RULES = [
          title="--tool-call-parser {parser} is not a parser this vLLM knows",
          fix="Pick one of the parsers the error lists for this model family, or upgrade vLLM if the parser is newer "
              "than this version (e.g. gpt-oss's `openai`); a custom parser needs --tool-parser-plugin.",
-         patterns=[r"invalid tool call parser: (?P<parser>[\w.-]+) \(cho(?:o)?se from"],
+         patterns=[r"invalid tool call parser: (?P<parser>[\w.-]+) \(cho(?:o)?se from",
+                   # 0.6-0.33: the name given was not among the registered parsers
+                   r"--enable-auto-tool-choice requires tool_parser:'(?P<parser>[\w.-]*)' which has not been registered"],
          playbook="engine-config", confidence=0.9),
     Rule(signature="config.async_scheduling_unsupported", category="engine_config",
          title="--async-scheduling cannot be combined with this configuration ({detail})",
@@ -193,8 +195,10 @@ RULES = [
          fix="Reduce --tensor-parallel-size / --pipeline-parallel-size to the number of visible GPUs, or make the "
              "other GPUs visible (CUDA_VISIBLE_DEVICES, docker --gpus all).",
          patterns=[r"please set tensor_parallel_size \((?P<tensor_parallel_size>\d+)\) to less than max local gpu count \((?P<gpus>\d+)\)",
+                   r"Tensor parallel size \((?P<tensor_parallel_size>\d+)\) cannot be larger than the number of available GPUs \((?P<gpus>\d+)\)",  # 0.11-0.12
+                   r"please ensure that world_size \((?P<tensor_parallel_size>\d+)\) is less than (?:than )?max local gpu count \((?P<gpus>\d+)\)",
                    r"tensor_parallel_size \((?P<tensor_parallel_size>\d+)\) .{0,40}(?:larger|greater) than .{0,40}(?:available|visible) GPUs",
-                   r"world_size \((?P<tensor_parallel_size>\d+)\) is (?:larger|greater) than the number of available GPUs"],
+                   r"[Ww]orld[_ ]size \((?P<tensor_parallel_size>\d+)\) is (?:larger|greater) than the number of (?:available GPUs|GPUs available)"],
          playbook="engine-config", confidence=0.9),
     Rule(signature="config.batched_tokens_lt_max_len", category="engine_config",
          title="--max-num-batched-tokens {tokens} is smaller than max_model_len {max_model_len}",
@@ -263,6 +267,10 @@ RULES += [
              "model and the KV-cache memory allow it.",
          patterns=[r"The decoder prompt \(length (?P<prompt>\d+)\) is longer than the maximum model length of (?P<max_model_len>\d+)",
                    r"maximum context length is (?P<max_model_len>\d+) tokens\. However, you requested (?P<prompt>\d+) tokens",
+                   # 0.10-0.19 "your request has N input tokens", 0.32+ "your prompt contains N input tokens"
+                   r"maximum context length is (?P<max_model_len>\d+) tokens\. However, your (?:request has|prompt contains) (?P<prompt>\d+) input tokens",
+                   r"maximum context length is (?P<max_model_len>\d+) tokens\. However, you requested \d+ output tokens and your prompt contains (?P<prompt>\d+) input tokens",
+                   r"maximum context length is (?P<max_model_len>\d+) tokens\. However, your prompt contains \d+ characters",
                    r"Input prompt \((?P<prompt>\d+) tokens\) is too long and exceeds limit of (?P<max_model_len>\d+)"],
          playbook="engine-config", confidence=0.85),
 ]

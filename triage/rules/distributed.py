@@ -102,7 +102,7 @@ RULES = [
                    r"unable to allocate shared memory", r"No space left on device.{0,60}/dev/shm",
                    r"/dev/shm.{0,60}(?:No space left|too small)",
                    # vLLM's own shared-memory broadcast queue (shm_broadcast.py, 0.28+)
-                   r"Insufficient space in \S+ for .{1,80}: [\d.]+ MiB required, [\d.]+ MiB free"],
+                   r"Insufficient space in \S+(?: for .{1,80})?: [\d.]+ MiB required, [\d.]+ MiB free"],
          playbook="distributed", confidence=0.95),
     Rule(signature="distributed.bus_error_shm", category="distributed",
          title="Bus error: usually /dev/shm is too small in a container",
@@ -187,7 +187,8 @@ RAY_MISSING: Rule = Rule(
         "graphs), or use --distributed-executor-backend mp on a single node.",
     patterns=[r"[Pp]lease install Ray with `pip install ray`", r"No module named 'ray'",
               r"Using Ray backend requires installation of ray",
-              r"Ray Compiled Graph is not installed", r"Run `pip install ray\[cgraph\]`"],
+              r"Ray Compiled Graph is not installed", r"Run `pip install ray\[cgraph\]`",
+              r"Ray accelerated DAG is not installed", r"Run `pip install ray\[adag\]`"],
     playbook="distributed", confidence=0.85,
     check=lambda scan, env: not_in_passing(RAY_MISSING, scan))
 

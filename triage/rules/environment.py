@@ -289,7 +289,7 @@ RULES += [
              "GPU released memory meanwhile (a previous vLLM still exiting, another container or job). Give vLLM GPUs "
              "of its own (stop the other process, or pick free GPUs with CUDA_VISIBLE_DEVICES / a dedicated "
              "container), wait for earlier servers to exit, and launch again.",
-         patterns=[r"Error in memory profiling\. Initial free memory (?P<initial>[\d.]+(?: GiB)?), current free memory "
+         patterns=[r"Error in memory profiling\. Initial (?:free|used) memory (?P<initial>[\d.]+(?: GiB)?), current(?:ly used| free) memory "
                    r"(?P<current>[\d.]+(?: GiB)?)"],
          playbook="environment", confidence=0.85),
     # vllm/v1/worker/gpu/buffer_utils.py (the V2 model runner's staging buffers): pinned host memory is off. On

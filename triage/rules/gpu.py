@@ -176,10 +176,13 @@ RULES = [
          patterns=[r"(?:GPUs?|[Dd]evice) with compute capability (?:of )?(?:at least|>=|>) ?(?P<min>\d+(?:\.\d+)?) (?:is|are) required",
                    r"requires (?:a )?(?:GPU|device) with compute capability (?:>= ?|of at least )?(?P<min>\d+(?:\.\d+)?)",
                    r"FlashAttention only supports Ampere GPUs or newer",
+                   # transformers' FA2/FA3 gate ("requires compute capability >= 9.0"), vLLM <= 0.9's block-sparse
+                   # Triton kernel ("Requires compute capability of 8 or above"), the Mamba stochastic-rounding gate
+                   r"(?!.*(?:[Ff]all(?:ing|s)? ?back|[Uu]sing ))[Rr]equires compute capability (?:of )?(?:>= ?)?(?P<min>\d+(?:\.\d+)?)(?: or above| \(|,)",
                    r"compute capability (?P<cc>\d+\.\d+) is (?:not supported|too low)",
                    # newer gates name the SM or the GPU family instead of a capability number
                    # (not a warning that says vLLM falls back to something else)
-                   r"(?!.*[Ff]all(?:ing|s)? ?back)(?P<feature>[\w.-]+(?: [\w.-]+){0,3}) requires (?P<min>SM ?\d+x?|sm_?\d+x?|Hopper|Blackwell(?: datacenter)?|Ampere|Ada)[\w ()/,.-]{0,60}?GPUs",
+                   r"(?!.*[Ff]all(?:ing|s)? ?back)(?P<feature>[\w.='-]+(?: [\w.-]+){0,3}) requires (?P<min>SM ?\d+x?|sm_?\d+x?|Hopper|Blackwell(?: datacenter)?|Ampere|Ada)[\w ()/,.-]{0,60}?GPUs",
                    # a kernel compiled for one SM only, run on a sibling (GB10 is SM12.1, not SM12.0)
                    r"This kernel only supports (?P<min>sm_?\d+[af]?)",
                    # vLLM <= 0.2's own gate, and torch inductor's check before it compiles Triton kernels
@@ -192,14 +195,18 @@ RULES = [
          patterns=[r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0\. Your (?P<gpu>.+?) GPU has compute capability (?P<cc>\d+\.\d+)",
                    r"Bfloat16 is only supported on GPUs with compute capability of at least 8\.0",
                    r"(?:Current CUDA Device|This device) does not support bfloat16",
-                   r"bf16 is not supported on"],
+                   r"bf16 is not supported on",
+                   # vllm/v1/attention/backends/triton_attn.py, mla/triton_mla.py 0.24+: the KV cache follows the dtype
+                   r"bfloat16 KV cache is not supported (?:by the Triton \w+ backend )?on (?P<gpu>.+?) \(compute capability (?P<cc>\d+\.\d+)\); bfloat16 requires SM80"],
          playbook="dtype-unsupported", confidence=0.95),
     Rule(signature="dtype.fp8_unsupported", category="dtype_unsupported",
          title="This GPU cannot compute in the requested float8 type",
          fix="FP8 compute needs compute capability 8.9+ (Ada/Hopper/Blackwell); use --kv-cache-dtype auto and a "
              "non-FP8 checkpoint, or a weight-only FP8 (Marlin) path on Ampere.",
          patterns=[r"type fp8e4nv not supported in this architecture", r"fp8e4nv data type is not supported on CUDA arch < 89",
-                   r"Float8_e4m3fn.{0,40}not (?:supported|implemented)"],
+                   r"Float8_e4m3fn.{0,40}not (?:supported|implemented)",
+                   # vllm/v1/attention/backends/triton_attn.py, mla/triton_mla.py 0.24+
+                   r"FP8 KV cache is not supported by the Triton \w+ backend on .{1,80}? \(compute capability \d+\.\d+\); native FP8 \(fp8e4nv\) requires SM89"],
          playbook="dtype-unsupported", confidence=0.85),
     Rule(signature="dtype.float32_unsupported", category="dtype_unsupported",
          title="The chosen backend or kernel does not run in dtype {dtype}",
@@ -250,7 +257,7 @@ RULES = [
                    # FP8 W8A8 through torch on a GPU below 8.9
                    r"(?P<kernel>torch\._scaled_mm) is only supported on (?:CUDA )?devices with compute capability",
                    # MoE backend oracles: no kernel for this GPU/model/quant combination
-                   r"No (?P<kernel>(?:NvFp4|MxFp4|Mxfp4|Fp8|FP8|NVFP4|MXFP4|W4A8|Int4|WNA16)[\w ]{0,12}? MoE) backend supports the deployment configuration",
+                   r"No (?P<kernel>(?:NvFp4|MxFp4|Mxfp4|Fp8|FP8|NVFP4|MXFP4|W4A8|Int4|Int8|WNA16|Unquantized)[\w ]{0,12}? MoE) backend supports the deployment configuration",
                    r"(?P<kernel>(?:NvFp4|MxFp4|Mxfp4|MxFp8|Mxfp8|Fp8) MoE backend '\w+') does not support the deployment configuration",
                    r"(?P<kernel>FlashInfer|CUTLASS|Marlin) kernels unavailable for \w+ on current platform",
                    r"(?P<kernel>\[FP4 gemm Runner\]) Failed to run cutlass FP4 gemm",
@@ -265,7 +272,8 @@ RULES = [
              "(or pipeline parallel), or a checkpoint with another group size.",
          patterns=[r"[Ww]eight input_size_per_partition = (?P<size>\d+) is not divisible by (?:min_thread_k|group_size|tile) = (?P<by>\d+)",
                    r"[Ww]eight output_size_per_partition = (?P<size>\d+) is not divisible by",
-                   r"The input size is not aligned with the quantized weight shape",
+                   r"The (?:input|output) size is not aligned with the quantized weight shape",
+                   r"The (?:input|output)_size of [\w' ]{1,30} weight = \d+ is not divisible by weight quantization block_[kn]",
                    r"input_size_per_partition .{0,40} not divisible",
                    # the same mismatch caught by the kernel at run time (MoE WNA16, Marlin 2:4)
                    r"size_[kmn] must (?:be )?divisible by BLOCK_SIZE_[KMN]",

@@ -399,6 +399,9 @@ KERNEL_PACKAGE_MISSING: Rule = Rule(
               r"Please install (?P<package>flash[_-]attn)",
               r"to be installed\. Please install (?P<package>flash-attn) first",
               r"(?P<package>tilelang) is required for \w+ but is not installed",
+              r"DeepGEMM backend is not available\. Please install the `(?P<package>deep_gemm)` package",  # 0.10
+              r"The package `(?P<package>flashinfer)` is required to",  # mxfp8_utils 0.10-0.15
+              r"requires (?P<package>helion) to be installed",  # vllm/kernels/helion 0.16+
               r"pip install (?P<package>fbgemm-gpu-genai)",
               r"All2All kernels .{0,80}are not available\. See (?P<package>tools/ep_kernels)",
               r"No module named '(?P<package>triton_kernels|flash_mla|causal_conv1d|mamba_ssm|xformers|sgl_kernel|"

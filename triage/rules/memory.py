@@ -225,7 +225,7 @@ RULES = [
          title="Not enough KV-cache memory for max_model_len {max_model_len}: {needed_gib} GiB needed, {available_gib} GiB available",
          fix="Lower --max-model-len to at most {kv_capacity_tokens} ({suggestion_basis}), or raise "
              "--gpu-memory-utilization, use --kv-cache-dtype fp8, or add GPUs.",
-         patterns=[r"max seq len \((?P<max_model_len>\d+)\),\s*\(?(?P<needed_gib>[\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \((?P<available_gib>-?[\d.]+) GiB\)(?:.*?estimated maximum model length is (?P<estimated>\d+))?"],
+         patterns=[r"max seq len \((?P<max_model_len>\d+)\),\s*\(?(?P<needed_gib>[\d.]+) Gi?B KV cache is needed, which is larger than the available KV cache memory \((?P<available_gib>-?[\d.]+) Gi?B\)(?:.*?estimated maximum model length is (?P<estimated>\d+))?"],
          facts=_kv_facts, playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="kv_cache.mamba_blocks_below_max_num_seqs", category="kv_cache_memory",
          title="max_num_seqs {max_num_seqs} exceeds the {blocks} Mamba state blocks this memory budget holds",
@@ -242,7 +242,9 @@ RULES = [
     Rule(signature="kv_cache.free_memory_below_utilization", category="kv_cache_memory",
          title="Free GPU memory at start-up ({free_gib} GiB) is below what --gpu-memory-utilization {util} asks for",
          fix="{advice}", facts=_free_memory_facts,
-         patterns=[r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)"],
+         patterns=[r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)",
+                   # vllm/v1/worker/utils.py 0.32+: the budget left after another process' weights on the GPU
+                   r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than the engine's budget after excluding external process's weights \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)"],
          playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="oom.cuda_out_of_memory", category="gpu_oom",
          title="CUDA out of memory{phase_suffix}",

@@ -493,7 +493,7 @@ RULES = [
          title="Speculative decoding cannot run this configuration ({detail})",
          fix="This draft/EAGLE/MTP configuration is not supported by this vLLM: check --speculative-config "
              "(method, model, num_speculative_tokens) against the vLLM docs for your version, or run without it.",
-         patterns=[r"(?P<detail>[Ss]peculative decoding (?:with [\w -]+ )?is not (?:yet )?supported[^.]*)",
+         patterns=[r"(?P<detail>[Ss]peculative decoding (?:with [\w -]+ )?(?:is )?not (?:yet )?supported[^.]*)",
                    r"(?P<detail>(?:EAGLE|Eagle|eagle3?|MTP|Medusa|ngram)[\w ]{0,40}(?:is )?not (?:yet )?supported[^.]*)",
                    r"(?P<detail>not supported with speculative decoding)",
                    r"(?P<detail>\w+ with speculative decoding is not supported(?: yet)?)",
@@ -644,6 +644,7 @@ RULES += [
              "head only works with the target models it was trained for.",
          patterns=[r"Unsupported speculative method: '?[\w-]+'?",
                    r"Eagle3 is only supported for .{1,200}? models",
+                   r"\w+ is only supported for .{1,200}? models\. Got self\.target_model_config",  # 0.17+: the method's name
                    r"num_speculative_tokens was provided but without speculative model",
                    r"num_speculative_tokens must be provided with speculative model",
                    r"Expected num_speculative_tokens to be greater than zero",
