@@ -241,6 +241,7 @@ class EarlyReport:
         self.pid, self._answer, self._feed = pid, answer, feed
         self._fed = 0
         self._done = False
+        self._stopped = False
 
     @classmethod
     def start(cls, opts: Options, piped: bool) -> "EarlyReport | None":
@@ -312,11 +313,14 @@ class EarlyReport:
     def stop(self) -> None:
         import signal
 
-        self.end_of_input()
+        # Killed before its input is closed, and its answer never read: on EOF it would diagnose the
+        # part it had been fed and could answer before the signal lands.
+        self._stopped = True
         try:
             os.kill(self.pid, signal.SIGKILL)
         except OSError:
             pass
+        self.end_of_input()
 
     def result(self) -> Report | None:
         """The child's report once the input has ended (None: it gave up or failed). Blocks until the
@@ -325,6 +329,13 @@ class EarlyReport:
             return None
         self._done = True
         self.end_of_input()
+        if self._stopped:
+            os.close(self._answer)
+            try:
+                os.waitpid(self.pid, 0)
+            except OSError:
+                pass
+            return None
         chunks = []
         try:
             while True:
