@@ -5,46 +5,26 @@ detection on TPU/XPU/ROCm hosts, native crash lines in NCCL), each on the forms 
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-import yaml
 
-from conftest import run_triage
-from triage.diagnose import diagnose
-from triage.logread import scan_text
+from tests.dev_sets import check, load, params, top
 
-DEV = Path(__file__).parent / "logs" / "dev-envi"
+DEV, EXPECTED = load("dev-envi")
 
 
-def top(text: str):
-    ds, _notes = diagnose(scan_text(text), {})
-    return ds[0] if ds else None
 
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
-KNOWN_MISSES: set[str] = {
+KNOWN_MISSES: dict[str, str] = {
     # the paste holds only Ray's generic note on a vanished worker, whose first named cause is the OOM killer;
     # the segfault is in the thread's prose, not in the log
-    "distributed--ray-worker-sigsegv-vgpu-before-nccl.log",
+    "distributed--ray-worker-sigsegv-vgpu-before-nccl.log": "only Ray's generic worker-died note",
 }
 
 
-def _dev_cases():
-    data = yaml.safe_load((DEV / "expected.yaml").read_text())
-    return sorted(data.items())
-
-
-@pytest.mark.parametrize("name,case", _dev_cases(), ids=[n for n, _ in _dev_cases()])
-def test_dev_log_through_cli(name, case, request):
-    if name in KNOWN_MISSES:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="known miss"))
-    r = run_triage("--log", str(DEV / name), "--json", "--offline", "--no-probe")
-    assert r.returncode in (0, 2, 3), r.stderr
-    report = json.loads(r.stdout)
-    cats = [d["category"] for d in report["diagnoses"]]
-    assert cats and cats[0] == case["category"], (name, cats[:3])
+@pytest.mark.parametrize("name", params(EXPECTED, KNOWN_MISSES))
+def test_dev_log_through_cli(name):
+    check(DEV, name, EXPECTED[name])
 
 
 # ---- installers: pip's resolver, uv's solver, conda; a version no index has ---------------------------------

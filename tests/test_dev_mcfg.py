@@ -3,16 +3,12 @@ memory failures as people paste them, each through the CLI with the category its
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import run_triage
+from tests.dev_sets import check, load, params
 
-DEV = Path(__file__).parent / "logs" / "dev-mcfg"
-EXPECTED: dict[str, dict] = yaml.safe_load((DEV / "expected.yaml").read_text())
+DEV, EXPECTED = load("dev-mcfg")
 # Misses not yet named by a mechanism, each with the reason.
 OPEN: dict[str, str] = {
     # two workers' frames interleave and the paste ends: each worker's last frame is not near the end, so the
@@ -21,11 +17,6 @@ OPEN: dict[str, str] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED), ids=sorted(EXPECTED))
+@pytest.mark.parametrize("name", params(EXPECTED, OPEN))
 def test_dev_log_through_the_cli(name):
-    if name in OPEN:
-        pytest.xfail(OPEN[name])
-    p = run_triage("--log", str(DEV / name), "--json", "--offline", "--no-probe")
-    report = json.loads(p.stdout)
-    assert report["diagnoses"], p.stderr
-    assert report["diagnoses"][0]["category"] == EXPECTED[name]["category"], report["diagnoses"][0]["title"]
+    check(DEV, name, EXPECTED[name])
