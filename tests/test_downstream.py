@@ -134,3 +134,22 @@ def top_of(scan):
     diagnoses, _ = diagnose(scan)
     assert diagnoses
     return diagnoses[0]
+
+
+def test_hydras_job_failure_line_is_a_wrapper_not_a_cause():
+    # verl / OpenRLHF under Hydra end with "Error executing job ..." around the real failure: it must never
+    # be the diagnosis, whether the cause is in the log (named) or was cut from the paste (no cause claimed)
+    from triage.diagnose import diagnose
+    from triage.logread import scan_text
+    from triage.rules.wrappers import is_wrapper
+
+    head = "Error executing job with overrides: ['algorithm.adv_estimator=grpo', 'actor_rollout_ref.rollout.name=vllm']\n"
+    tail = "\nSet the environment variable HYDRA_FULL_ERROR=1 for a complete stack trace.\n"
+    assert is_wrapper(head) and is_wrapper(tail)
+    cause = ("ValueError: The model's max seq len (32768) is larger than the maximum number of tokens that can be "
+             "stored in KV cache (21024). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` "
+             "when initializing the engine.\n")
+    ds, _ = diagnose(scan_text((head + cause + tail).encode()))
+    assert ds[0].category == "kv_cache_memory"
+    ds, _ = diagnose(scan_text((head + tail).encode()))
+    assert not ds or "Error executing job" not in ds[0].title

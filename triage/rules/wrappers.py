@@ -36,6 +36,9 @@ WRAPPER_PATTERNS = [
     r"AsyncLLM output_handler failed",
     r"Error in (?:preprocessing prompt inputs|chat completion stream generator|completion stream generator)",
     r"MQLLMEngine is already dead",
+    # frameworks that run vLLM (verl, OpenRLHF, ... under Hydra) say only that their job failed
+    r"Error executing job with overrides",
+    r"Set the environment variable HYDRA_FULL_ERROR=1",
 ]
 WRAPPER_RE = lazy("|".join(f"(?:{p})" for p in WRAPPER_PATTERNS))
 
