@@ -9,17 +9,15 @@ The real fragments of tests/logs/dev-frag go through the CLI.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.conftest import run_triage
+from tests.dev_sets import check, load, params
 from triage.diagnose import diagnose
 from triage.logread import scan_text
 
-DEV = Path(__file__).parent / "logs" / "dev-frag"
-EXPECTED: dict[str, dict] = yaml.safe_load((DEV / "expected.yaml").read_text())
+DEV, EXPECTED = load("dev-frag")
 
 
 def _diagnoses(text: str):
@@ -101,10 +99,6 @@ def test_a_healthy_fragment_exits_3_through_the_cli(tmp_path):
     assert json.loads(r.stdout)["diagnoses"] == []
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED), ids=sorted(EXPECTED))
+@pytest.mark.parametrize("name", params(EXPECTED, {}))
 def test_real_fragments_through_the_cli(name):
-    e = EXPECTED[name]
-    r = run_triage("--log", str(DEV / name), "--json", "--offline", "--no-probe")
-    assert r.returncode == 0, r.stderr
-    top = json.loads(r.stdout)["diagnoses"][0]
-    assert top["category"] == e["category"], top["title"]
+    check(DEV, name, EXPECTED[name])

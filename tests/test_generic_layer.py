@@ -7,19 +7,16 @@ frames that only pass a failure through, and the real pasted forms of tests/logs
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.conftest import run_triage
+from tests.dev_sets import check, load, params
 from triage.catalogue.areas import area_of_frames, category_for, pass_through
 from triage.diagnose import diagnose
 from triage.logread import scan_text
 
-DEV = Path(__file__).parent / "logs" / "dev-core"
-EXPECTED: dict[str, dict] = yaml.safe_load((DEV / "expected.yaml").read_text())
+DEV, EXPECTED = load("dev-core")
 SITE = "/usr/local/lib/python3.12/dist-packages"
 
 
@@ -163,23 +160,13 @@ KNOWN_MISSES = {
     "tpu-xla-nightly-failed-infer-device.log": "a hand rule outside the generic layer decides this log",
     "tpu-qwen2vl-dynamo-ray-repeated.log": "a hand rule outside the generic layer decides this log",
     "bnb-keyerror-down-proj-fragment.log": "a plain weight name: nothing says the checkpoint is quantized",
-    "xpu-iris-xe-ur-error.log": "'UR error' alone does not say the GPU is unsupported",
     "multistep-advance-step-max-tokens-zero.log": "an op's shape check: nothing names the flag combination",
 }
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED), ids=sorted(EXPECTED))
+@pytest.mark.parametrize("name", params(EXPECTED, KNOWN_MISSES))
 def test_dev_log_through_the_cli(name):
-    if name in KNOWN_MISSES:
-        pytest.xfail(KNOWN_MISSES[name])
-    e = EXPECTED[name]
-    r = run_triage("--log", str(DEV / name), "--json", "--offline", "--no-probe",
-                   env={"TRIAGE_GITHUB_API": "http://127.0.0.1:9"})
-    assert r.returncode in (0, 2, 3), r.stderr.decode()[-2000:]
-    report = json.loads(r.stdout)
-    top = report["diagnoses"][0]
-    assert top["category"] == e["category"], [(d["category"], d["title"]) for d in report["diagnoses"][:3]]
-    assert top["confidence"] >= e.get("min_confidence", 0.5)
+    check(DEV, name, EXPECTED[name], min_confidence=0.5)
 
 
 # ---- launcher prefixes; quantized tensors' names -------------------------------------------------

@@ -4,17 +4,14 @@ logs take: messages as the raising source writes them, and the dev set's real lo
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import pytest
-import yaml
 
-from conftest import run_triage
+from tests.dev_sets import check, load, params
 from triage.diagnose import diagnose
 from triage.logread import scan_text
 
-DEV = Path(__file__).parent / "logs" / "dev-rt"
+DEV, EXPECTED = load("dev-rt")
 
 
 def top(text: str):
@@ -42,7 +39,7 @@ def test_headerless_frames_then_message_attach_to_the_message():
 
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
-KNOWN_MISSES: set[str] = set()
+KNOWN_MISSES: dict[str, str] = {}
 
 
 # ---- DeepGEMM: DGException's "<kind> error (<file>:<line>): <reason>" (csrc/utils/exception.hpp) ----------
@@ -250,17 +247,6 @@ def test_runtime_messages_from_source(line, sig):
     assert top(line + "\n").signature == sig
 
 
-def _dev_cases():
-    data = yaml.safe_load((DEV / "expected.yaml").read_text())
-    return sorted(data.items())
-
-
-@pytest.mark.parametrize("name,case", _dev_cases(), ids=[n for n, _ in _dev_cases()])
-def test_dev_log_through_cli(name, case, request):
-    if name in KNOWN_MISSES:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="known miss"))
-    r = run_triage("--log", str(DEV / name), "--json", "--offline", "--no-probe")
-    assert r.returncode in (0, 2, 3), r.stderr
-    report = json.loads(r.stdout)
-    cats = [d["category"] for d in report["diagnoses"]]
-    assert cats and cats[0] == case["category"], (name, cats[:3])
+@pytest.mark.parametrize("name", params(EXPECTED, KNOWN_MISSES))
+def test_dev_log_through_cli(name):
+    check(DEV, name, EXPECTED[name])
