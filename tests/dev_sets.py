@@ -40,6 +40,13 @@ def check(folder: Path, name: str, case: dict, min_confidence: float = 0.0) -> N
 
 
 def top(text: str):
-    """The first diagnosis of a pasted text, in process (the mechanisms' unit tests)."""
-    ds, _notes = diagnose(scan_text(text), {})
+    """The first diagnosis of a pasted text, in process (the mechanisms' unit tests); None when nothing."""
+    ds, _notes = diagnose(scan_text(text))
     return ds[0] if ds else None
+
+
+def first(text: str):
+    """The first diagnosis of a pasted text, which must have one."""
+    d = top(text)
+    assert d is not None, f"nothing diagnosed: {text[:200]!r}"
+    return d

@@ -12,14 +12,11 @@ from triage.catalogue.asserts import expression, load
 from triage.catalogue.infer import _module_of
 from triage.diagnose import diagnose
 from triage.logread import scan_text
+from tests.dev_sets import first as _top
 
 SITE = "/usr/local/lib/python3.12/dist-packages"
 
 
-def _top(text: str):
-    ds, _ = diagnose(scan_text(text))
-    assert ds, "nothing diagnosed"
-    return ds[0]
 
 
 @pytest.mark.parametrize("line, expr", [

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.dev_sets import check, load, params
+from tests.dev_sets import first as top
 from triage.diagnose import diagnose
 from triage.logread import scan_text
 
@@ -16,10 +17,6 @@ DEV, EXPECTED = load("dev-cfg")
 KNOWN_MISSES: dict[str, str] = {}
 
 
-def top(text: str):
-    ds, _ = diagnose(scan_text(text))
-    assert ds, "nothing diagnosed"
-    return ds[0]
 
 
 @pytest.mark.parametrize("name", params(EXPECTED, KNOWN_MISSES))

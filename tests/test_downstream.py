@@ -6,14 +6,11 @@ from __future__ import annotations
 from triage.catalogue.areas import area_of_frames
 from triage.diagnose import diagnose
 from triage.logread import scan_text
+from tests.dev_sets import first as top
 
 SITE = "/opt/conda/lib/python3.11/site-packages"
 
 
-def top(text: str):
-    diagnoses, _ = diagnose(scan_text(text))
-    assert diagnoses, text
-    return diagnoses[0]
 
 
 # --- a notebook (IPython) traceback cut before its message: its head named the exception type ---

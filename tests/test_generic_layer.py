@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.dev_sets import check, load, params
+from tests.dev_sets import first as _top
 from triage.catalogue.areas import area_of_frames, category_for, pass_through
 from triage.diagnose import diagnose
 from triage.logread import scan_text
@@ -20,10 +21,6 @@ DEV, EXPECTED = load("dev-core")
 SITE = "/usr/local/lib/python3.12/dist-packages"
 
 
-def _top(text: str):
-    ds, _ = diagnose(scan_text(text))
-    assert ds, "nothing diagnosed"
-    return ds[0]
 
 
 # ---- faulthandler: "Fatal Python error" and the stacks under it ---------------------------------

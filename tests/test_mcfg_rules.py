@@ -6,12 +6,9 @@ from __future__ import annotations
 
 from triage.diagnose import diagnose
 from triage.logread import scan_text
+from tests.dev_sets import first as top
 
 
-def top(text: str):
-    ds, _ = diagnose(scan_text(text))
-    assert ds, "nothing diagnosed"
-    return ds[0]
 
 
 def block(cls: str, inner: str) -> str:

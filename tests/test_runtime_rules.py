@@ -7,16 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.dev_sets import check, load, params
-from triage.diagnose import diagnose
+from tests.dev_sets import check, load, params, top
 from triage.logread import scan_text
 
 DEV, EXPECTED = load("dev-rt")
 
 
-def top(text: str):
-    ds, _notes = diagnose(scan_text(text), {})
-    return ds[0] if ds else None
 
 
 def test_paste_starting_mid_traceback_keeps_its_frames():
