@@ -6,22 +6,112 @@ from __future__ import annotations
 
 import pytest
 
-from tests.dev_sets import check, load, params
+from tests.dev_sets import check, load, params, top
 
 DEV, EXPECTED = load("dev-kern")
 # Dev logs the rules do not get right yet, with the reason.
-KNOWN_MISSES: dict[str, str] = {
-    "attn-rocm-mla-gluon-gfx942.log": "an AITER kernel's GPU-generation assertion is not known",
-    "attn-flashinfer-mla-prefill-head-dims.log": "FlashInfer's tvm-ffi 'Check failed' head-dimension refusal",
-    "attn-flashmla-b200-kv-shape-invalid.log": "a KV-cache reshape in the runner after a forced backend",
-    "attn-dcp-requires-lse.log": "DCP's backend requirement is not known",
-    "attn-flashmla-sparse-dsv4-tile-sched.log": "the sparse MLA backend's metadata assertion reads as a library",
-    "kl-deepgemm-smxx-layout-assert.log": "DeepGEMM's 'Failed: Assertion error csrc/...' form (no parentheses)",
-    "kl-flashinfer-sparse-mla-sm120-unsupported.log": "FlashInfer's sparse-MLA unsupported configuration",
-    "kl-aiter-gfx1151-unsupported-title.log": "AITER's GPU-arch refusal",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", params(EXPECTED, KNOWN_MISSES))
 def test_dev_log_through_cli(name):
     check(DEV, name, EXPECTED[name])
+
+
+# ---- a kernel built for other GPU generations: the attention backend's kernel, or a library's -----------
+
+@pytest.mark.parametrize("text,sig,have", [
+    # AITER's Gluon MLA decode (ROCm): an attention kernel, so the attention backend's choice
+    ("AssertionError: mla_gluon requires gfx950 (CDNA4), got gfx942", "attention.kernel_arch_unsupported", "gfx942"),
+    ("RuntimeError: paged_attention_decode needs sm_100a, but got sm_120", "attention.kernel_arch_unsupported", "sm_120"),
+    # AITER's JIT refusing the arch list, a GEMM's gate: the library's
+    ("One of GPU archs of ['gfx1151'] is invalid or not supported with VLLM_ROCM_USE_AITER: 1",
+     "kernels.arch_unsupported", "gfx1151"),
+    ("AssertionError: fp8_blockscale_gemm requires gfx950, got gfx942", "kernels.arch_unsupported", "gfx942"),
+])
+def test_kernel_arch_refusal(text, sig, have):
+    d = top(text + "\n")
+    assert d is not None and d.signature == sig and d.facts["have"] == have, d and (d.signature, d.facts)
+
+
+def test_arch_note_with_a_fallback_is_not_a_refusal():
+    d = top("WARNING 01-01 00:00:00 [rocm.py:88] mla_gluon requires gfx950, got gfx942; falling back to TRITON_MLA\n")
+    assert d is None or d.signature not in ("attention.kernel_arch_unsupported", "kernels.arch_unsupported")
+
+
+# ---- an attention kernel without a variant for the model's head dimensions -----------------------------
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: Check failed: (dispatched) is false:\nUnsupported head dimensions: head_dim_qk=256, head_dim_vo=256",
+    "RuntimeError: Unsupported head_dim: 72",
+    "RuntimeError: Only support head size 64, 128, and 256 for now",
+])
+def test_head_dimension_refusal_is_attention_backend(text):
+    d = top(text + "\n")
+    assert d is not None and d.signature == "attention.kernel_head_dim_unsupported", d and d.signature
+
+
+# ---- kernel libraries' check formats: TVM-FFI, DeepGEMM's older form, FlashMLA, a dispatch table ---------
+
+@pytest.mark.parametrize("text,lib", [
+    ("E       RuntimeError: Failed: Assertion error csrc/jit_kernels/impls/smxx_layout.hpp:136 'mn % 4 == 0 and "
+     "num_groups == 1'", "DeepGEMM"),
+    ("RuntimeError: Assertion error (/workspace/.deps/flashmla-src/csrc/sm90/prefill/sparse/phase1.cuh:614): "
+     "Assertion `res == CUresult::CUDA_SUCCESS` failed.", "FlashMLA"),
+    ('  File "/x/site-packages/flashinfer/mla/_sparse_mla_sm120.py", line 402, in _paged_attention\n'
+     "tvm.error.InternalError: Check failed: output.size(0) == num_tokens (84 vs. 83) :", "FlashInfer"),
+    ("Unsupported sparse-MLA prefill configuration: model=DSV4 num_heads=16 topk=512 page_block_size=64", "FlashInfer"),
+])
+def test_library_check_formats(text, lib):
+    d = top(text + "\n")
+    assert d is not None and d.signature == "kernels.library_check_failed" and d.facts["library"] == lib, (
+        d and (d.signature, d.facts))
+
+
+@pytest.mark.parametrize("text", [
+    # glog's CHECK of other native code (Ray's raylet, XLA) is not a kernel library's
+    "[2025-01-01 00:00:00,000 C 123 456] (raylet) node_manager.cc:100: Check failed: (x) is false: lost node",
+    "RuntimeError: torch_xla/csrc/runtime/pjrt_computation_client.cc:1: Check failed: status.ok()",
+])
+def test_other_native_checks_are_not_kernel_library(text):
+    d = top(text + "\n")
+    assert d is None or d.signature != "kernels.library_check_failed"
+
+
+# ---- what a backend needs of the launch: context parallelism, its metadata builder, its KV layout --------
+
+def test_context_parallelism_needs_lse():
+    d = top("AssertionError: Decode Context Parallelism (DCP) requires attention implementations to return the "
+            "softmax LSE during decode, but FlashInferImpl does not. Try a different backend by setting "
+            "--attention-backend or disable DCP.\n")
+    assert d is not None and d.signature == "attention.backend_refused" and d.facts["backend"] == "FlashInferImpl"
+
+
+def test_metadata_builder_invariant_is_the_backend():
+    d = top("AssertionError: swa_metadata missing tile_sched entry for compress_ratio=1; DeepseekSparseSWAMetadataBuilder"
+            ".build_tile_scheduler did not allocate one for this layer type.\n")
+    assert d is not None and d.category == "attention_backend"
+
+
+def test_kv_reshape_outside_the_runner_is_not_a_layout_mismatch():
+    d = top("RuntimeError: shape '[4, -1, 128]' is invalid for input of size 1000\n")
+    assert d is None or d.signature != "attention.kv_layout_mismatch"
+
+
+# ---- Triton: its ptxas as a bare subprocess failure, an LLVM target it lacks, a compiler row wrapped ------
+
+def test_triton_ptxas_called_process_error():
+    d = top("subprocess.CalledProcessError: Command '['/x/triton/backends/nvidia/bin/ptxas', '-lineinfo', '-v', "
+            "'--gpu-name=sm_100', '/tmp/t.ptx', '-o', '/tmp/t.ptx.o']' returned non-zero exit status 255.\n")
+    assert d is not None and d.signature == "triton.ptxas_failed"
+
+
+def test_triton_unsupported_llvm_target():
+    d = top('loc("/x/vllm/attention/ops/triton_flash_attention.py":309:0): error: unsupported target: \'gfx906\'\n')
+    assert d is not None and d.category == "triton_compile"
+
+
+def test_compiler_error_wrapped_onto_the_next_row():
+    d = top("deep_gemm/include/deep_gemm/impls/sm90_tf32_hc_prenorm_gemm.cuh(120): error:\n"
+            '  identifier "cudaGridDependencySynchronize" is undefined\n')
+    assert d is not None and d.signature == "kernels.jit_compile_error" and "undefined" in d.facts["compiler_error"]

@@ -57,6 +57,9 @@ PREFILTER = (
     # -- end envi
     # (attk) CUDA-graph capture started / finished: the step a bare CUDA error interrupted (rules/cudagraph_frames.py)
     "|Capturing CUDA graph|Capturing cudagraphs|Capturing the model for CUDA|capturing finished"
+    # kern: a kernel's dispatch refusing its parameters prints no error word ("Unsupported sparse-MLA prefill
+    # configuration: model=DSV4 num_heads=16 ...", "Unsupported head dimensions: ...")
+    "|Unsupported "
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -27,6 +27,7 @@ MODULES = [
     "environment",
     "wrappers",
     "downstream",
+    "kern_refusals",  # kern: kernels refusing this GPU's generation or the model's shapes
 ]
 
 

@@ -25,8 +25,9 @@ from triage.rules.base import Rule
 # The compiler's diagnostic, the file it is about (group "file") and what it says (group "what").
 COMPILER_DIAG_RE = lazy(
     r"(?P<file>(?:[A-Za-z]:)?[\w./~+-]*[/\\][\w.+-]+\.(?:cuh?|hpp|h|cpp|cc|cxx|inl))"
-    r"(?:\((?P<line>\d+)\): (?P<sev>error|catastrophic error)|:(?P<line2>\d+):(?:\d+:)? (?P<sev2>(?:fatal )?error)):? "
-    r"(?P<what>.{1,200})",
+    r"(?:\((?P<line>\d+)\): (?P<sev>error|catastrophic error)|:(?P<line2>\d+):(?:\d+:)? (?P<sev2>(?:fatal )?error))"
+    # the message may be wrapped onto the next row (a paste, nvcc's long lines): the row ends at "error:"
+    r"(?::? (?P<what>.{1,200})|:\s*$)",
     needles=("error",))
 INSTANTIATION_RE = lazy(r'instantiation of (?:class )?"[^"]{1,400}" at line \d+ of (?P<file>\S+)',
                         needles=("instantiation of",))
@@ -56,6 +57,10 @@ def _library(path: str) -> tuple[str, str, str] | None:
     return None
 
 
+def _next_text(scan: Scan, no: int) -> str:
+    return next((ln.text for ln in scan.lines if ln.no == no + 1), "")
+
+
 def _jit_compile_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     hits: list[tuple[Any, tuple[str, str, str], str]] = []  # (line, (library, package, category), what it said)
     for ln in scan.lines:
@@ -63,7 +68,7 @@ def _jit_compile_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         what = ""
         m = COMPILER_DIAG_RE.search(t) if "error" in t else None
         if m is not None:
-            path, what = m.group("file"), m.group("what").strip()
+            path, what = m.group("file"), (m.group("what") or _next_text(scan, ln.no)).strip()
         else:
             m = INSTANTIATION_RE.search(t) if "instantiation of" in t else None
             if m is None:

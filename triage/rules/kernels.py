@@ -337,7 +337,9 @@ RULES = [
          fix="Triton's bundled ptxas does not know this GPU or failed: upgrade triton (Blackwell needs triton>=3.3), "
              "or point TRITON_PTXAS_PATH at the ptxas of a CUDA toolkit that supports this GPU.",
          patterns=[r"ptxas fatal\s*:.*", r"PTXASError", r"ptxas .{0,40}error", r"ptxas failed",
-                   r"Value 'sm_\d+a?' is not defined for option 'gpu-name'"],
+                   r"Value 'sm_\d+a?' is not defined for option 'gpu-name'",
+                   # kern: Triton's cubin step running its bundled ptxas (make_cubin), exit status only
+                   r"CalledProcessError: Command '\['[^']*/ptxas(?:\.exe)?', .{0,200}--gpu-name=(?P<arch>sm_\w+)"],
          playbook="triton-compile", confidence=0.85),
     # triton/backends/nvidia/driver.py builds its C launcher against the driver (libraries=['cuda'], found
     # through `ldconfig -p` or TRITON_LIBCUDA_PATH): no libcuda.so where the linker looks
@@ -430,7 +432,9 @@ RULES += [
          fix="This Triton cannot compile the kernel for this GPU: upgrade Triton with torch (new GPUs need the "
              "newest), clear ~/.triton/cache, or avoid the kernel (another --attention-backend / --moe-backend, "
              "--enforce-eager).",
-         patterns=[r"PassManager::run failed", r"LLVM ERROR: (?P<detail>.{1,160})", r"LLVM Translation failed"],
+         patterns=[r"PassManager::run failed", r"LLVM ERROR: (?P<detail>.{1,160})", r"LLVM Translation failed",
+                   # kern: the Triton build has no LLVM target for this GPU (gfx906 on stock Triton)
+                   r"error: unsupported target: '(?P<detail>gfx\w+|sm_\w+)'"],
          playbook="triton-compile", confidence=0.8),
 ]
 

@@ -536,6 +536,13 @@ ATTENTION_WORDS_RE = lazy(r"[Aa]ttention|[Ss]liding.window|\bsinks?\b|soft.?cap|
 # this release's backend lacks ("FlashAttentionImpl.__init__() got an unexpected keyword argument 'sinks'").
 IMPL_ARG_RE = lazy(r"(?P<impl>\w*(?:Attention|Attn|Infer|MLA|SDPA|Xformers|XFormers|Triton)\w*Impl)\.__init__\(\) got an "
                    r"unexpected keyword argument '(?P<arg>\w+)'", needles=("Impl.__init__() got an unexpected keyword",))
+# A feature that needs something of whatever backend runs it: context parallelism needs backends that return the
+# softmax LSE (v1/worker/cp_utils.py, 0.2x ..), and a backend's metadata builder (every V1 backend has one, the
+# per-model sparse MLA backends too) failing its own invariant is that backend's failure, whatever module holds it.
+BACKEND_REQUIREMENT_RE = lazy(r"(?:Context Parallelism \((?:DCP|PCP)\)|\b(?:DCP|PCP)) requires attention (?:backend|impl|"
+                              r"implementation)s?|(?P<builder>\w+MetadataBuilder)\b(?:\.\w+)?",
+                              needles=("requires attention", "MetadataBuilder"))
+IMPL_NAMED_RE = lazy(r"but (?P<impl>\w+(?:Impl|Backend)) does not", needles=("does not",))
 FRAGMENT_LINES = 40  # an input this short is a paste, whose bare lines may be the message
 
 
@@ -559,6 +566,20 @@ def _backend_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                         "release's backend does not have (a model or plugin newer than the installed vLLM, or a backend "
                         "without the feature): use the vLLM release the model or plugin is made for, or the backend "
                         "that has the feature (--attention-backend).", "attention-backend"),
+                first_line=ln.no)
+        r = BACKEND_REQUIREMENT_RE.search(t) if ("requires attention" in t or "MetadataBuilder" in t) else None
+        if r is not None:
+            named = IMPL_NAMED_RE.search(t)
+            backend = named.group("impl") if named else (r.group("builder") or "selected")
+            return Diagnosis(
+                category="attention_backend", signature="attention.backend_refused",
+                title=f"The {backend} attention backend cannot do what this launch asks",
+                confidence=0.7, evidence=[Evidence(ln.no, ln.shown)],
+                facts={"backend": backend, "message": t.strip()[:300]},
+                fix=Fix("The attention backend in use lacks what this launch needs (context parallelism needs a backend "
+                        "that returns the softmax LSE; a per-model or sparse backend forced on a GPU it was not built "
+                        "for does not set itself up). Pick another backend with --attention-backend, unset a forced "
+                        "one, or turn the feature off (e.g. --decode-context-parallel-size 1).", "attention-backend"),
                 first_line=ln.no)
         m = BACKEND_REFUSAL_RE.search(t)
         if m is None or BACKEND_REFUSAL_NOT.search(t):
