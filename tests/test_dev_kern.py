@@ -115,3 +115,14 @@ def test_compiler_error_wrapped_onto_the_next_row():
     d = top("deep_gemm/include/deep_gemm/impls/sm90_tf32_hc_prenorm_gemm.cuh(120): error:\n"
             '  identifier "cudaGridDependencySynchronize" is undefined\n')
     assert d is not None and d.signature == "kernels.jit_compile_error" and "undefined" in d.facts["compiler_error"]
+
+
+# ---- frames alone: a kernel library's own package tree, even where it keeps Triton kernels ---------------
+
+def test_cut_traceback_in_aiter_triton_kernel_is_the_library():
+    d = top("Traceback (most recent call last):\n"
+            '  File "/x/site-packages/vllm/v1/attention/backends/mla/rocm_aiter_mla.py", line 402, in forward_mqa\n'
+            "    mla_decode_gluon(\n"
+            '  File "/x/site-packages/aiter/ops/triton/gluon/mla_gluon.py", line 889, in mla_decode_gluon\n'
+            "    assert (\n")
+    assert d is not None and d.category == "kernel_library", d and (d.signature, d.category)

@@ -129,6 +129,15 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/v1/engine/", "engine_config"),
 ]
 
+# --- kern: kernel libraries' own package trees (installed packages, so the site-/dist-packages path). They
+# come first: AITER keeps Triton/Gluon kernels under aiter/ops/triton/, which the generic "triton/" would
+# otherwise claim; a failure inside any of these is the library's (or its kernel's), not Triton's or vLLM's.
+_KERNEL_TREES = ("aiter", "xformers", "flash_mla", "tilelang", "tvm_ffi", "cutlass", "triton_kernels", "sgl_kernel",
+                 "deep_ep", "flash_attn_interface")
+AREAS[:0] = [(f"{site}/{lib}/", "kernel_library") for lib in _KERNEL_TREES
+             for site in ("site-packages", "dist-packages")]
+# --- end kern
+
 # Exception types that name their subsystem whatever module raised them.
 TYPE_AREAS: dict[str, str] = {
     "OutOfMemoryError": "gpu_oom",
