@@ -10,7 +10,11 @@ from tests.dev_sets import check, load, params, top
 
 DEV, EXPECTED = load("dev-kern")
 # Dev logs the rules do not get right yet, with the reason.
-KNOWN_MISSES: dict[str, str] = {}
+KNOWN_MISSES: dict[str, str] = {
+    "attn-triton-mla-make-shape-compatible.log": "Triton's shape error alone does not say which kernel failed; the "
+                                                 "thread's frames (not pasted) put it in TRITON_MLA's decode kernel",
+    "attn-flashinfer-builder-cumsum-prose.log": "numpy's message in prose, the backend named only by a function",
+}
 
 
 @pytest.mark.parametrize("name", params(EXPECTED, KNOWN_MISSES))
