@@ -193,3 +193,15 @@ def test_pip_requires_python_note_is_no_matching_distribution():
     d = top("ERROR: Ignored the following versions that require a different python version: 0.10.0 Requires-Python "
             ">=3.9,<3.13\n")
     assert d.signature == "install.no_matching_distribution" and "?" not in d.title
+
+
+def test_a_library_the_loader_may_not_read_is_a_permission_problem():
+    d = top("python3: error while loading shared libraries: /root/.local/share/uv/python/cpython-3.12.9-linux-x86_64-gnu/"
+            "bin/../lib/libpython3.12.so.1.0: cannot open shared object file: Permission denied\n")
+    assert (d.signature, d.category) == ("environment.permission_denied", "environment") and "/root" in d.fix.summary
+
+
+def test_an_import_frame_cut_mid_word_still_counts():
+    log = IMPORT_CHAIN + ('  File "/opt/venv/lib/python3.12/site-packages/vllm/config/__init__.py", line 35, '
+                          "in <module\n")
+    assert top(log).signature == "install.import_failed_cut"

@@ -367,6 +367,8 @@ PERMISSION_PATTERNS = [
     # PermissionError as raised, or as pip and others print it ("OSError: [Errno 13] Permission denied: ...")
     r"\[[Ee]rr(?:no|or) 13\] [Pp]ermission denied: '(?P<path>[^']+)'",
     r"OSError: \[Errno 30\] Read-only file system: '(?P<path>[^']+)'",
+    # the dynamic loader (an executable's libraries, a dlopen from Python): the file is there but not readable
+    r"(?P<path>[^\s`'\"]+\.so[\w.]*): cannot open shared object file: Permission denied",
     r"failed to create directory `(?P<path>[^`]+)`: Permission denied",  # uv
     r"mkdir: cannot create directory ['‘](?P<path>[^'’]+)['’]: Permission denied",
 ]
@@ -374,7 +376,12 @@ PERMISSION_PATTERNS = [
 
 def _permission_facts(m, line, scan) -> dict:
     path = m.group("path")
-    if path.startswith("/dev/"):
+    if path.startswith("/root/") or "/root/.local/" in path:
+        what = "a file under /root, which a non-root user cannot read"
+        hint = ("the image installs Python (or the model) under /root: run it as root, or give the runtime user "
+                "those files (`chown -R <uid> /root /opt/venv` in a derived image), or install into a directory "
+                "the user owns")
+    elif path.startswith("/dev/"):
         what = "a device node (the container's user may not open the GPU)"
         hint = ("run the container with the GPUs passed through by the NVIDIA runtime (`--gpus all`), not a "
                 "bind-mounted /dev node, and as a user in the video/render group")

@@ -453,7 +453,8 @@ def _import_cut(scan: Scan) -> Diagnosis | None:
         return None
     for tb in scan.cut_tracebacks:
         frames = tb.frames
-        if len(frames) < 2 or any(f.func not in IMPORT_FRAMES for f in frames):
+        # (a line cut mid-word leaves "<module" without its ">")
+        if len(frames) < 2 or any(f.func not in IMPORT_FRAMES and f.func != "<module" for f in frames):
             continue
         ours = [f for f in frames if VLLM_FILE_RE.search(f.file.replace("\\", "/"))]
         if len(ours) < 2:
