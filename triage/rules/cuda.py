@@ -49,6 +49,8 @@ RULES = [
          patterns=[r"Error 803: system has unsupported display driver / cuda driver combination",
                    r"Error 804: forward compatibility was attempted on non supported HW",
                    r"cudaErrorSystemDriverMismatch", r"cudaErrorCompatNotSupportedOnDevice",
+                   # the driver API's names for 803 / 804 (cuInit, cupy, numba, NVRTC-built kernels)
+                   r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", r"CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
                    r"system has unsupported display driver / cuda driver combination"],
          playbook="cuda-driver", confidence=0.95),
     Rule(signature="cuda.ptx_toolchain", category="cuda_driver",

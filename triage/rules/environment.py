@@ -171,6 +171,9 @@ NO_GPU_VISIBLE: Rule = Rule(signature="environment.no_gpu_visible", category="en
          patterns=[r"(?P<detail>Failed to infer device type)", r"(?P<detail>No (?:CUDA|HIP) GPUs are available)",
                    # the NVIDIA container runtime's hook, before anything in the container runs
                    r"nvidia-container-cli: (?P<detail>initialization error: [^:]{1,40}(?:: [^:.]{1,60})?)",
+                   # the runtime cannot inject the driver's files or devices; docker has no "nvidia" runtime configured
+                   r"nvidia-container-cli: (?P<detail>(?:mount|device|ldcache|detection) error: [^:]{1,60})",
+                   r"(?P<detail>unknown or invalid runtime name: nvidia)",
                    r"(?P<detail>Found no NVIDIA driver on your system)",
                    r"(?P<detail>CUDA_VISIBLE_DEVICES is set to empty string)",
                    r"(?P<detail>Torch not compiled with CUDA enabled)",
@@ -187,6 +190,10 @@ NO_GPU_VISIBLE: Rule = Rule(signature="environment.no_gpu_visible", category="en
                    # cudaErrorNoDevice (100) as torch's c10/cuda prints it; torch 2.6+'s accelerator API
                    r"(?P<detail>no CUDA-capable device is detected)",
                    r"NVIDIA-SMI has failed because (?P<detail>it couldn't communicate with the NVIDIA driver)",
+                   # the container runtime injects nvidia-smi with the driver: its absence is a container without GPUs
+                   r"(?P<detail>nvidia-smi: (?:command )?not found)",
+                   # the entrypoint banner of NVIDIA's CUDA base images (vllm/vllm-openai's too) started without GPUs
+                   r"(?P<detail>The NVIDIA Driver was not detected)\.\s+GPU functionality will not be available",
                    r"(?P<detail>Cannot access accelerator device when none is available)",
                    r"Failed to initialize NVML: (?P<detail>Insufficient Permissions)",
                    # Kubernetes' scheduler: no node has a free GPU for the pod
@@ -349,3 +356,103 @@ RULES += [
                    r"(?P<detail>TPU initialization failed)"],
          playbook="environment", confidence=0.85),
 ]
+
+
+# ---- a path that must be writable is not --------------------------------------------------------------------
+# vLLM and the libraries it loads write caches under HOME at start-up (the HF hub, vLLM's torch.compile cache
+# under VLLM_CACHE_ROOT, FlashInfer's and Triton's JIT caches, numba, outlines): the arbitrary uid OpenShift
+# assigns with HOME=/, a root-owned parent of a bind mount, a read-only root filesystem, a model folder the
+# container's user may not read.
+PERMISSION_PATTERNS = [
+    # PermissionError as raised, or as pip and others print it ("OSError: [Errno 13] Permission denied: ...")
+    r"\[[Ee]rr(?:no|or) 13\] [Pp]ermission denied: '(?P<path>[^']+)'",
+    r"OSError: \[Errno 30\] Read-only file system: '(?P<path>[^']+)'",
+    # the dynamic loader (an executable's libraries, a dlopen from Python): the file is there but not readable
+    r"(?P<path>[^\s`'\"]+\.so[\w.]*): cannot open shared object file: Permission denied",
+    r"failed to create directory `(?P<path>[^`]+)`: Permission denied",  # uv
+    r"mkdir: cannot create directory ['‘](?P<path>[^'’]+)['’]: Permission denied",
+]
+
+
+def _permission_facts(m, line, scan) -> dict:
+    path = m.group("path")
+    if path.startswith("/root/") or "/root/.local/" in path:
+        what = "a file under /root, which a non-root user cannot read"
+        hint = ("the image installs Python (or the model) under /root: run it as root, or give the runtime user "
+                "those files (`chown -R <uid> /root /opt/venv` in a derived image), or install into a directory "
+                "the user owns")
+    elif path.startswith("/dev/"):
+        what = "a device node (the container's user may not open the GPU)"
+        hint = ("run the container with the GPUs passed through by the NVIDIA runtime (`--gpus all`), not a "
+                "bind-mounted /dev node, and as a user in the video/render group")
+    elif "site-packages" in path or "dist-packages" in path:
+        what = "the Python installation's packages"
+        hint = ("install into a virtual environment you own (`python -m venv`, `uv venv`) instead of the system "
+                "Python, or with --user; do not mix sudo and user installs in one environment")
+    elif "cache" in path.lower() or path.rstrip("/") in ("", "/") or path.startswith("/."):
+        what = "a cache directory"
+        hint = ("point the caches at a writable directory: HOME (or XDG_CACHE_HOME), HF_HOME, VLLM_CACHE_ROOT; "
+                "in a container mount a writable volume there or make the mount's parent owned by the container's "
+                "user; on OpenShift set HOME=/tmp or mount an emptyDir")
+    else:
+        what = "a file or directory the process must open"
+        hint = ("give the user the container runs as read access to the model folder and write access to the "
+                "directories vLLM writes (the caches under HOME, --download-dir)")
+    return {"path": path, "what": what, "hint": hint}
+
+
+def _permission_denied(scan: Scan) -> Diagnosis | None:
+    d = PERMISSION_DENIED.match_lines(scan)
+    if d is None:
+        return None
+    levels = {ln.no: ln.level for ln in scan.lines}
+    # a look-up that failed in passing (a warning, and the start-up went on) is not the failure
+    return None if all(levels.get(e.line) in ("INFO", "WARNING") for e in d.evidence) else d
+
+
+PERMISSION_DENIED: Rule = Rule(
+    signature="environment.permission_denied", category="environment",
+    title="Permission denied writing or reading {path} ({what})",
+    fix="The user vLLM runs as may not write (or read) {path}: {hint}.",
+    patterns=PERMISSION_PATTERNS, facts=_permission_facts, playbook="environment", confidence=0.85,
+    check=lambda scan, env: _permission_denied(scan))
+
+RULES += [PERMISSION_DENIED]
+
+
+# ---- a per-process limit of the host or container ------------------------------------------------------------
+# vLLM opens many sockets and files (ZMQ, the API server, shared memory, safetensors shards) and starts many threads
+# (tokenizers' and OpenMP's pools, one set per worker): a low `ulimit -n` fails with EMFILE, a low `ulimit -u` or a
+# container's pids limit (docker --pids-limit, a Kubernetes pod limit) fails thread creation with EAGAIN.
+LIMIT_PATTERNS = [r"^(?!.*fd limit errors like)(?=.*(?P<files>Too many open files))",  # (not vLLM's advisory)
+                  r"(?P<threads>can't start new thread)",
+                  r"(?P<threads>Thread creation failed: Resource temporarily unavailable)",
+                  r"(?P<threads>pthread_create failed)",
+                  r"(?P<threads>ThreadPoolBuildError \{ kind: IOError\(Os \{ code: 11)"]
+
+
+def _limit_facts(m, line, scan) -> dict:
+    if m.groupdict().get("files"):
+        return {"limit": "open files", "advice": "raise the open-file limit: `ulimit -n 65536` in the shell that "
+                "starts vLLM, `--ulimit nofile=65536:65536` for docker, LimitNOFILE= for a systemd unit"}
+    return {"limit": "processes / threads", "advice": "raise the process limit (`ulimit -u`) or the container's "
+            "pids limit (docker --pids-limit, the pod's pids limit), or cap the thread pools (OMP_NUM_THREADS=1, "
+            "RAYON_NUM_THREADS, TOKENIZERS_PARALLELISM=false)"}
+
+
+def _resource_limit(scan: Scan) -> Diagnosis | None:
+    d = RESOURCE_LIMIT.match_lines(scan)
+    if d is None:
+        return None
+    levels = {ln.no: ln.level for ln in scan.lines}
+    return None if all(levels.get(e.line) in ("INFO", "WARNING") for e in d.evidence) else d
+
+
+RESOURCE_LIMIT: Rule = Rule(
+    signature="environment.resource_limit", category="environment",
+    title="A per-process limit of the host or container was reached ({limit})",
+    fix="The process hit its {limit} limit: {advice}.",
+    patterns=LIMIT_PATTERNS, facts=_limit_facts, playbook="environment", confidence=0.8,
+    check=lambda scan, env: _resource_limit(scan))
+
+RULES += [RESOURCE_LIMIT]

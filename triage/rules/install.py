@@ -223,17 +223,19 @@ RULES += [
          patterns=[r"Could not find a version that satisfies the requirement (?P<req>\S+)",
                    r"No matching distribution found for (?P<req>\S+)",
                    # uv: "Because there is no version of torch==2.6.0.dev... and ..."
-                   r"Because there is no version of (?P<req>\S+)",
+                   r"Because there is no version of (?P<req>[^\s{]+(?:\{[^}]*\})?\S*)",
                    r"Because (?P<req>\S+) was not found in the package registry",
                    # pip: the release exists, but not for this interpreter (Requires-Python)
                    r"Package '(?P<req>[^']+)' requires a different Python",
+                   r"Ignored the following versions that require a different python version(?P<req>)",
                    # a wheel for another OS / CPU / Python (pip), a release without a build for this platform (uv)
                    r"(?P<req>\S+\.whl) is not a supported wheel on this platform",
                    r"Distribution `(?P<req>[^`]+)` can't be installed because it doesn't have a source distribution or "
                    r"wheel for the current platform",
                    # conda
                    r"PackagesNotFoundError: The following packages are not available from current channels(?P<req>)"],
-         facts=lambda m, line, scan: {"req": (m.group("req") or "a package").rstrip(",.")},
+         # uv writes a requirement with its environment marker inside braces: torch{platform_machine == 'x86_64'}==2.6
+         facts=lambda m, line, scan: {"req": re.sub(r"\{[^}]*\}", "", m.group("req") or "a package").rstrip(",.")},
          playbook="install-mismatch", confidence=0.8),
 ]
 
@@ -348,7 +350,15 @@ BUILD_FAILED: Rule = Rule(
     patterns=[r"Failed building wheel for (?P<pkg>[\w.\-]+)", r"Could not build wheels for (?P<pkg>[\w.\-]+)",
               r"Failed to build (?P<pkg>[\w.\-]+)(?: [\w.\-]+)*\s*$",
               # torch.utils.cpp_extension's build of an extension
-              r"Error compiling objects for extension(?P<pkg>)"],
+              r"Error compiling objects for extension(?P<pkg>)",
+              # pip 24+ (its summary line), and each build step's own report (pip's and uv's "× ... did not run
+              # successfully", the package named only by the step that builds it)
+              r"Failed to build installable wheels for some pyproject\.toml based projects \(?(?P<pkg>[\w.\-]+)",
+              r"Building (?:wheel|editable) for (?P<pkg>[\w.\-]+) \(pyproject\.toml\) did not run successfully",
+              r"(?:Getting requirements to build (?:wheel|editable)|Preparing (?:editable )?metadata \(pyproject\.toml\)|"
+              r"pip subprocess to install build dependencies) did not run successfully(?P<pkg>)",
+              # uv: "Failed to build `vllm==0.8.5`", "Failed to download and build `vllm @ file:///...`"
+              r"Failed to (?:download and )?build `(?P<pkg>[\w.\-]+)"],
     playbook="install-mismatch", confidence=0.7, check=lambda scan, env: _build_failed(scan))
 
 RULES += [BUILD_FAILED]
@@ -366,3 +376,112 @@ RULES += [
                    r"(?: with CUDA \d+)? \(you have (?P<have>[^)]+)\)"],
          playbook="install-mismatch", confidence=0.75),
 ]
+
+
+# ---- building from source without a usable CUDA toolkit ------------------------------------------------------
+# pip compiles vLLM (or an extension) from source when no wheel fits; the build needs an nvcc, one new enough for
+# the GPU. What each build step says when it has none: vLLM's setup.py (get_nvcc_cuda_version asserts CUDA_HOME),
+# torch.utils.cpp_extension (_join_cuda_home; _get_cuda_arch_flags for an arch it does not know), CMake's CUDA
+# language detection (CMakeDetermineCUDACompiler.cmake), nvcc itself, the shell. The same words at start-up (a JIT
+# kernel build) are the kernel rules' case; here the log shows a package build.
+TOOLCHAIN_PATTERNS = [r"AssertionError: CUDA_HOME is not set",
+                      r"CUDA_HOME environment variable is not set",
+                      r"CMake Error at \S*CMakeDetermineCUDACompiler\.cmake",
+                      r"Failed to detect a default CUDA architecture",
+                      r"No CMAKE_CUDA_COMPILER could be found",
+                      r"nvcc not found at '[^']*'",
+                      r"\bnvcc: (?:not found|command not found)",
+                      r"error: command '\S*nvcc' failed",
+                      # too old for the GPU: nvcc, torch's arch list
+                      r"nvcc fatal\s*: Unsupported gpu architecture '(?P<arch>compute_\w+)'",
+                      r"Unknown CUDA arch \((?P<arch>[\d.]+\+?\w*)\) or GPU not supported"]
+# a package build in progress: pip/uv's build steps, setuptools, CMake (vLLM's setup.py drives a CMake build)
+BUILD_CONTEXT_RE = re.compile(r"Building wheel for|Getting requirements to build|Installing build dependencies|"
+                              r"Preparing metadata|Building editable for|pip-build-env|pip-install-|setup\.py|"
+                              r"CMake Error|CMakeLists\.txt|running build_ext|pyproject\.toml|vLLM Install|"
+                              r"CMAKE_CUDA_COMPILER|CMakeDetermine|AssertionError: CUDA_HOME is not set")
+
+
+def _toolchain_facts(m, line, scan) -> dict:
+    arch = m.groupdict().get("arch")
+    if arch:
+        return {"problem": f"this CUDA toolkit cannot compile for the GPU's architecture ({arch})",
+                "advice": "The nvcc (or torch) used by the build predates this GPU: newer GPUs need a newer CUDA "
+                          "toolkit (SM 10.x/12.x, Blackwell: CUDA 12.8 or newer) and a torch built for it. Install "
+                          "such a toolkit and point CUDA_HOME at it, or limit the build to the GPUs you have "
+                          "(TORCH_CUDA_ARCH_LIST) - better, install the prebuilt wheel for this GPU."}
+    return {"problem": "the CUDA toolkit (nvcc) is not found",
+            "advice": "Prefer a prebuilt wheel (a Python and platform the release publishes wheels for, the +cuXXX "
+                      "wheel matching torch's CUDA, or VLLM_USE_PRECOMPILED=1 for a checkout); to build, install the "
+                      "CUDA toolkit of torch's CUDA version and export CUDA_HOME=/usr/local/cuda-X.Y with "
+                      "$CUDA_HOME/bin on PATH. Building for another target (ROCm, CPU, TPU, a vendor plugin) needs "
+                      "VLLM_TARGET_DEVICE set to it, not CUDA."}
+
+
+def _build_toolchain(scan: Scan) -> Diagnosis | None:
+    d = BUILD_TOOLCHAIN.match_lines(scan)
+    if d is None or not any(BUILD_CONTEXT_RE.search(ln.text) for ln in scan.lines):
+        return None
+    built = next((m.group("pkg") for ln in scan.lines for m in [BUILD_PKG_RE.search(ln.text)] if m), "")
+    if any(k in built.lower() for k in KERNEL_PACKAGES):
+        d.category = "kernel_library"
+    return d
+
+
+BUILD_TOOLCHAIN: Rule = Rule(
+    signature="install.build_toolchain", category="install_mismatch",
+    title="Building from source failed: {problem}",
+    fix="pip is compiling vLLM (or an extension) from source, which needs a suitable nvcc. {advice}",
+    patterns=TOOLCHAIN_PATTERNS, facts=_toolchain_facts, playbook="install-mismatch", confidence=0.9,
+    check=lambda scan, env: _build_toolchain(scan))
+
+RULES += [BUILD_TOOLCHAIN]
+
+
+# ---- a traceback of vLLM's own import, cut before its error -----------------------------------------------
+# Every frame is a module being imported (`<module>`, importlib's plumbing, vllm/__init__.py's lazy __getattr__):
+# vLLM died while Python loaded it, before any engine code ran. What fails there is the installation (a compiled
+# extension built for another torch, torch/torchvision from different builds, a dependency missing or of another
+# release); native Windows is the platform rule's case.
+IMPORT_FRAMES = {"<module>", "import_module", "_gcd_import", "_find_and_load", "_find_and_load_unlocked",
+                 "_load_unlocked", "exec_module", "_call_with_frames_removed", "__getattr__"}
+VLLM_FILE_RE = re.compile(r"(?:^|/)vllm/")
+
+
+def _import_cut(scan: Scan) -> Diagnosis | None:
+    if native_windows(scan):
+        return None
+    for tb in scan.cut_tracebacks:
+        frames = tb.frames
+        # (a line cut mid-word leaves "<module" without its ">")
+        if len(frames) < 2 or any(f.func not in IMPORT_FRAMES and f.func != "<module" for f in frames):
+            continue
+        ours = [f for f in frames if VLLM_FILE_RE.search(f.file.replace("\\", "/"))]
+        if len(ours) < 2:
+            continue
+        last = ours[-1]
+        deepest = frames[-1].file.replace("\\", "/").rsplit("/vllm/", 1)[-1]
+        if "transformers" in deepest or "transformers_utils" in last.file:
+            continue  # a transformers release vLLM cannot import from is the model-support rules' case
+        module = re.sub(r"\.py$", "", last.file.replace("\\", "/").rsplit("/vllm/", 1)[-1]).replace("/", ".")
+        return Diagnosis(
+            category="install_mismatch", signature="install.import_failed_cut",
+            title=f"vLLM failed while Python imported it (in vllm.{module}); the error message is cut off",
+            confidence=0.55, evidence=[Evidence(tb.line.no, tb.line.shown)],
+            facts={"raised_at": f"{last.file}:{last.line}", "phase": "import",
+                   "category_guessed_from": "import-time traceback frames (the exception line is cut)"},
+            fix=Fix("vLLM died while being imported, before any model or engine code ran; that is almost always the "
+                    "installation: a compiled extension built for another torch (undefined symbol), torch and "
+                    "torchvision from different builds, a dependency missing or of another release. Run "
+                    "`python -c 'import vllm'` in the same environment to see the error, and reinstall vLLM into a "
+                    "clean environment with the torch it pins (do not upgrade torch afterwards).", "install-mismatch"),
+            first_line=tb.line.no)
+    return None
+
+
+IMPORT_FAILED_CUT: Rule = Rule(
+    signature="install.import_failed_cut", category="install_mismatch",
+    title="vLLM failed while Python imported it; the error message is cut off", fix="",
+    playbook="install-mismatch", confidence=0.55, check=lambda scan, env: _import_cut(scan))
+
+RULES += [IMPORT_FAILED_CUT]
