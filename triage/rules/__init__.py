@@ -27,6 +27,10 @@ MODULES = [
     "environment",
     "wrappers",
     "downstream",
+    # mdl: fetching from the Hub, tokenizers that do not fit (Mistral mode, parsers, a newer config), a cut traceback read by its call in progress
+    "mdl_hub",
+    "mdl_tokenizer",
+    "mdl_cut_call",
 ]
 
 
