@@ -9,7 +9,9 @@ from tests.dev_sets import check, first, load, params, top
 
 DEV, EXPECTED = load("dev-mdl")
 # Misses not yet named by a mechanism, each with the reason.
-OPEN: dict[str, str] = {}
+OPEN: dict[str, str] = {
+    "tokenizer_chat_template--content-format-openai-concat-typeerror.log": "a template's TypeError quoted in prose",
+}
 
 
 @pytest.mark.parametrize("name", params(EXPECTED, OPEN))
