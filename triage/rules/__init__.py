@@ -28,6 +28,10 @@ MODULES = [
     "wrappers",
     "downstream",
     "kern_refusals",  # kern: kernels refusing this GPU's generation or the model's shapes
+    # mdl: fetching from the Hub, tokenizers that do not fit (Mistral mode, parsers, a newer config), a cut traceback read by its call in progress
+    "mdl_hub",
+    "mdl_tokenizer",
+    "mdl_cut_call",
 ]
 
 

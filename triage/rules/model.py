@@ -298,6 +298,13 @@ RULES_INTERFACE = [
 
 def _processor_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     what = m.group("processor")
+    if "Unrecognized" in line.text:
+        return {"what": f"transformers does not recognize the {what} the checkpoint names",
+                "advice": f"The checkpoint's preprocessor/processor config names a {what} class (image_processor_type, "
+                          "processor_class) the installed transformers does not have: transformers renames processors "
+                          "between releases (Qwen2_5_VLImageProcessor became Qwen2VLImageProcessor). Install the "
+                          "transformers version your vLLM release and the model card name, or refresh the checkpoint's "
+                          "preprocessor_config.json from its upstream repository."}
     if "custom" in line.text or (what in ("processor", "feature extractor", "image processor") and "Failed to load" in line.text):
         return {"what": f"the custom {what} did not load", "advice": f"The model ships its own {what} code: launch with --trust-remote-code (after reading that "
                           "code), or install the transformers version that has the class built in."}
@@ -344,8 +351,13 @@ RULES = [
          title="transformers does not know model type {model_type}",
          fix="The installed transformers is older than the model: upgrade transformers (and vLLM to a version "
              "that supports the model); for brand-new models install transformers from the version the model card names.",
-         patterns=[r"model type `(?P<model_type>[\w-]+)` but Transformers does not recognize this architecture",
-                   r"The checkpoint you are trying to load has model type `(?P<model_type>[\w-]+)`"],
+         # configuration_auto.py (4.3x .. 5.x), as pasted: backticks dropped by markdown, inside pydantic's "Value
+         # error, ...", lower-cased or retyped ("checkoutpoint"); the words after the model type stay
+         patterns=[r"model type [`'\"]?(?P<model_type>[\w.-]+)[`'\"]?\s+but [Tt]ransformers does not recognize this "
+                   r"architecture",
+                   r"The checkpoint you are trying to load has model type `(?P<model_type>[\w-]+)`",
+                   r"[Tt]ransformers does not recognize this architecture"],
+         facts=lambda m, line, scan: {} if m.groupdict().get("model_type") else {"model_type": "(cut off)"},
          playbook="model-support", confidence=0.9),
     Rule(signature="model_support.transformers_import", category="model_support",
          title="transformers is too old or too new for this vLLM (cannot import {name})",
@@ -396,6 +408,8 @@ RULES = [
                    r"(?P<what>Entry Not Found for url)",
                    r"(?P<what>404 Client Error: Not Found for url): https?://(?:huggingface\.co|hf\.co|hf-mirror\.com)/",
                    r"(?P<what>Invalid repository ID or local directory specified)",
+                   # huggingface_hub's CacheNotFound: HF_HOME / HF_HUB_CACHE points at a folder that does not exist
+                   r"(?P<what>Cache directory not found: \S+?)\.? Please use `cache_dir`",
                    r"(?P<what>No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer[^']*)')"],
          playbook="model-loading", confidence=0.9),
     Rule(signature="model_loading.gated_or_auth", category="model_loading",
@@ -476,7 +490,10 @@ RULES = [
          patterns=[r"Failed to apply (?P<processor>\w+Processor) on data=",
                    # transformers_utils/processor.py and multimodal/processing (0.6 .. 0.33; "proceesor" in some)
                    r"Invalid type of HuggingFace (?P<processor>processor|proceesor|config)\. Expected type",
-                   r"Failed to load the (?P<processor>processor|feature extractor|image processor)\. If the"],
+                   r"Failed to load the (?P<processor>processor|feature extractor|image processor)\. If the",
+                   # transformers' Auto* classes: the processor class named in the checkpoint is one this transformers
+                   # does not have (renamed, newer, or remote code)
+                   r"Unrecognized (?P<processor>image processor|processing class|video processor|feature extractor) in "],
          playbook="model-support", confidence=0.8),
     Rule(signature="tokenizer.load_failed", category="tokenizer_chat_template",
          title="The tokenizer could not be loaded ({detail})",
@@ -485,7 +502,8 @@ RULES = [
                    r"(?P<detail>Couldn't instantiate the backend tokenizer)",
                    r"(?P<detail>data did not match any variant of untagged enum \w+)",
                    r"(?P<detail>requires the (?:SentencePiece|tiktoken|protobuf) library)",
-                   r"(?P<detail>No module named '(?:sentencepiece|tiktoken|mistral_common)')",
+                   # (blobfile: tiktoken's loader of a vocabulary file, used by tiktoken tokenizers such as Kimi's)
+                   r"(?P<detail>No module named '(?:sentencepiece|tiktoken|mistral_common|blobfile)')",
                    # vLLM's get_tokenizer: the LLaMA hint (0.1) and the custom-tokenizer hint (0.2 .. 0.33)
                    r"(?P<detail>Failed to load the tokenizer)\. If (?:you are using a LLaMA|the tokenizer is a custom)"],
          playbook="tokenizer-chat-template", confidence=0.85),
@@ -590,6 +608,8 @@ HUB_UNREACHABLE: Rule = Rule(
               r"outgoing traffic has been disabled",
               r"offline mode is enabled\. To disable it, please unset the `HF_HUB_OFFLINE`",
               r"OfflineModeIsEnabled",
+              # the Hub's own outage (huggingface_hub / requests: "503 Server Error: Service Unavailable for url: ...")
+              r"\b5\d\d Server Error: [\w ]{0,40}for url: https?://(?:huggingface\.co|hf\.co|hf-mirror\.com)",
               r"An error happened while trying to locate the files? on the Hub and we cannot find the",
               r"(?:huggingface\.co|hf\.co)\S*.{0,120}(?:Max retries exceeded|Read timed out|Failed to establish a "
               r"new connection|Temporary failure in name resolution|Name or service not known|ProxyError|"

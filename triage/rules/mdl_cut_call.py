@@ -1,0 +1,90 @@
+"""A traceback cut before its message, read by the call it was in.
+
+A paste that ends inside a traceback still shows the source line of its last frame: the call in progress when the
+error was raised below it ("inputs = self._process_multimodal(", "tokenizer.apply_chat_template("). In vLLM's request
+and start-up paths (vllm/inputs/preprocess.py, the engine's input processor, the renderers) the frames themselves
+only say "the engine" or "preprocessing"; the callee says which step, and each step belongs to one area: the model's
+multimodal processor (vllm/multimodal/processing: _call_hf_processor, _apply_hf_processor, get_hf_processor,
+_process_multimodal in inputs/preprocess.py), the chat template, the tokenizer. A frame deeper in code the area map
+knows says more: this reads only tracebacks whose innermost frame is that plumbing.
+"""
+
+from __future__ import annotations
+
+import re
+
+from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
+from triage.rules.base import Rule
+
+# (callee or frame function, category, the step in words, signature)
+CALLS: list[tuple["re.Pattern[str]", str, str, str]] = [
+    (re.compile(r"\b_?(?:process_multimodal\w*|apply_hf_processor\w*|_?call_hf_processor|cached_apply_hf_processor|"
+                r"get_hf_processor|get_hf_mm_inputs|process_mm_inputs|apply_mm_processor\w*)\b"),
+     "model_support", "the model's multimodal processor", "model_support.cut_in_mm_processor"),
+    (re.compile(r"\b(?:apply_hf_chat_template|safe_apply_chat_template|apply_chat_template|render_chat\w*|"
+                r"render_jinja_template)\b"),
+     "tokenizer_chat_template", "the chat template", "tokenizer.cut_in_tokenizer"),
+    (re.compile(r"\b(?:get_tokenizer|cached_tokenizer_from_config|init_tokenizer_from_configs?|_tokenize_prompt\w*|"
+                r"AutoTokenizer\.from_pretrained)\b"),
+     "tokenizer_chat_template", "loading or running the tokenizer", "tokenizer.cut_in_tokenizer"),
+]
+FIXES = {
+    "model_support": "The paste ends inside vLLM's call into the model's multimodal processor (the Hugging Face processor "
+                     "class transformers gives for this model); the error itself is cut off. Such failures are usually "
+                     "a transformers version this vLLM release was not made for (processors change between "
+                     "transformers releases: install the version your vLLM pins, `pip show vllm`), or inputs the "
+                     "processor refuses. Capture the whole output to see the message.",
+    "tokenizer_chat_template": "The paste ends inside the tokenizer or the chat template; the error itself is cut off. "
+                               "Check that the model ships a tokenizer and chat template this transformers can load "
+                               "(a template for chat requests, --chat-template otherwise), and capture the whole "
+                               "output to see the message.",
+}
+CONF = 0.55  # above the fallback's frame guess (the call says more than the frames), below any message
+# vLLM's request and start-up plumbing: a frame here names no subsystem, the call it makes does
+PLUMBING = ("/vllm/inputs/", "/vllm/v1/engine/", "/vllm/engine/", "/vllm/entrypoints/", "/vllm/renderers/",
+            "/vllm/multimodal/", "/vllm/transformers_utils/processor", "/vllm/v1/worker/")
+
+
+def _call_line(scan: Scan, frame_line_no: int) -> str:
+    """The source line printed under the frame line (`File "...", line N, in f`), if the paste kept it."""
+    after = [ln for ln in scan.lines if ln.no > frame_line_no][:2]
+    for ln in after:
+        t = ln.text.strip()
+        if t and not t.startswith(("File ", "^", "~")):
+            return t
+    return ""
+
+
+def _cut_call(scan: Scan, want: str) -> Diagnosis | None:
+    for tb in scan.cut_tracebacks:
+        inner = "/" + tb.frames[-1].file.replace("\\", "/") if tb.frames else ""
+        if not any(p in inner for p in PLUMBING):
+            continue  # a deeper frame in code of its own says more
+        call = _call_line(scan, tb.line.no)
+        for rx, cat, step, sig in CALLS:
+            if cat != want:
+                continue
+            m = rx.search(call) or next((rx.search(f.func) for f in reversed(tb.frames[-3:]) if rx.search(f.func)), None)
+            if m is None:
+                continue
+            return Diagnosis(
+                category=cat, signature=sig,
+                title=f"Failed inside {step} (the traceback is cut in {m.group(0)}); the error message itself is cut off",
+                confidence=CONF, evidence=[Evidence(tb.line.no, tb.line.shown)],
+                facts={"call": m.group(0), "step": step,
+                       "category_guessed_from": "the call in progress where the traceback is cut"},
+                fix=Fix(FIXES[cat], "model-support" if cat == "model_support" else "tokenizer-chat-template"),
+                first_line=tb.line.no)
+    return None
+
+
+RULES = [
+    Rule(signature="model_support.cut_in_mm_processor", category="model_support",
+         title="Failed inside the model's multimodal processor (traceback cut)", fix="",
+         check=lambda scan, env: _cut_call(scan, "model_support"), playbook="model-support", confidence=CONF),
+    Rule(signature="tokenizer.cut_in_tokenizer", category="tokenizer_chat_template",
+         title="Failed inside the tokenizer or chat template (traceback cut)", fix="",
+         check=lambda scan, env: _cut_call(scan, "tokenizer_chat_template"), playbook="tokenizer-chat-template",
+         confidence=CONF),
+]
