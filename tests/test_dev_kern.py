@@ -30,7 +30,7 @@ def test_dev_log_through_cli(name):
     # AITER's JIT refusing the arch list, a GEMM's gate: the library's
     ("One of GPU archs of ['gfx1151'] is invalid or not supported with VLLM_ROCM_USE_AITER: 1",
      "kernels.arch_unsupported", "gfx1151"),
-    ("AssertionError: fp8_blockscale_gemm requires gfx950, got gfx942", "kernels.arch_unsupported", "gfx942"),
+    ("AssertionError: hipb_mm requires gfx950, got gfx942", "kernels.arch_unsupported", "gfx942"),
 ])
 def test_kernel_arch_refusal(text, sig, have):
     d = top(text + "\n")
@@ -170,3 +170,27 @@ def test_backend_names_as_spelled(text, sig):
 def test_not_an_attention_refusal(text):
     d = top(text)
     assert d is None or d.signature != "attention.backend_refused", (d.signature, d.title)
+
+
+def test_arch_requirement_in_an_info_line_is_not_the_failure():
+    d = top("INFO 01-01 00:00:00 [mla.py:12] mla_gluon requires gfx950, got gfx942: using the ASM decode kernel\n")
+    assert d is None or d.signature != "attention.kernel_arch_unsupported"
+
+
+def test_mlir_verifier_error_on_a_triton_op():
+    d = top("loc(\"/x/vllm/attention/ops/triton_decode_attention.py\":120:16): error: 'tt.dot' op requires the same "
+            "element type for all operands\n")
+    assert d is not None and d.signature == "triton.llvm_failed", d and d.signature
+
+
+@pytest.mark.parametrize("text,sig", [
+    ("ValueError: trtllm-gen MLA requires SM100/SM103/SM107, got compute capability SM120.",
+     "attention.kernel_arch_unsupported"),
+    ("RuntimeError: Cake MoE all-reduce requires SM100 or SM103, got SM90", None),  # a quantized MoE's: not ours
+])
+def test_arch_gates_of_flashinfer(text, sig):
+    d = top(text + "\n")
+    if sig is None:
+        assert d is None or d.signature not in ("attention.kernel_arch_unsupported", "kernels.arch_unsupported")
+    else:
+        assert d is not None and d.signature == sig, d and d.signature
