@@ -13,7 +13,6 @@ DEV, EXPECTED = load("dev-kern")
 KNOWN_MISSES: dict[str, str] = {
     "attn-triton-mla-make-shape-compatible.log": "Triton's shape error alone does not say which kernel failed; the "
                                                  "thread's frames (not pasted) put it in TRITON_MLA's decode kernel",
-    "attn-flashinfer-builder-cumsum-prose.log": "numpy's message in prose, the backend named only by a function",
 }
 
 
@@ -31,7 +30,7 @@ def test_dev_log_through_cli(name):
     # AITER's JIT refusing the arch list, a GEMM's gate: the library's
     ("One of GPU archs of ['gfx1151'] is invalid or not supported with VLLM_ROCM_USE_AITER: 1",
      "kernels.arch_unsupported", "gfx1151"),
-    ("AssertionError: fp8_blockscale_gemm requires gfx950, got gfx942", "kernels.arch_unsupported", "gfx942"),
+    ("AssertionError: hipb_mm requires gfx950, got gfx942", "kernels.arch_unsupported", "gfx942"),
 ])
 def test_kernel_arch_refusal(text, sig, have):
     d = top(text + "\n")
@@ -130,3 +129,68 @@ def test_cut_traceback_in_aiter_triton_kernel_is_the_library():
             '  File "/x/site-packages/aiter/ops/triton/gluon/mla_gluon.py", line 889, in mla_decode_gluon\n'
             "    assert (\n")
     assert d is not None and d.category == "kernel_library", d and (d.signature, d.category)
+
+
+@pytest.mark.parametrize("text,hit", [
+    ("The reporter hit `ValueError: provided out is the wrong size for the accumulation` from the `np.cumsum` in "
+     "`_compute_flashinfer_kv_metadata`.", True),
+    ("RuntimeError: index out of range in build_for_cudagraph_capture", True),
+    # a metadata step named without any error is not a failure
+    ("INFO 01-01 00:00:00 [utils.py:1] _build_attention_metadata took 3 ms", False),
+])
+def test_error_beside_the_metadata_step(text, hit):
+    d = top(text + "\n")
+    assert (d is not None and d.category == "attention_backend") is hit, d and (d.signature, d.category)
+
+
+# ---- backend names as messages spell them: MLA and vendor backends, lower-case flash attention, the Enum ----
+
+@pytest.mark.parametrize("text,sig", [
+    ("RuntimeError: TRTLLM FMHA is not supported on this GPU", "attention.backend_refused"),
+    ("NotImplementedError: Triton MLA does not support FP8 KV cache", "attention.backend_refused"),
+    ("ValueError: FlashMLA is only supported on Hopper devices.", "attention.backend_refused"),
+    ("AssertionError: Sliding window is not supported by ROCm flash attention", "attention.backend_refused"),
+    ("NotImplementedError: Encoder self-attention is not implemented for PagedAttention", "attention.backend_refused"),
+    ("NotImplementedError: MLA is not supported for this model with the XFORMERS backend", "attention.backend_refused"),
+    ("AssertionError: attention sinks are only supported by FlashAttention 3", "attention.backend_refused"),
+    ("ValueError: 'TORCH_SDPA' is not a valid _Backend", "attention.unknown_backend_name"),
+])
+def test_backend_names_as_spelled(text, sig):
+    d = top(text + "\n")
+    assert d is not None and d.signature == sig, d and (d.signature, d.category)
+
+
+@pytest.mark.parametrize("text", [
+    # the selector's warnings in a full log: start-up went on with another backend
+    "WARNING 01-01 00:00:00 [cuda.py:195] FlashMLA backend is not supported due to FlashMLA is only supported on "
+    "Hopper devices.\nINFO 01-01 00:00:00 [cuda.py:188] Using Triton MLA backend.\n",
+    # a MoE backend's refusal is not the attention backend's
+    "ValueError: Expert parallelism is not supported with this model when using the FlashInfer MoE backend\n",
+])
+def test_not_an_attention_refusal(text):
+    d = top(text)
+    assert d is None or d.signature != "attention.backend_refused", (d.signature, d.title)
+
+
+def test_arch_requirement_in_an_info_line_is_not_the_failure():
+    d = top("INFO 01-01 00:00:00 [mla.py:12] mla_gluon requires gfx950, got gfx942: using the ASM decode kernel\n")
+    assert d is None or d.signature != "attention.kernel_arch_unsupported"
+
+
+def test_mlir_verifier_error_on_a_triton_op():
+    d = top("loc(\"/x/vllm/attention/ops/triton_decode_attention.py\":120:16): error: 'tt.dot' op requires the same "
+            "element type for all operands\n")
+    assert d is not None and d.signature == "triton.llvm_failed", d and d.signature
+
+
+@pytest.mark.parametrize("text,sig", [
+    ("ValueError: trtllm-gen MLA requires SM100/SM103/SM107, got compute capability SM120.",
+     "attention.kernel_arch_unsupported"),
+    ("RuntimeError: Cake MoE all-reduce requires SM100 or SM103, got SM90", None),  # a quantized MoE's: not ours
+])
+def test_arch_gates_of_flashinfer(text, sig):
+    d = top(text + "\n")
+    if sig is None:
+        assert d is None or d.signature not in ("attention.kernel_arch_unsupported", "kernels.arch_unsupported")
+    else:
+        assert d is not None and d.signature == sig, d and d.signature

@@ -27,13 +27,17 @@ ARCH = r"(?:gfx\d{3,4}\w*|sm_?\d{2,3}[af]?|SM ?\d{2,3}[af]?|compute_\d{2,3}[af]?
 # "<kernel> requires <arch> [(family)], got|but got|found|current device is <arch>"
 NEEDS_ARCH_RE = lazy(rf"(?P<what>[\w.]+(?:::\w+)*(?: [\w.]+){{0,3}}) (?:requires|needs|only supports?|is only supported on) "
                      rf"(?P<need>{ARCH}(?:\s*(?:\([\w ]+\)|or|and|/|,)\s*{ARCH})*)[^;]{{0,40}}?,?\s*"
-                     rf"(?:but )?(?:got|found|current device is|this device is|device is) (?P<have>{ARCH})",
+                     rf"(?:but )?(?:got|found|current device is|this device is|device is) (?:compute capability )?"
+                     rf"(?P<have>{ARCH})",
                      needles=("requires", "needs", "only support"))
 # AITER's JIT: "One of GPU archs of ['gfx1151'] is invalid or not supported [with VLLM_ROCM_USE_AITER: 1]"
 ARCH_LIST_RE = lazy(r"GPU archs? (?:of )?\[?(?P<have>[^\]]*gfx\w+[^\]]*)\]? (?:is|are) (?:invalid or )?not supported",
                     needles=("GPU arch",))
 ATTENTION_KERNEL_RE = lazy(r"(?i)mla|attn|attention|fmha|paged|flash|prefill|decode|\bpa_",
                            needles=("mla", "attn", "attention", "fmha", "paged", "flash", "prefill", "decode", "pa_"))
+QUANT_WORDS_RE = lazy(r"(?i)nvfp4|mxfp|fp8|fp4|int4|int8|w4a|w8a|quant|moe|marlin|awq|gptq",
+                      needles=("nvfp4", "mxfp", "fp8", "fp4", "int4", "int8", "w4a", "w8a", "quant", "moe", "marlin",
+                               "awq", "gptq"))
 LIBRARY_HINTS = (("aiter", "AITER"), ("AITER", "AITER"), ("flashinfer", "FlashInfer"), ("FlashInfer", "FlashInfer"),
                  ("deep_gemm", "DeepGEMM"), ("DeepGEMM", "DeepGEMM"), ("flashmla", "FlashMLA"), ("flash_mla", "FlashMLA"),
                  ("FlashMLA", "FlashMLA"), ("cutlass", "CUTLASS"), ("CUTLASS", "CUTLASS"), ("gluon", "AITER"))
@@ -46,7 +50,8 @@ def _library(text: str) -> str:
 def _arch_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     for ln in scan.lines:
         t = ln.text
-        if t.startswith((" ", "\t")):
+        # a note in passing (a selector choosing another kernel) is not the failure
+        if t.startswith((" ", "\t")) or ln.level in ("INFO", "WARNING", "DEBUG"):
             continue
         what = need = have = ""
         m = NEEDS_ARCH_RE.search(t) if ("requires" in t or "needs" in t or "only support" in t) else None
@@ -57,8 +62,8 @@ def _arch_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
             if m2 is not None:
                 what, have = ("AITER" if "AITER" in t or "aiter" in t else "a kernel library's JIT"), m2.group("have")
                 have = have.replace("'", "").replace('"', "").strip()
-        if not have:
-            continue
+        if not have or QUANT_WORDS_RE.search(t) is not None:
+            continue  # a quantized GEMM / MoE kernel's gate is the quantization method's (rules/gpu.py, catalogue)
         lib = _library(t + " " + what)
         attention = ATTENTION_KERNEL_RE.search(what) is not None
         shown = f"{what} needs {need}" if need else f"{what} has no kernels for {have}"

@@ -434,7 +434,9 @@ RULES += [
              "--enforce-eager).",
          patterns=[r"PassManager::run failed", r"LLVM ERROR: (?P<detail>.{1,160})", r"LLVM Translation failed",
                    # kern: the Triton build has no LLVM target for this GPU (gfx906 on stock Triton)
-                   r"error: unsupported target: '(?P<detail>gfx\w+|sm_\w+)'"],
+                   r"error: unsupported target: '(?P<detail>gfx\w+|sm_\w+)'",
+                   # an MLIR verifier rejecting one of Triton's ops (its dialects: tt, ttg, ttng, amdgpu, the GPU ones)
+                   r"error: '(?P<detail>(?:tt|ttg|ttng|triton_gpu|triton_nvidia_gpu|amdgpu|rocdl|nvvm|gpu)\.\w+' op .{0,120})"],
          playbook="triton-compile", confidence=0.8),
 ]
 

@@ -394,7 +394,9 @@ RULES = [
                    r"KeyError: '(?P<backend>(?:XFORMERS|FLASH_ATTN|FLASHINFER|FLASHMLA|TORCH_SDPA|TRITON_ATTN|TRITON_MLA|"
                    r"ROCM_FLASH|ROCM_ATTN|ROCM_AITER|CUTLASS_MLA|FLEX_ATTENTION|PALLAS|IPEX|TREE_ATTN|CPU_ATTN|"
                    r"NO_ATTENTION|BLOCK_SPARSE_FLASH_ATTN|DUAL_CHUNK_FLASH_ATTN|DIFFERENTIAL_FLASH_ATTN|OPENVINO|"
-                   r"HPU_ATTN)(?:_[A-Z0-9]+)*)'"],
+                   r"HPU_ATTN)(?:_[A-Z0-9]+)*)'",
+                   # kern: the Enum's own refusal of a value (AttentionBackendEnum("x") / _Backend(x))
+                   r"'(?P<backend>[\w.-]+)' is not a valid (?:_Backend|AttentionBackendEnum|_MHA_Backend|MLAPrefillBackendEnum)"],
          playbook="attention-backend", confidence=0.9),
     Rule(signature="attention.fa_version_unsupported", category="attention_backend",
          title="FlashAttention cannot run on this GPU ({version_words})",
@@ -501,6 +503,11 @@ RULES += [
 BACKEND_NAME = (r"(?:(?:_Backend|AttentionBackendEnum|_MHA_Backend|AttentionBackend)\.([A-Z][A-Z0-9_]+)|"
                 r"(FlashAttention(?:-?[234])?|Flash[ -]Attention|FlashInfer|Flashinfer|flashinfer|XFormers|"
                 r"xFormers|xformers|FlexAttention|Torch SDPA|TorchSDPA|ROCm ?Flash ?Attention|Triton attention|"
+                # kern: MLA and vendor kernels' backends as messages spell them (FA3, FlashMLA, TRTLLM, AITER's)
+                r"FlashMLA(?:[ _-]?[Ss]parse)?|Flash ?MLA|Triton ?MLA|CUTLASS[ _]?MLA|Cutlass ?MLA|FlashInfer[ _-]?MLA|"
+                r"Flash ?Attention ?[234]|FlashAttention[ -]?[234]|\bFA[234]\b|TRTLLM(?:[ _-]?(?:FMHA|attention|gen|MLA))?|"
+                r"trtllm-gen|(?:AITER|Aiter)[ _](?:MLA|FA|MHA|[Aa]ttention)|(?:ROCm )?[Ff]lash[ -]?[Aa]ttention|"
+                r"PagedAttention|[Pp]aged [Aa]ttention|"
                 r"(?:FLASH_ATTN|FLASHINFER|FLASHMLA|FLASH_MLA|TRITON_ATTN|TRITON_MLA|CUTLASS_MLA|FLEX_ATTENTION|"
                 r"XFORMERS|TORCH_SDPA|ROCM_FLASH|ROCM_ATTN|ROCM_AITER|PALLAS|CPU_ATTN|TREE_ATTN)(?:_[A-Z0-9]+)*)|"
                 # a backend not named ("... not supported by this backend"): counted only with attention words
@@ -513,7 +520,8 @@ REFUSAL = (r"(?:does not support|doesn't support|do not support|(?:is|are) not (
            r"(?:is|are) not implemented|not implemented for|(?:is|are) only (?:used|supported|available) (?:for|on|with)|"
            r"(?:is|are) unsupported|currently crashes|Please use|please use|must be used|is required for)")
 BACKEND_REFUSAL_RE = lazy(rf"(?:{BACKEND_NAME}(?: backend)?\W{{0,3}}(?:\w+\W+){{0,4}}?{REFUSAL}|"
-                          rf"{REFUSAL}\W+(?:the )?{BACKEND_NAME}(?: attention)? backend|"
+                          rf"{REFUSAL}\W+(?:\w+\W+){{0,5}}?(?:the )?{BACKEND_NAME}(?: attention)? backend|"
+                          rf"(?:is|are) only supported (?:by|with|on|in) (?:the )?{BACKEND_NAME}|"
                           rf"Only {BACKEND_NAME} backend is supported|"
                           rf"(?:not implemented|not supported|unsupported) (?:for|by|with|in) (?:the )?{BACKEND_NAME}|"
                           rf"(?:{BACKEND_NAME}(?: attention)? backend|{REGISTRY_NAME}) (?:currently |only )?requires? "
@@ -542,6 +550,11 @@ IMPL_ARG_RE = lazy(r"(?P<impl>\w*(?:Attention|Attn|Infer|MLA|SDPA|Xformers|XForm
 BACKEND_REQUIREMENT_RE = lazy(r"(?:Context Parallelism \((?:DCP|PCP)\)|\b(?:DCP|PCP)) requires attention (?:backend|impl|"
                               r"implementation)s?|(?P<builder>\w+MetadataBuilder)\b(?:\.\w+)?",
                               needles=("requires attention", "MetadataBuilder"))
+# An exception quoted beside the backend's metadata step (prose that names the function, not the module):
+# the builders' build / build_for_cudagraph_capture and their _compute_* / _build_* *metadata helpers.
+METADATA_STEP_RE = lazy(r"\w*Error\b.{0,300}?\b(?P<step>_?(?:compute|build)_\w*metadata\w*|build_for_cudagraph_capture|"
+                        r"build_for_drafting)\b|\b(?P<step2>_?(?:compute|build)_\w*metadata\w*|build_for_cudagraph_capture)\b"
+                        r".{0,200}?\w*Error\b", needles=("metadata", "build_for_"))
 IMPL_NAMED_RE = lazy(r"but (?P<impl>\w+(?:Impl|Backend)) does not", needles=("does not",))
 FRAGMENT_LINES = 40  # an input this short is a paste, whose bare lines may be the message
 
@@ -568,9 +581,23 @@ def _backend_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                         "that has the feature (--attention-backend).", "attention-backend"),
                 first_line=ln.no)
         r = BACKEND_REQUIREMENT_RE.search(t) if ("requires attention" in t or "MetadataBuilder" in t) else None
-        if r is not None:
+        step = METADATA_STEP_RE.search(t) if r is None and "Error" in t and ("metadata" in t or "build_for_" in t) else None
+        if r is not None or step is not None:
             named = IMPL_NAMED_RE.search(t)
-            backend = named.group("impl") if named else (r.group("builder") or "selected")
+            backend = (named.group("impl") if named else r.group("builder") if r is not None and r.group("builder")
+                       else "selected")
+            if step is not None:
+                where = step.group("step") or step.group("step2")
+                return Diagnosis(
+                    category="attention_backend", signature="attention.backend_refused",
+                    title=f"The attention backend failed while building its metadata ({where})",
+                    confidence=0.65, evidence=[Evidence(ln.no, ln.shown)],
+                    facts={"backend": backend, "step": where, "message": t.strip()[:300]},
+                    fix=Fix("The attention backend's metadata step failed for this batch or configuration (buffers sized "
+                            "for fewer sequences than a feature such as chunked local attention creates, a shape the "
+                            "backend does not expect): a bug of that backend in this release. Pick another backend "
+                            "with --attention-backend, or upgrade vLLM to a release with the fix.", "attention-backend"),
+                    first_line=ln.no)
             return Diagnosis(
                 category="attention_backend", signature="attention.backend_refused",
                 title=f"The {backend} attention backend cannot do what this launch asks",
