@@ -205,3 +205,18 @@ def test_an_import_frame_cut_mid_word_still_counts():
     log = IMPORT_CHAIN + ('  File "/opt/venv/lib/python3.12/site-packages/vllm/config/__init__.py", line 35, '
                           "in <module\n")
     assert top(log).signature == "install.import_failed_cut"
+
+
+# ---- torch without CUDA ---------------------------------------------------------------------------------------
+
+def test_a_cpu_torch_says_so_when_the_log_shows_its_build():
+    d = top("PyTorch version: 2.9.0+cpu\nCUDA used to build PyTorch: None\n"
+            "AssertionError: Torch not compiled with CUDA enabled\n")
+    assert (d.signature, d.category) == ("install.torch_without_cuda", "install_mismatch") and "CPU-only" in d.title
+
+
+@pytest.mark.parametrize("head", ["INFO 02-08 04:33:40 __init__.py:190] Automatically detected platform tpu.",
+                                  "INFO 05-07 05:58:40 [__init__.py:239] Platform plugin ascend is activated"])
+def test_torch_without_cuda_on_another_accelerator_is_a_cuda_only_path(head):
+    d = top(head + "\nERROR 05-07 05:58:46 core.py:291] AssertionError: Torch not compiled with CUDA enabled\n")
+    assert (d.signature, d.category) == ("environment.unsupported_platform", "environment")

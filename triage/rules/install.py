@@ -7,7 +7,7 @@ import re
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
-from triage.rules.environment import build_explains_no_platform, native_windows
+from triage.rules.environment import _other_platform, build_explains_no_platform, native_windows
 from triage.rules.vendor import vendor
 
 
@@ -485,3 +485,39 @@ IMPORT_FAILED_CUT: Rule = Rule(
     playbook="install-mismatch", confidence=0.55, check=lambda scan, env: _import_cut(scan))
 
 RULES += [IMPORT_FAILED_CUT]
+
+
+
+# ---- torch without CUDA on a GPU machine ----------------------------------------------------------------------
+# torch.cuda._lazy_init raises "Torch not compiled with CUDA enabled" only when torch was built without CUDA (the
+# CPU wheel PyPI serves on some platforms, a CPU index, a dependency that pulled torch+cpu back in). vLLM's platform
+# detection found the GPU through NVML, so the GPU is there; torch is the wrong build. On a TPU / XPU / NPU
+# machine the same words mean a CUDA-only code path (environment.unsupported_platform), on native Windows the
+# platform itself.
+CPU_TORCH_RE = re.compile(r"torch[-= ]=?=?\s*\d[\w.]*\+cpu\b|PyTorch version\s*:\s*\S+\+cpu\b|"
+                          r"CUDA used to build PyTorch\s*:\s*(?:None|Could not collect)")
+
+
+def _torch_without_cuda(scan: Scan) -> Diagnosis | None:
+    d = TORCH_WITHOUT_CUDA.match_lines(scan)
+    if d is None or _other_platform(scan) is not None or native_windows(scan):
+        return None
+    sign = next((ln for ln in scan.lines if CPU_TORCH_RE.search(ln.text)), None)
+    if sign is not None:
+        d.evidence.append(Evidence(sign.no, sign.shown))
+        d.title = "torch here is a CPU-only build (no CUDA), on a machine vLLM runs with CUDA"
+    return d
+
+
+TORCH_WITHOUT_CUDA: Rule = Rule(
+    signature="install.torch_without_cuda", category="install_mismatch",
+    title="torch here was built without CUDA (a CPU-only torch), so vLLM cannot use the GPU",
+    fix="The installed torch is a CPU build: reinstall the CUDA build vLLM pins, from the CUDA index "
+        "(`pip install --force-reinstall torch==<the version vllm requires> --index-url "
+        "https://download.pytorch.org/whl/cu128`, or reinstall vllm in a fresh environment so it brings its own "
+        "torch; with uv, `uv pip install vllm --torch-backend=auto`), and check that no later install pulled "
+        "torch+cpu back in (`python -c 'import torch; print(torch.__version__, torch.version.cuda)'`).",
+    patterns=[r"Torch not compiled with CUDA enabled"], playbook="install-mismatch", confidence=0.9,
+    check=lambda scan, env: _torch_without_cuda(scan))
+
+RULES += [TORCH_WITHOUT_CUDA]
