@@ -521,3 +521,67 @@ TORCH_WITHOUT_CUDA: Rule = Rule(
     check=lambda scan, env: _torch_without_cuda(scan))
 
 RULES += [TORCH_WITHOUT_CUDA]
+
+
+# ---- a package vLLM itself requires is not installed ---------------------------------------------------------
+# vLLM's Requires-Dist (the wheel METADATA of every release, 0.6-0.33), by import name. Missing one means a partial
+# install (pip --no-deps, a source checkout on PYTHONPATH, an image with a layer left out), not the model or the
+# feature. Kernel libraries, triton, transformers, the tokenizer stack, ray, gguf and compressed-tensors keep their
+# own areas' rules (a feature that needs them, not vLLM's import).
+VLLM_DEPENDENCIES = frozenset({
+    "aiohttp", "anthropic", "blake3", "cachetools", "cbor2", "cloudpickle", "cpuinfo", "cv2", "depyf", "diskcache",
+    "einops", "fastapi", "filelock", "grpc", "ijson", "importlib_metadata", "jsonschema", "lark", "llguidance",
+    "lmformatenforcer", "mcp", "msgspec", "multidict", "numba", "numpy", "openai", "openai_harmony", "opentelemetry",
+    "orjson", "outlines", "outlines_core", "partial_json_parser", "PIL", "prometheus_client",
+    "prometheus_fastapi_instrumentator", "psutil", "pybase64", "pydantic", "pynvml", "pythonjsonlogger", "regex",
+    "requests", "safetensors", "scipy", "setproctitle", "six", "starlette", "torch", "tqdm", "typing_extensions",
+    "uvicorn", "watchfiles", "xgrammar", "yaml", "zmq"})
+MISSING_MODULE_RE = re.compile(r"No module named '?(?P<mod>[\w.]+)'?(?P<rest>;[^\n]*)?")
+VLLM_NOT_INSTALLED_RE = re.compile(r"(?:^|\s)vllm: (?:command )?not found|No module named '?vllm'?(?:\)|\s*$)|"
+                                   r"from partially initialized module 'vllm' \(most likely due to a circular import\) "
+                                   r"\((?P<shadow>[^)]*?vllm\.py)\)|No module named 'vllm\.[\w.]+'; 'vllm' is not a package")
+
+
+def _dependency_missing(scan: Scan) -> Diagnosis | None:
+    levels = {ln.no: ln.level for ln in scan.lines}
+    for ln in scan.lines:
+        if levels.get(ln.no) in ("INFO", "WARNING", "DEBUG"):
+            continue  # an optional import logged in passing
+        m = VLLM_NOT_INSTALLED_RE.search(ln.text)
+        if m:
+            shadowed = m.group("shadow") or "is not a package" in ln.text
+            what = ("a file or folder named vllm (vllm.py, a vllm checkout) in the working directory or on PYTHONPATH "
+                    "hides the installed vLLM" if shadowed else "vLLM is not installed in the Python environment that runs it")
+            fix = ("Rename the local vllm.py (and delete its __pycache__) or start from another directory, so that "
+                   "`import vllm` finds the installed package." if shadowed else
+                   "Activate the environment where vLLM is installed (`which python vllm`; a container's or a "
+                   "service's PATH may point elsewhere), or install it there (`pip install vllm` / `uv pip install "
+                   "vllm`).")
+            return _missing(ln, "vllm", what, fix)
+        m = MISSING_MODULE_RE.search(ln.text)
+        # the package itself (a missing submodule is another release's API: install.module_api_mismatch), raised
+        # (not torch's "Failed to initialize NumPy" warning in a build environment)
+        if m and not m.group("rest") and (m.group("mod") in VLLM_DEPENDENCIES or m.group("mod") == "google.protobuf") \
+                and "Failed to initialize NumPy" not in ln.text:
+            mod = m.group("mod")
+            return _missing(ln, mod, f"vLLM's required package {mod.split('.')[0]} is not installed (a partial install)",
+                            "A package every vLLM release installs with it is missing: the environment was installed "
+                            "with --no-deps, from a source checkout without its requirements, or a later install "
+                            "removed it. Reinstall vLLM with its dependencies (`pip install vllm==<version>`, or "
+                            "`pip install -r requirements/common.txt` in a checkout) and do not mix environments.")
+    return None
+
+
+def _missing(ln, mod: str, what: str, fix: str) -> Diagnosis:
+    return Diagnosis(category="install_mismatch", signature="install.dependency_missing",
+                     title=f"Python cannot import {mod}: {what}", confidence=0.85,
+                     evidence=[Evidence(ln.no, ln.shown)], facts={"module": mod, "detail": what},
+                     fix=Fix(fix, "install-mismatch"), first_line=ln.no)
+
+
+DEPENDENCY_MISSING: Rule = Rule(
+    signature="install.dependency_missing", category="install_mismatch",
+    title="Python cannot import a package vLLM needs", fix="", patterns=[r"No module named", r"vllm: (?:command )?not found"],
+    playbook="install-mismatch", confidence=0.85, check=lambda scan, env: _dependency_missing(scan))
+
+RULES += [DEPENDENCY_MISSING]
