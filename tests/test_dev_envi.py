@@ -158,8 +158,9 @@ def test_cuda_only_code_on_a_tpu_machine_is_not_a_missing_gpu():
     assert (d.signature, d.category) == ("environment.unsupported_platform", "environment") and "TPU" in d.title
 
 
-def test_torch_without_cuda_and_no_other_platform_is_still_no_gpu_visible():
-    assert top("AssertionError: Torch not compiled with CUDA enabled\n").signature == "environment.no_gpu_visible"
+def test_torch_without_cuda_and_no_other_platform_is_the_torch_build():
+    # torch raises it only when built without CUDA: the GPU is there (NVML found it), torch is a CPU wheel
+    assert top("AssertionError: Torch not compiled with CUDA enabled\n").signature == "install.torch_without_cuda"
 
 
 # ---- Intel GPUs: the Unified Runtime under torch-xpu ------------------------------------------------------

@@ -205,3 +205,60 @@ def test_an_import_frame_cut_mid_word_still_counts():
     log = IMPORT_CHAIN + ('  File "/opt/venv/lib/python3.12/site-packages/vllm/config/__init__.py", line 35, '
                           "in <module\n")
     assert top(log).signature == "install.import_failed_cut"
+
+
+# ---- torch without CUDA ---------------------------------------------------------------------------------------
+
+def test_a_cpu_torch_says_so_when_the_log_shows_its_build():
+    d = top("PyTorch version: 2.9.0+cpu\nCUDA used to build PyTorch: None\n"
+            "AssertionError: Torch not compiled with CUDA enabled\n")
+    assert (d.signature, d.category) == ("install.torch_without_cuda", "install_mismatch") and "CPU-only" in d.title
+
+
+@pytest.mark.parametrize("head", ["INFO 02-08 04:33:40 __init__.py:190] Automatically detected platform tpu.",
+                                  "INFO 05-07 05:58:40 [__init__.py:239] Platform plugin ascend is activated"])
+def test_torch_without_cuda_on_another_accelerator_is_a_cuda_only_path(head):
+    d = top(head + "\nERROR 05-07 05:58:46 core.py:291] AssertionError: Torch not compiled with CUDA enabled\n")
+    assert (d.signature, d.category) == ("environment.unsupported_platform", "environment")
+
+
+# ---- a package vLLM needs is missing ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("line,mod", [
+    ("ModuleNotFoundError: No module named 'cbor2'", "cbor2"),
+    ("ModuleNotFoundError: No module named 'zmq'", "zmq"),
+    ("ModuleNotFoundError: No module named 'google.protobuf'", None),
+    ("ModuleNotFoundError: No module named 'vllm'", "vllm"),
+    ("/usr/bin/python3: Error while finding module specification for 'vllm.entrypoints.openai.api_server' "
+     "(ModuleNotFoundError: No module named 'vllm')", "vllm"),
+    ("bash: vllm: command not found", "vllm"),
+])
+def test_a_missing_package_vllm_needs_is_the_install(line, mod):
+    d = top(line + "\n")
+    assert d.category == "install_mismatch"
+    if mod:
+        assert d.signature == "install.dependency_missing" and mod in d.title
+
+
+@pytest.mark.parametrize("line", [
+    "ImportError: cannot import name 'LLM' from partially initialized module 'vllm' (most likely due to a circular "
+    "import) (/home/u/vllm.py)",
+    "ModuleNotFoundError: No module named 'vllm.entrypoints'; 'vllm' is not a package",
+])
+def test_a_local_file_named_vllm_shadows_the_package(line):
+    d = top(line + "\n")
+    assert d.signature == "install.dependency_missing" and "hides the installed vLLM" in d.title
+
+
+@pytest.mark.parametrize("line,cat", [
+    ("ModuleNotFoundError: No module named 'ray'", "distributed"),
+    ("ModuleNotFoundError: No module named 'compressed_tensors'", "quantization"),
+])
+def test_feature_packages_keep_their_areas(line, cat):
+    assert top(line + "\n").category == cat
+
+
+def test_an_optional_import_logged_in_passing_is_no_missing_dependency():
+    d = top("WARNING 01-01 10:00:00 [utils.py:10] ModuleNotFoundError: No module named 'cbor2'\n"
+            "INFO 01-01 10:00:05 [api_server.py:1000] Starting vLLM API server on http://0.0.0.0:8000\n")
+    assert d is None or d.signature != "install.dependency_missing"

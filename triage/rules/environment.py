@@ -130,7 +130,9 @@ def build_explains_no_platform(scan: Scan):
 # "libtpu.so and TPU device found. Setting PJRT_DEVICE=TPU."): a CUDA call then is a CUDA-only code path, not a
 # GPU missing from a container.
 OTHER_PLATFORM_RE = re.compile(r"(?:Automatically )?detected platform (?P<p>tpu|xpu|hpu|neuron)\b"
-                               r"|Setting PJRT_DEVICE=(?P<pj>TPU)|libtpu\.so and (?P<lt>TPU) device found")
+                               r"|Setting PJRT_DEVICE=(?P<pj>TPU)|libtpu\.so and (?P<lt>TPU) device found"
+                               # an out-of-tree platform plugin (vllm-ascend, vllm-gaudi, vllm-spyre, ...) took over
+                               r"|Platform plugin (?P<pp>(?!cuda\b|rocm\b)\w+) is activated")
 CUDA_ASKED_RE = re.compile(r"Torch not compiled with CUDA enabled|No CUDA GPUs are available")
 
 
@@ -138,7 +140,7 @@ def _other_platform(scan: Scan) -> str | None:
     for ln in scan.lines:
         m = OTHER_PLATFORM_RE.search(ln.text)
         if m:
-            return (m.group("p") or m.group("pj") or m.group("lt")).upper()
+            return (m.group("p") or m.group("pj") or m.group("lt") or m.group("pp")).upper()
     return None
 
 
@@ -149,13 +151,15 @@ def _no_gpu_visible(scan: Scan) -> Diagnosis | None:
         if plat is not None:
             return Diagnosis(
                 category="environment", signature="environment.unsupported_platform",
-                title=f"A CUDA-only code path was reached on a {plat} machine ({d.facts['detail']})",
+                title=f"A CUDA-only code path was reached on this {plat} machine ({d.facts['detail']})",
                 confidence=0.75, evidence=d.evidence, facts={"detail": f"CUDA-only code on {plat}", "platform": plat},
                 fix=Fix(f"vLLM runs on its {plat} backend here, and this model, feature or option calls CUDA directly, "
                         f"which the {plat} backend does not provide: check the {plat} backend's supported models and "
                         "features for this vLLM release (and its platform plugin, e.g. tpu-inference), drop the "
                         "CUDA-only option, or run on a GPU.", "environment"),
                 first_line=d.first_line)
+    if d is not None and "not compiled with CUDA" in str(d.facts.get("detail", "")):
+        return None  # torch itself is a build without CUDA: install.torch_without_cuda names it
     if d is None or build_explains_no_platform(scan) is None:
         return d
     # only detection lines as evidence: the install rule (install.platform_build_mismatch) names the cause

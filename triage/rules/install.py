@@ -7,7 +7,7 @@ import re
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
-from triage.rules.environment import build_explains_no_platform, native_windows
+from triage.rules.environment import _other_platform, build_explains_no_platform, native_windows
 from triage.rules.vendor import vendor
 
 
@@ -485,3 +485,103 @@ IMPORT_FAILED_CUT: Rule = Rule(
     playbook="install-mismatch", confidence=0.55, check=lambda scan, env: _import_cut(scan))
 
 RULES += [IMPORT_FAILED_CUT]
+
+
+
+# ---- torch without CUDA on a GPU machine ----------------------------------------------------------------------
+# torch.cuda._lazy_init raises "Torch not compiled with CUDA enabled" only when torch was built without CUDA (the
+# CPU wheel PyPI serves on some platforms, a CPU index, a dependency that pulled torch+cpu back in). vLLM's platform
+# detection found the GPU through NVML, so the GPU is there; torch is the wrong build. On a TPU / XPU / NPU
+# machine the same words mean a CUDA-only code path (environment.unsupported_platform), on native Windows the
+# platform itself.
+CPU_TORCH_RE = re.compile(r"torch[-= ]=?=?\s*\d[\w.]*\+cpu\b|PyTorch version\s*:\s*\S+\+cpu\b|"
+                          r"CUDA used to build PyTorch\s*:\s*(?:None|Could not collect)")
+
+
+def _torch_without_cuda(scan: Scan) -> Diagnosis | None:
+    d = TORCH_WITHOUT_CUDA.match_lines(scan)
+    if d is None or _other_platform(scan) is not None or native_windows(scan):
+        return None
+    sign = next((ln for ln in scan.lines if CPU_TORCH_RE.search(ln.text)), None)
+    if sign is not None:
+        d.evidence.append(Evidence(sign.no, sign.shown))
+        d.title = "torch here is a CPU-only build (no CUDA), on a machine vLLM runs with CUDA"
+    return d
+
+
+TORCH_WITHOUT_CUDA: Rule = Rule(
+    signature="install.torch_without_cuda", category="install_mismatch",
+    title="torch here was built without CUDA (a CPU-only torch), so vLLM cannot use the GPU",
+    fix="The installed torch is a CPU build: reinstall the CUDA build vLLM pins, from the CUDA index "
+        "(`pip install --force-reinstall torch==<the version vllm requires> --index-url "
+        "https://download.pytorch.org/whl/cu128`, or reinstall vllm in a fresh environment so it brings its own "
+        "torch; with uv, `uv pip install vllm --torch-backend=auto`), and check that no later install pulled "
+        "torch+cpu back in (`python -c 'import torch; print(torch.__version__, torch.version.cuda)'`).",
+    patterns=[r"Torch not compiled with CUDA enabled"], playbook="install-mismatch", confidence=0.9,
+    check=lambda scan, env: _torch_without_cuda(scan))
+
+RULES += [TORCH_WITHOUT_CUDA]
+
+
+# ---- a package vLLM itself requires is not installed ---------------------------------------------------------
+# vLLM's Requires-Dist (the wheel METADATA of every release, 0.6-0.33), by import name. Missing one means a partial
+# install (pip --no-deps, a source checkout on PYTHONPATH, an image with a layer left out), not the model or the
+# feature. Kernel libraries, triton, transformers, the tokenizer stack, ray, gguf and compressed-tensors keep their
+# own areas' rules (a feature that needs them, not vLLM's import).
+VLLM_DEPENDENCIES = frozenset({
+    "aiohttp", "anthropic", "blake3", "cachetools", "cbor2", "cloudpickle", "cpuinfo", "cv2", "depyf", "diskcache",
+    "einops", "fastapi", "filelock", "grpc", "ijson", "importlib_metadata", "jsonschema", "lark", "llguidance",
+    "lmformatenforcer", "mcp", "msgspec", "multidict", "numba", "numpy", "openai", "openai_harmony", "opentelemetry",
+    "orjson", "outlines", "outlines_core", "partial_json_parser", "PIL", "prometheus_client",
+    "prometheus_fastapi_instrumentator", "psutil", "pybase64", "pydantic", "pynvml", "pythonjsonlogger", "regex",
+    "requests", "safetensors", "scipy", "setproctitle", "six", "starlette", "torch", "tqdm", "typing_extensions",
+    "uvicorn", "watchfiles", "xgrammar", "yaml", "zmq"})
+MISSING_MODULE_RE = re.compile(r"No module named '?(?P<mod>[\w.]+)'?(?P<rest>;[^\n]*)?")
+VLLM_NOT_INSTALLED_RE = re.compile(r"(?:^|\s)vllm: (?:command )?not found|No module named '?vllm'?(?:\)|\s*$)|"
+                                   r"from partially initialized module 'vllm' \(most likely due to a circular import\) "
+                                   r"\((?P<shadow>[^)]*?vllm\.py)\)|No module named 'vllm\.[\w.]+'; 'vllm' is not a package")
+
+
+def _dependency_missing(scan: Scan) -> Diagnosis | None:
+    levels = {ln.no: ln.level for ln in scan.lines}
+    for ln in scan.lines:
+        if levels.get(ln.no) in ("INFO", "WARNING", "DEBUG"):
+            continue  # an optional import logged in passing
+        m = VLLM_NOT_INSTALLED_RE.search(ln.text)
+        if m:
+            shadowed = m.group("shadow") or "is not a package" in ln.text
+            what = ("a file or folder named vllm (vllm.py, a vllm checkout) in the working directory or on PYTHONPATH "
+                    "hides the installed vLLM" if shadowed else "vLLM is not installed in the Python environment that runs it")
+            fix = ("Rename the local vllm.py (and delete its __pycache__) or start from another directory, so that "
+                   "`import vllm` finds the installed package." if shadowed else
+                   "Activate the environment where vLLM is installed (`which python vllm`; a container's or a "
+                   "service's PATH may point elsewhere), or install it there (`pip install vllm` / `uv pip install "
+                   "vllm`).")
+            return _missing(ln, "vllm", what, fix)
+        m = MISSING_MODULE_RE.search(ln.text)
+        # the package itself (a missing submodule is another release's API: install.module_api_mismatch), raised
+        # (not torch's "Failed to initialize NumPy" warning in a build environment)
+        if m and not m.group("rest") and (m.group("mod") in VLLM_DEPENDENCIES or m.group("mod") == "google.protobuf") \
+                and "Failed to initialize NumPy" not in ln.text:
+            mod = m.group("mod")
+            return _missing(ln, mod, f"vLLM's required package {mod.split('.')[0]} is not installed (a partial install)",
+                            "A package every vLLM release installs with it is missing: the environment was installed "
+                            "with --no-deps, from a source checkout without its requirements, or a later install "
+                            "removed it. Reinstall vLLM with its dependencies (`pip install vllm==<version>`, or "
+                            "`pip install -r requirements/common.txt` in a checkout) and do not mix environments.")
+    return None
+
+
+def _missing(ln, mod: str, what: str, fix: str) -> Diagnosis:
+    return Diagnosis(category="install_mismatch", signature="install.dependency_missing",
+                     title=f"Python cannot import {mod}: {what}", confidence=0.85,
+                     evidence=[Evidence(ln.no, ln.shown)], facts={"module": mod, "detail": what},
+                     fix=Fix(fix, "install-mismatch"), first_line=ln.no)
+
+
+DEPENDENCY_MISSING: Rule = Rule(
+    signature="install.dependency_missing", category="install_mismatch",
+    title="Python cannot import a package vLLM needs", fix="", patterns=[r"No module named", r"vllm: (?:command )?not found"],
+    playbook="install-mismatch", confidence=0.85, check=lambda scan, env: _dependency_missing(scan))
+
+RULES += [DEPENDENCY_MISSING]
