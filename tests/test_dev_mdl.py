@@ -9,9 +9,7 @@ from tests.dev_sets import check, first, load, params, top
 
 DEV, EXPECTED = load("dev-mdl")
 # Misses not yet named by a mechanism, each with the reason.
-OPEN: dict[str, str] = {
-    "tokenizer_chat_template--content-format-openai-concat-typeerror.log": "a template's TypeError quoted in prose",
-}
+OPEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", params(EXPECTED, OPEN))
@@ -93,3 +91,28 @@ def test_cut_in_plumbing_with_a_deeper_frame_is_left_to_the_frames():
             '    return _cached_get_attn_backend(\n')
     d = top(text)
     assert d is None or d.signature != "model_support.cut_in_mm_processor"
+
+
+def test_transformers_backend_cannot_run_the_model():
+    d = first("ValueError: The Transformers implementation of 'Qwen2_5_VLForSequenceClassification' is not compatible "
+              "with vLLM.")
+    assert (d.signature, d.facts["arch"]) == ("model_support.architecture_unsupported", "Qwen2_5_VLForSequenceClassification")
+
+
+def test_transformers_fallback_warning_is_no_failure():
+    d = top("WARNING 06-08 [utils.py:182] Qwen3ForCausalLM has no vLLM implementation, falling back to Transformers "
+            "implementation. Some features may not be supported and performance may not be optimal.")
+    assert d is None or d.confidence <= 0.5
+
+
+def test_template_frame_decides():
+    d = first('  File "/usr/lib/python3/dist-packages/jinja2/environment.py", line 1295, in render\n'
+              '    self.environment.handle_exception()\n'
+              '  File "<template>", line 3, in top-level template code\n'
+              "AttributeError: 'list' object has no attribute 'strip'\n")
+    assert d.signature == "tokenizer.template_raised"
+
+
+def test_concatenation_typeerror_without_a_template_is_not_named_one():
+    d = top('  File "/app/prep.py", line 9, in build\nTypeError: can only concatenate str (not "list") to str\n')
+    assert d is None or d.signature != "tokenizer.template_raised"

@@ -16,6 +16,7 @@ from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
 
 MISTRAL_CLASSES = r"MistralTokenizer|MistralCommonTokenizer|MistralCommonBackend"
@@ -86,4 +87,55 @@ RULES += [
              "mapping and set tokenizer_class to the model's tokenizer class), or use a vLLM release that supports "
              "transformers 5 with it.",
          patterns=[V5_CONFIG_RE], playbook="tokenizer-chat-template", confidence=0.8),
+]
+
+
+# A chat template is Jinja code: what it raises while rendering a request (a Python TypeError or AttributeError on the
+# messages it was given) comes out of jinja2's render with the template's own frame, 'File "<template>", line N, in
+# top-level template code'. The usual cause is message content in a shape the template does not handle: a list of
+# parts (the "openai" content format, images, tool results) where the template concatenates strings.
+TEMPLATE_FRAME_FILES = ("<template>", "/jinja2/environment.py", "/jinja2/runtime.py", "chat_template_utils.py")
+CONTENT_SHAPE_RE = re.compile(r"can only concatenate (?:str \(not \"(?:list|dict|NoneType)\"\) to str|list \(not \"str\"\) "
+                              r"to list)|'(?:list|dict)' object has no attribute '(?:strip|split|startswith|endswith|"
+                              r"replace|lower)'")
+TEMPLATE_WORDS = ("template", "Template", "jinja", "Jinja")
+NEAR = 5  # lines around a bare message where the paste must speak of a template
+
+
+def _template_raised(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    hit = None
+    for exc in scan.exceptions:
+        if exc.short_type in ("TypeError", "AttributeError", "KeyError", "IndexError", "ValueError") and any(
+                f.file.replace("\\", "/").endswith(TEMPLATE_FRAME_FILES) for f in exc.frames[-3:]):
+            hit = (exc.line, f"{exc.type}: {exc.message}"[:200])
+            break
+    if hit is None:
+        lines = scan.lines
+        for i, ln in enumerate(lines):
+            m = CONTENT_SHAPE_RE.search(ln.text)
+            if m is None:
+                continue
+            near = lines[max(0, i - NEAR): i + NEAR + 1]
+            if any(w in x.text for x in near for w in TEMPLATE_WORDS):
+                hit = (ln, m.group(0))
+                break
+    if hit is None:
+        return None
+    line, what = hit
+    return Diagnosis(
+        category="tokenizer_chat_template", signature="tokenizer.template_raised",
+        title=f"The chat template failed while rendering the request ({what})",
+        confidence=0.8, evidence=[Evidence(line.no, line.shown)], facts={"error": what},
+        fix=Fix("The model's chat template (Jinja) raised on the messages it was given: usually content in a shape it "
+                "does not handle, e.g. a list of parts (images, tool results, --chat-template-content-format openai) "
+                "where it joins strings, or a field it expects missing. Send plain-string content (or set "
+                "--chat-template-content-format string), or serve a template that handles this message form "
+                "(--chat-template).", "tokenizer-chat-template"),
+        first_line=line.no)
+
+
+RULES += [
+    Rule(signature="tokenizer.template_raised", category="tokenizer_chat_template",
+         title="The chat template failed while rendering the request", fix="", check=_template_raised,
+         playbook="tokenizer-chat-template", confidence=0.8),
 ]

@@ -42,7 +42,11 @@ ARCH_UNSUPPORTED = Rule(
     patterns=[r"Model architectures \['(?P<arch>\w+)'(?:, [^\]]*)?\] are not supported for now",
               r"Model architectures \['(?P<arch>\w+)'\] failed to be inspected",
               r"Model architectures \[?'?(?P<arch>\w[\w ]*?)'?\]? failed to be inspected",
-              r"Cannot find model module\. '(?P<arch>\w+)' is not a registered model"],
+              r"Cannot find model module\. '(?P<arch>\w+)' is not a registered model",
+              # no native class, and the Transformers backend cannot run the model either (0.8: model_loader/utils.py;
+              # 0.10+: registry.py); "falling back to Transformers implementation" is only a warning
+              r"(?P<arch>\w+) has no vLLM implementation and the Transformers implementation is not compatible",
+              r"The Transformers implementation of '(?P<arch>\w+)' is not compatible with vLLM"],
     playbook="model-support", confidence=0.95)
 # vLLM imports each model class in a subprocess first; when that import crashes (broken install, missing
 # module, unsupported platform) the architecture is then reported as "not supported" or "failed to be
@@ -80,6 +84,16 @@ def _arch_unsupported(scan: Scan) -> Diagnosis | None:
         return None
     if DRAFT_ARCH_RE.search(str(d.facts.get("arch") or "")):
         return None  # speculative.draft_architecture_unsupported
+    if d.evidence and "is not compatible with vLLM" in d.evidence[0].text:
+        arch = d.facts.get("arch", "the model")
+        d.title = f"This vLLM has no implementation of {arch}, and its Transformers backend cannot run it"
+        d.fix = Fix(f"vLLM has no native class for {arch} in this release, and the Transformers fallback needs the model's "
+                    "transformers class to support vLLM's attention interface, which this one does not. Upgrade to a "
+                    "vLLM release that lists the architecture among its supported models (on 0.8.x the message's "
+                    "VLLM_USE_V1=0 may help); for a fine-tuned checkpoint check that config.json's architectures names "
+                    "the base model's class (a ...ForConditionalGeneration, not a bare ...Model or a "
+                    "...ForSequenceClassification head).", "model-support")
+        return d
     if any(any(m in ln.text for m in INSPECTION_CRASHED) for ln in scan.lines):
         arch = d.facts.get("arch", "the model")
         d.title = f"vLLM could not import the model class for {arch} (its inspection subprocess crashed)"
