@@ -95,12 +95,23 @@ def _arch_unsupported(scan: Scan) -> Diagnosis | None:
 # The draft/EAGLE/MTP code path: an exception raised there is a speculative-decoding failure even when its
 # message (an AttributeError, a shape assert) does not say so.
 SPEC_FRAME_PARTS = ("/spec_decode/", "/speculative/")
+# The draft models' own files (vllm/model_executor/models/*_mtp.py, *_eagle3.py, qwen3_dflash.py, medusa.py,
+# mlp_speculator.py; vllm/models/<model>/mtp.py): an exception there is the drafter failing, whatever its words.
+# (eagle2_5_vl.py is NVIDIA's Eagle vision-language model, not a draft.)
+DRAFT_MODEL_FILE_RE = re.compile(r"models/(?:[\w/]+/)?(?:\w+_)?(?:mtp|eagle3?|dflash\d*)\.py$|"
+                                 r"models/(?:medusa|mlp_speculator)\.py$")
+
+
+def _in_draft_code(file: str) -> bool:
+    f = file.replace("\\", "/")
+    return any(p in f for p in SPEC_FRAME_PARTS) or DRAFT_MODEL_FILE_RE.search(f) is not None
 SPEC_NAME_RE = re.compile(r"\b(?:Eagle\w*|\w*Eagle3?\w*|Medusa\w*|\w*Drafter|\w*Proposer|\w*MTP\w*)\b")
 
 
 # A frame line a paste garbled (its ", line N" moved or lost, a slash typed away) is not read as a frame, but its
 # path still says where it was: the speculative-decoding code, just above or below the exception line.
-LOOSE_SPEC_FILE_RE = lazy(r'File "[^"]*(?:spec_decode|/speculative/|eagle\w*\.py|\w*proposer\.py)[^"]*"',
+LOOSE_SPEC_FILE_RE = lazy(r'File "[^"]*(?:spec_decode|/speculative/|eagle\w*\.py|\w*proposer\.py|'
+                          r'models/(?:[\w/]+/)?\w*(?:mtp|dflash\d*)\.py|models/(?:medusa|mlp_speculator)\.py)[^"]*"',
                           needles=('File "',))
 LOOSE_SPAN = 4
 
@@ -118,14 +129,14 @@ def _drafter_crash(scan: Scan) -> Diagnosis | None:
     for exc in scan.exceptions:
         if is_wrapper(exc.text):
             continue
-        in_spec = [f for f in exc.frames if any(p in f.file for p in SPEC_FRAME_PARTS)]
+        in_spec = [f for f in exc.frames if _in_draft_code(f.file)]
         loose = None if in_spec or exc.frames else _loose_spec_frame(scan, exc.line.no)
         named = SPEC_NAME_RE.search(exc.message) if exc.short_type in ("AttributeError", "AssertionError", "KeyError",
                                                                         "TypeError", "RuntimeError", "ValueError") else None
         if not in_spec and not named and not loose:
             continue
         fr = in_spec[-1] if in_spec else None
-        where = (f"{fr.file.rsplit('/vllm/', 1)[-1]} ({fr.func})" if fr else
+        where = (f"{fr.file.rsplit('/vllm/', 1)[-1].removeprefix('vllm/')} ({fr.func})" if fr else
                  (named.group(0) if named else (loose or "the drafter")))
         # "'EagleProposer' object has no attribute 'positions'" raised in vLLM's own files: its code does not fit
         # together (a release bug), which no draft model can cause.
@@ -235,7 +246,7 @@ def _checkpoint_mismatch(scan: Scan) -> Diagnosis | None:
     if d is not None:
         return d
     for exc in scan.exceptions:
-        if exc.short_type != "AssertionError" or any(p in f.file for f in exc.frames for p in SPEC_FRAME_PARTS):
+        if exc.short_type != "AssertionError" or any(_in_draft_code(f.file) for f in exc.frames):
             continue  # (a drafter's weights: the speculative-decoding rules read those)
         inner = exc.frames[-1] if exc.frames else None
         loader = inner is not None and "/vllm/" in inner.file and inner.func in WEIGHT_LOADER_FUNCS
