@@ -187,3 +187,40 @@ def test_min_capability_advice_says_whether_an_upgrade_helps(method, words):
     d = top(f"ValueError: The quantization method {method} is not supported for the current GPU. Minimum capability: "
             "80. Current capability: 75.\n")
     assert d is not None and d.signature == "quant.min_capability" and words in d.fix.summary
+
+
+# ---- the step vLLM logged before it failed: building the drafter ----------------------------------------------
+
+DRAFTER_STEP = ("(Worker_TP0 pid=529) INFO 10-06 18:54:29 [v1/worker/gpu_model_runner.py:2641] Loading drafter model...\n"
+                "(Worker_TP0 pid=529) ERROR 10-06 18:54:30 [v1/executor/multiproc_executor.py:597] WorkerProc failed to "
+                "start.\n")
+
+
+def test_a_weight_the_draft_lacks_right_after_loading_the_drafter():
+    d = top(DRAFTER_STEP + "(Worker_TP0 pid=529) ERROR 10-06 18:54:30 [v1/executor/multiproc_executor.py:597] KeyError: "
+            "'layers.0.self_attn.qkv_proj.weight'\n")
+    assert d is not None and d.category == "speculative_decoding"
+
+
+def test_an_exception_with_its_own_rule_still_wins_after_the_drafter_step():
+    d = top(DRAFTER_STEP + "(Worker_TP0 pid=529) ERROR 10-06 18:54:30 [v1/executor/multiproc_executor.py:597] "
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.02 GiB. GPU 0 has a total capacity of "
+            "79.19 GiB of which 312.00 MiB is free.\n")
+    assert d is not None and d.category == "gpu_oom"
+
+
+def test_a_plain_exception_right_after_the_drafter_step_is_the_drafters():
+    d = top(DRAFTER_STEP + "(Worker_TP0 pid=529) ERROR 10-06 18:54:30 [v1/executor/multiproc_executor.py:597] "
+            "RuntimeError: mat1 and mat2 shapes cannot be multiplied (8192x3840 and 5632x1024)\n")
+    assert d is not None and d.category == "speculative_decoding"
+
+
+def test_a_failure_under_the_runners_drafting_step():
+    d = top("Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 3935, in '
+            "propose_draft_token_ids\n"
+            "    draft_token_ids = self.drafter.propose(\n"
+            '  File "/usr/local/lib/python3.12/dist-packages/torch/nn/functional.py", line 100, in linear\n'
+            "    return torch._C._nn.linear(input, weight, bias)\n"
+            "RuntimeError: mat1 and mat2 shapes cannot be multiplied (8192x3840 and 5632x1024)\n")
+    assert d is not None and d.signature == "speculative.drafter_crash"
