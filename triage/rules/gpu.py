@@ -10,7 +10,24 @@ from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
 from triage.rules.base import Rule, not_in_passing
+from triage.rules.quant_native import RULES as NATIVE_QUANT_RULES
 from triage.rules.vendor import vendor
+
+
+# What newer releases changed, per method, read from each mined release's get_min_capability() (0.6.6, 0.8.5,
+# 0.10.2, 0.16.0, 0.25.1, 0.33.0): where none lowered it, only another GPU or another checkpoint helps.
+MIN_CAPABILITY_ADVICE = {
+    "fp8": "vLLM 0.16+ accepts fp8 checkpoints from compute capability 7.5 (weight-only FP8 through Marlin below 8.9): "
+           "upgrade vLLM, or use an AWQ/GPTQ checkpoint.",
+    "awq_marlin": "use --quantization awq (its kernels need 7.5), or vLLM 0.16+ whose Marlin runs from 7.5.",
+    "gptq_marlin": "use --quantization gptq (its kernels need 6.0), or vLLM 0.16+ whose Marlin runs from 7.5.",
+    "mxfp4": "every vLLM release from 0.10 to 0.33 needs compute capability 8.0 for MXFP4 (gpt-oss): run it on an "
+             "Ampere or newer GPU, or use another quantization of the model (e.g. a GGUF or AWQ build).",
+    "modelopt": "vLLM 0.33 lowered ModelOpt FP8's minimum to 8.0 (earlier releases need 8.9): upgrade, or use a "
+                "checkpoint in another format.",
+    "bitsandbytes": "bitsandbytes needs compute capability 7.0 in every vLLM release: use a GPU of Volta or newer, or "
+                    "a GGUF/GPTQ checkpoint.",
+}
 
 
 def _capabilities(m, line, scan) -> dict:
@@ -20,6 +37,12 @@ def _capabilities(m, line, scan) -> dict:
         v = m.groupdict().get(key)
         if v and v.isdigit() and len(v) >= 2:
             out[key] = f"{v[:-1]}.{v[-1]}"
+    method = (m.groupdict().get("quantization") or "").lower()
+    extra = MIN_CAPABILITY_ADVICE.get(method)
+    out["advice"] = (f"This vLLM's {method} kernels need compute capability {out.get('min_capability', '?')}: {extra}"
+                     if extra else "This GPU is below what this vLLM's kernels for the checkpoint's quantization need: "
+                     "use a checkpoint in a format this GPU runs (AWQ/GPTQ/unquantized), or a newer vLLM, which lowered "
+                     "some minimums (fp8 and Marlin run from 7.5 in 0.16+).")
     return out
 
 FOUND_GPU_RE = lazy(r"Found GPU\d+ (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)")
@@ -145,6 +168,63 @@ def _needs(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     return out
 
 
+# Words that say the model itself refuses a dtype (vllm/config/model.py _FLOAT16_NOT_SUPPORTED_MODELS: gemma2/3,
+# plamo2, glm4 refuse float16), or that this GPU has no bfloat16.
+MODEL_REFUSES_RE = lazy(r"model type '(?P<model>[\w.-]+)' does not support (?P<dtype>float16|bfloat16)")
+NO_BF16_RE = lazy(r"doesn't support torch\.bfloat16|Bfloat16 is only supported on GPUs with compute capability of at "
+                  r"least 8\.0|does not support bfloat16")
+
+
+def _quant_dtype_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    """The dtypes the method takes, and whether any of them can run here: a model that refuses the only one
+    (gemma3 and float16 for AWQ), or a GPU without bfloat16 for a bfloat16-only method, leaves none."""
+    short = [t.strip().removeprefix("torch.") for t in m.group("supported").split(",") if t.strip()]
+    short = [t for t in short if t]
+    method = m.group("method")
+    text = scan.joined_text()
+    refused = {g.group("dtype") for g in MODEL_REFUSES_RE.finditer(text)}
+    have = _gpu_cc(scan)
+    no_bf16 = bool(NO_BF16_RE.search(text)) or (have is not None and have < (8, 0) and vendor(scan) != "amd")
+    usable = [t for t in short if t not in refused and not (t == "bfloat16" and no_bf16)]
+    flag = {"float16": "half", "bfloat16": "bfloat16", "float32": "float32"}
+    if usable:
+        advice = (f"The {method} kernels compute in {' or '.join(short)} only: launch with --dtype "
+                  f"{flag.get(usable[0], usable[0])} (the checkpoint's weights stay quantized).")
+    elif refused:
+        advice = (f"The {method} kernels take {' or '.join(short)} only, and this model refuses "
+                  f"{', '.join(sorted(refused))} (numerical instability): no dtype satisfies both. Use another "
+                  "checkpoint of this model (GPTQ/compressed-tensors/FP8, or the unquantized weights).")
+    else:
+        advice = (f"The {method} kernels take {' or '.join(short)} only, and this GPU has no bfloat16 support (NVIDIA "
+                  "before Ampere, AMD MI50/MI60): this checkpoint cannot run here. Use a checkpoint in another format "
+                  "(AWQ/GPTQ in float16) or a newer GPU.")
+    return {"supported": ", ".join(short) or "?", "advice": advice}
+
+
+def _arch_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    arch = m.group("arch")
+    if arch.startswith("gfx"):
+        return {"advice": (f"A ROCm kernel library or build has no code for {arch}: ROCm builds of vLLM, AITER and "
+                           "Triton list their gfx targets (MI200/MI300/MI350: gfx90a/gfx942/gfx950; RDNA only partly). "
+                           f"Use an image or build made for {arch} (PYTORCH_ROCM_ARCH), or turn the library off "
+                           "(VLLM_ROCM_USE_AITER=0) so vLLM takes its generic kernels.")}
+    return {"advice": (f"The installed kernels were not built for {arch}: install a vLLM/kernel build that lists this "
+                       "architecture (CUDA 12.8+ builds for Blackwell), or choose another backend/kernel for this GPU.")}
+
+
+ARCH_UNKNOWN_PATTERNS = [
+    r"(?!.*(?:[Ff]all(?:ing|s)? ?back|[Uu]sing ))(?:Unknown|Unsupported|unsupported|unknown) (?:GPU |gpu |CUDA |HIP )?"
+    r"arch(?:itecture)?[:=]? ?['\"]?(?P<arch>gfx\d+\w*|sm_?\d+[af]?)\b",
+    r"(?!.*[Ff]all(?:ing|s)? ?back)GPU arch(?:itecture)? ['\"]?(?P<arch>gfx\d+\w*|sm_?\d+[af]?)['\"]? (?:is )?not supported",
+    r"(?!.*[Ff]all(?:ing|s)? ?back)(?:GPU|device) is not supported: (?P<arch>gfx\d+\w*|sm_?\d+[af]?)\b",
+]
+ARCH_UNKNOWN: Rule = Rule(
+    signature="gpu.arch_unknown", category="unsupported_gpu",
+    title="This GPU's architecture ({arch}) is not one the installed kernels know",
+    fix="{advice}", patterns=ARCH_UNKNOWN_PATTERNS, facts=_arch_facts,
+    check=lambda scan, env: not_in_passing(ARCH_UNKNOWN, scan), playbook="unsupported-gpu", confidence=0.8)
+
+
 RULES = [
     Rule(signature="gpu.no_kernel_image", category="unsupported_gpu",
          title="The installed build has no kernels for this GPU{sm_suffix}",
@@ -189,6 +269,9 @@ RULES = [
                    r"GPUs with compute capability below (?P<min>\d+\.\d+) are not supported",
                    r"which is too old to be supported by the triton GPU compiler.{0,120}?CUDA Capability >= (?P<min>\d+\.\d+)"],
          facts=_needs, playbook="unsupported-gpu", confidence=0.85),
+    # A kernel library's own table of GPU targets without this one: ROCm's AITER (aiter/jit/utils/chip_info.py
+    # "Unknown GPU architecture: gfx1151"), CuTe DSL / CUTLASS pickers, a build that lists its sm_/gfx targets.
+    ARCH_UNKNOWN,
     Rule(signature="dtype.bf16_before_ampere", category="dtype_unsupported",
          title="bfloat16 needs compute capability 8.0; this GPU ({gpu}) has {cc}",
          fix="Launch with --dtype half (float16), or use an Ampere or newer GPU.",
@@ -201,9 +284,13 @@ RULES = [
          playbook="dtype-unsupported", confidence=0.95),
     Rule(signature="dtype.fp8_unsupported", category="dtype_unsupported",
          title="This GPU cannot compute in the requested float8 type",
-         fix="FP8 compute needs compute capability 8.9+ (Ada/Hopper/Blackwell); use --kv-cache-dtype auto and a "
-             "non-FP8 checkpoint, or a weight-only FP8 (Marlin) path on Ampere.",
-         patterns=[r"type fp8e4nv not supported in this architecture", r"fp8e4nv data type is not supported on CUDA arch < 89",
+         fix="FP8 compute needs compute capability 8.9+ (Ada/Hopper/Blackwell) on NVIDIA, MI300-class (gfx942) or "
+             "newer on AMD; use --kv-cache-dtype auto and a non-FP8 checkpoint, or a weight-only FP8 (Marlin) path on "
+             "Ampere.",
+         # Triton's own refusal (language/semantic.py) names its float8 type: fp8e4nv (NVIDIA e4m3), fp8e4b8 / fp8e5b16
+         # (AMD's fnuz types), fp8e4b15; the list it prints is what this GPU has instead
+         patterns=[r"type (?P<fp8_type>fp8e\w+) not supported in this architecture",
+                   r"fp8e4nv data type is not supported on CUDA arch < 89",
                    r"Float8_e4m3fn.{0,40}not (?:supported|implemented)",
                    # vllm/v1/attention/backends/triton_attn.py, mla/triton_mla.py 0.24+
                    r"FP8 KV cache is not supported by the Triton \w+ backend on .{1,80}? \(compute capability \d+\.\d+\); native FP8 \(fp8e4nv\) requires SM89"],
@@ -214,11 +301,19 @@ RULES = [
          patterns=[r"(?:[Oo]nly|only supports) (?:float16|fp16|half)(?: and bfloat16)? (?:is |are )?supported.{0,40}got (?P<dtype>\w+)",
                    r"dtype (?P<dtype>torch\.float32|float32) is not supported"],
          playbook="dtype-unsupported", confidence=0.75),
+    # torch's dispatcher: an op with no kernel for this dtype on this device ('"addmm_impl_cpu_" not implemented for
+    # 'Half'': float16 on the CPU backend; Float8 ops on a GPU without them)
+    Rule(signature="dtype.op_not_implemented", category="dtype_unsupported",
+         title="The device has no {op} kernel for {dtype}",
+         fix="torch on this device cannot compute {op} in {dtype}: launch with a dtype the device runs (on the CPU "
+             "backend --dtype bfloat16 or float32, not float16; on a GPU --dtype auto), or use a checkpoint that does "
+             "not need {dtype}.",
+         patterns=[r"\"(?P<op>\w+)\" not implemented for '(?P<dtype>Half|BFloat16|Float8_\w+|ComplexHalf)'"],
+         playbook="dtype-unsupported", confidence=0.8),
     # -- quantization ---------------------------------------------------------------------
     Rule(signature="quant.min_capability", category="quantization",
          title="Quantization method {quantization} needs compute capability {min_capability}; this GPU has {current_capability}",
-         fix="Use a checkpoint in a format this GPU runs (AWQ/GPTQ/bf16), or a newer vLLM: fp8 checkpoints run "
-             "weight-only through FP8 Marlin on Ampere since vLLM 0.5.1.",
+         fix="{advice}",
          patterns=[r"The quantization method (?P<quantization>[\w-]+) is not supported for the current GPU\. Minimum capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)",
                    r"Quantization scheme is not supported for (?:the current GPU|this GPU)\. Min capability: (?P<min_capability>\d+)\. Current capability: (?P<current_capability>\d+)"],
          facts=_capabilities, playbook="quantization", confidence=0.95),
@@ -258,7 +353,9 @@ RULES = [
                    r"(?P<kernel>torch\._scaled_mm) is only supported on (?:CUDA )?devices with compute capability",
                    # MoE backend oracles: no kernel for this GPU/model/quant combination
                    r"No (?P<kernel>(?:NvFp4|MxFp4|Mxfp4|Fp8|FP8|NVFP4|MXFP4|W4A8|Int4|Int8|WNA16|Unquantized)[\w ]{0,12}? MoE) backend supports the deployment configuration",
-                   r"(?P<kernel>(?:NvFp4|MxFp4|Mxfp4|MxFp8|Mxfp8|Fp8) MoE backend '\w+') does not support the deployment configuration",
+                   # (the line may end after "the": the message wrapped in a paste)
+                   r"(?P<kernel>(?:NvFp4|MxFp4|Mxfp4|MxFp8|Mxfp8|Fp8) MoE backend '\w+') does not support the(?: deployment "
+                   r"configuration|\s*$)",
                    r"(?P<kernel>FlashInfer|CUTLASS|Marlin) kernels unavailable for \w+ on current platform",
                    r"(?P<kernel>\[FP4 gemm Runner\]) Failed to run cutlass FP4 gemm",
                    # a MoE / GEMM kernel's own device check ("FlashInfer-CUTLASS MoE kernel does not support
@@ -293,6 +390,14 @@ RULES = [
          patterns=[r"Model (?P<arch>\w+) does not support (?P<quantization>BitsAndBytes|\w+) quantization(?: yet)?",
                    r"(?P<quantization>BitsAndBytes|GGUF|\w+) quantization is not supported for (?P<arch>\w+(?:For\w+|Model))"],
          playbook="quantization", confidence=0.9),
+    # vllm/config (VllmConfig._get_quantization_config, 0.6-0.33): the activation dtype the launch resolved to is
+    # not one the checkpoint's quantization method computes in (awq/gptq: float16; mxfp4: bfloat16 ...)
+    Rule(signature="quant.dtype_unsupported", category="quantization",
+         title="Quantization method {method} does not run in {dtype} (it takes {supported})",
+         fix="{advice}",
+         patterns=[r"(?:torch\.)?(?P<dtype>b?float\d+|half) is not supported for quantization method (?P<method>[\w-]+)\. "
+                   r"Supported dtypes: \[(?P<supported>[\w., ]*)"],
+         facts=_quant_dtype_facts, playbook="quantization", confidence=0.9),
     Rule(signature="quant.compressed_tensors_scheme", category="quantization",
          title="No compressed-tensors scheme matches this checkpoint on this GPU",
          fix="The checkpoint's compressed-tensors scheme is not implemented for this GPU/vLLM: upgrade vLLM or use "
@@ -382,3 +487,6 @@ RULES += [
          patterns=[r"Intel Arc A770 have bfloat16 accuracy known issue"],
          playbook="dtype-unsupported", confidence=0.95),
 ]
+
+# vLLM's compiled quantization kernels refusing a call from their own C++ checks
+RULES += NATIVE_QUANT_RULES

@@ -109,12 +109,29 @@ def _arch_unsupported(scan: Scan) -> Diagnosis | None:
 # The draft/EAGLE/MTP code path: an exception raised there is a speculative-decoding failure even when its
 # message (an AttributeError, a shape assert) does not say so.
 SPEC_FRAME_PARTS = ("/spec_decode/", "/speculative/")
+# The draft models' own files (vllm/model_executor/models/*_mtp.py, *_eagle3.py, qwen3_dflash.py, medusa.py,
+# mlp_speculator.py; vllm/models/<model>/mtp.py): an exception there is the drafter failing, whatever its words.
+# (eagle2_5_vl.py is NVIDIA's Eagle vision-language model, not a draft.)
+DRAFT_MODEL_FILE_RE = re.compile(r"models/(?:[\w/]+/)?(?:\w+_)?(?:mtp|eagle3?|dflash\d*)\.py$|"
+                                 r"models/(?:medusa|mlp_speculator)\.py$")
+
+
+# The model runner's own drafting steps (gpu_model_runner.propose_draft_token_ids, a runner's _propose_*): what
+# fails under them is the drafter's forward, whatever file the innermost frame is in.
+DRAFT_FUNC_RE = re.compile(r"^_?(?:propose\w*|\w*drafter\w*)$")
+
+
+def _in_draft_code(file: str, func: str = "") -> bool:
+    f = file.replace("\\", "/")
+    return (any(p in f for p in SPEC_FRAME_PARTS) or DRAFT_MODEL_FILE_RE.search(f) is not None
+            or ("vllm/" in f and DRAFT_FUNC_RE.match(func) is not None))
 SPEC_NAME_RE = re.compile(r"\b(?:Eagle\w*|\w*Eagle3?\w*|Medusa\w*|\w*Drafter|\w*Proposer|\w*MTP\w*)\b")
 
 
 # A frame line a paste garbled (its ", line N" moved or lost, a slash typed away) is not read as a frame, but its
 # path still says where it was: the speculative-decoding code, just above or below the exception line.
-LOOSE_SPEC_FILE_RE = lazy(r'File "[^"]*(?:spec_decode|/speculative/|eagle\w*\.py|\w*proposer\.py)[^"]*"',
+LOOSE_SPEC_FILE_RE = lazy(r'File "[^"]*(?:spec_decode|/speculative/|eagle\w*\.py|\w*proposer\.py|'
+                          r'models/(?:[\w/]+/)?\w*(?:mtp|dflash\d*)\.py|models/(?:medusa|mlp_speculator)\.py)[^"]*"',
                           needles=('File "',))
 LOOSE_SPAN = 4
 
@@ -132,14 +149,14 @@ def _drafter_crash(scan: Scan) -> Diagnosis | None:
     for exc in scan.exceptions:
         if is_wrapper(exc.text):
             continue
-        in_spec = [f for f in exc.frames if any(p in f.file for p in SPEC_FRAME_PARTS)]
+        in_spec = [f for f in exc.frames if _in_draft_code(f.file, f.func)]
         loose = None if in_spec or exc.frames else _loose_spec_frame(scan, exc.line.no)
         named = SPEC_NAME_RE.search(exc.message) if exc.short_type in ("AttributeError", "AssertionError", "KeyError",
                                                                         "TypeError", "RuntimeError", "ValueError") else None
         if not in_spec and not named and not loose:
             continue
         fr = in_spec[-1] if in_spec else None
-        where = (f"{fr.file.rsplit('/vllm/', 1)[-1]} ({fr.func})" if fr else
+        where = (f"{fr.file.rsplit('/vllm/', 1)[-1].removeprefix('vllm/')} ({fr.func})" if fr else
                  (named.group(0) if named else (loose or "the drafter")))
         # "'EagleProposer' object has no attribute 'positions'" raised in vLLM's own files: its code does not fit
         # together (a release bug), which no draft model can cause.
@@ -249,7 +266,7 @@ def _checkpoint_mismatch(scan: Scan) -> Diagnosis | None:
     if d is not None:
         return d
     for exc in scan.exceptions:
-        if exc.short_type != "AssertionError" or any(p in f.file for f in exc.frames for p in SPEC_FRAME_PARTS):
+        if exc.short_type != "AssertionError" or any(_in_draft_code(f.file) for f in exc.frames):
             continue  # (a drafter's weights: the speculative-decoding rules read those)
         inner = exc.frames[-1] if exc.frames else None
         loader = inner is not None and "/vllm/" in inner.file and inner.func in WEIGHT_LOADER_FUNCS
@@ -564,9 +581,9 @@ FAILED_RE = lazy(r"\b(?:failed|Failed|FAILED)\b|Traceback \(most recent call las
 def _failed_after_drafter(scan: Scan) -> Diagnosis | None:
     """A start-up that died with its message missing (only vLLM's "failed to start" cascade, a traceback cut in
     the engine's plumbing) right after the log said it was building the drafter: speculative decoding, as the
-    step it died in. Any exception with a message of its own is left to the rules that read it."""
-    if any(not is_wrapper(e.text) and e.message for e in scan.exceptions):
-        return None
+    step it died in. An exception with a message of its own right after that step is the drafter's too, said with
+    less confidence, so that the rules that read its message (out of memory, a missing package) still win."""
+    said = any(not is_wrapper(e.text) and e.message for e in scan.exceptions)
     lines = scan.lines
     joined = scan.joined_text()
     if not any(n in joined for n in DRAFTER_NEEDLES) and not any(ln.src.startswith(DRAFTER_SOURCES)
@@ -588,6 +605,17 @@ def _failed_after_drafter(scan: Scan) -> Diagnosis | None:
            "check that the draft (EAGLE/EAGLE3/MTP head) was made for this target model, for this `method` and for "
            "this vLLM release (EAGLE3 needs a target model that implements it); capture the whole log "
            "(`2>&1 | tee vllm.log`) to see the exception.")
+    if said:
+        exc = next(e for e in scan.exceptions if not is_wrapper(e.text) and e.message)
+        fix = ("vLLM failed right after it logged building the speculative-decoding drafter: the error above is the "
+               "drafter's (its weights, its architecture or its forward). Run once without --speculative-config to "
+               "confirm the target model alone starts, and check that the draft (EAGLE/EAGLE3/MTP head) was made for "
+               "this target model, for this `method` and for this vLLM release.")
+        return Diagnosis(category="speculative_decoding", signature="speculative.failed_after_drafter",
+                         title=f"vLLM failed while building the speculative-decoding drafter: {exc.text[:140]}",
+                         confidence=0.6, evidence=[Evidence(step.no, step.shown), Evidence(exc.line.no, exc.line.shown)],
+                         facts={"step": step.text.strip()[:200], "exception": exc.type},
+                         fix=Fix(fix, "speculative-decoding"), first_line=step.no)
     return Diagnosis(category="speculative_decoding", signature="speculative.failed_after_drafter",
                      title="vLLM failed while building the speculative-decoding drafter (the error itself is not in "
                            "the log)",
@@ -807,7 +835,9 @@ RULES += [
 SPEC_PP_DIRECT = lazy(r"Speculative decoding is (?:currently )?incompatible with pipeline parallelism")
 PP_MODEL_MSG = "Pipeline parallelism is not supported for this model"
 SPEC_CONTEXT = lazy(r"speculative[_-]config|speculative\.py|draft_model_config|draft_parallel_config|"
-                          r"num[_-]speculative[_-]tokens|--speculative-model|SpecDecodeWorker|spec_decode")
+                          r"num[_-]speculative[_-]tokens|--speculative-model|SpecDecodeWorker|spec_decode|"
+                          # V1's model runner logs this only when speculative decoding is on
+                          r"Loading drafter model")
 
 
 def _spec_pp(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
