@@ -27,6 +27,9 @@ MODULES = [
     "environment",
     "wrappers",
     "downstream",
+    # run: timeouts between vLLM's processes, warm-up steps named by their frames
+    "run_timeouts",
+    "run_frames",
 ]
 
 

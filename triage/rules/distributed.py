@@ -146,7 +146,10 @@ RULES = [
          fix="Gloo (CPU-side coordination) uses the host's network: set GLOO_SOCKET_IFNAME / VLLM_HOST_IP to the "
              "interface the nodes share, and open the ports between nodes.",
          patterns=[r"Gloo connectFullMesh failed(?: with (?P<detail>.+))?", r"\[enforce fail at .*gloo.*\] (?P<detail>.+)",
-                   r"gloo/transport/tcp.{0,80}(?P<detail>Connection refused|Connection reset|timed out)"],
+                   r"gloo/transport/tcp.{0,80}(?P<detail>Connection refused|Connection reset|timed out)",
+                   # any error Gloo's TCP transport reports from its own source ("pair.cc:534] Connection closed by
+                   # peer [10.0.0.7]:36271", "Read error", "Socket Timeout"): the peer's link, not vLLM
+                   r"gloo/transport/tcp/\w+\.cc:\d+\] (?P<detail>[A-Za-z][^\[\]]{2,80}?)(?: \[|:? *$)"],
          playbook="distributed", confidence=0.85),
     Rule(signature="distributed.master_port", category="distributed",
          title="torch.distributed could not bind or reach its rendezvous address",

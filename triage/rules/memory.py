@@ -42,12 +42,13 @@ def _oom_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     seqs = (scan.facts.get("launch_args") or {}).get("max_num_seqs")
     n = seqs
     for ln in scan.lines:
-        m2 = re.search(r"warming up sampler with (\d+) dummy requests", ln.text) if "warming up sampler" in ln.text else None
+        m2 = re.search(r"warming up (?:sampler|pooler)\b.{0,20}? with (\d+) dummy requests", ln.text) \
+            if "warming up " in ln.text else None
         if m2:
             n = int(m2.group(1))
             break
-    if phase == "sampler warm-up":
-        out["advice"] = (f"The weights and KV cache fit; the sampler's warm-up with {n or 'max_num_seqs'} dummy requests did "
+    if phase in ("sampler warm-up", "pooler warm-up"):
+        out["advice"] = (f"The weights and KV cache fit; the {phase.split()[0]}'s warm-up with {n or 'max_num_seqs'} dummy requests did "
                          f"not. Lower --max-num-seqs (e.g. {max(16, (n or 256) // 2)}), or leave more headroom outside "
                          f"the KV cache with a lower --gpu-memory-utilization{util_s}. A smaller model or more GPUs is "
                          "not needed.")
