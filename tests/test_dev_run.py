@@ -161,3 +161,28 @@ def test_lora_settings_refused(text, setting):
 def test_gloo_transport_errors(text, detail):
     d = first(text + "\n")
     assert d.signature == "distributed.gloo_failed" and d.facts["detail"] == detail, (d.signature, d.facts)
+
+
+@pytest.mark.parametrize("text,signature", [
+    # --reasoning-parser: the CLI's check (0.9-0.16), the manager's lookups (0.10, 0.25+)
+    ("KeyError: 'invalid reasoning parser: qwen (chose from { deepseek_r1,qwen3 })'", "config.reasoning_parser_unknown"),
+    ("KeyError: \"reasoning helper: 'qwen' not found in reasoning_parsers\"", "config.reasoning_parser_unknown"),
+    ("KeyError: \"Reasoning parser 'qwen3x' not found. Available parsers: ['deepseek_r1', 'qwen3']\"",
+     "config.reasoning_parser_unknown"),
+    ("KeyError: \"Tool parser 'foo' not found.\"", "config.tool_parser_unknown"),
+    # torch c10d's warning per address it tried to bind, the rendezvous port taken
+    ("[W socket.cpp:464] [c10d] The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in "
+     "use).", "distributed.master_port"),
+    # out of memory in the driver API's words
+    ("RuntimeError: CUDA driver error: out of memory", "oom.cuda_out_of_memory"),
+    ("RuntimeError: Triton Error [CUDA]: out of memory", "oom.cuda_out_of_memory"),
+])
+def test_more_forms_of_known_failures(text, signature):
+    d = first(text + "\n")
+    assert d.signature == signature, (d.signature, d.title)
+
+
+def test_rendezvous_client_warning_alone_is_not_a_failure():
+    d = top("[W socket.cpp:697] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - "
+            "Cannot assign requested address).\n")
+    assert d is None or d.confidence <= 0.5

@@ -180,7 +180,19 @@ RULES = [
              "than this version (e.g. gpt-oss's `openai`); a custom parser needs --tool-parser-plugin.",
          patterns=[r"invalid tool call parser: (?P<parser>[\w.-]+) \(cho(?:o)?se from",
                    # 0.6-0.33: the name given was not among the registered parsers
-                   r"--enable-auto-tool-choice requires tool_parser:'(?P<parser>[\w.-]*)' which has not been registered"],
+                   r"--enable-auto-tool-choice requires tool_parser:'(?P<parser>[\w.-]*)' which has not been registered",
+                   # 0.25+: the parser manager's lookup (ToolParserManager.get_tool_parser)
+                   r"Tool parser '(?P<parser>[\w.-]+)' not found"],
+         playbook="engine-config", confidence=0.9),
+    # --reasoning-parser: the CLI's check (0.9-0.33) and the manager's lookup (0.10: "reasoning helper", 0.25+)
+    Rule(signature="config.reasoning_parser_unknown", category="engine_config",
+         title="--reasoning-parser {parser} is not a parser this vLLM knows",
+         fix="Pick one of the reasoning parsers the error lists (they are named after model families: deepseek_r1, "
+             "qwen3, ...), or upgrade vLLM if the parser is newer than this release; a custom parser needs "
+             "--reasoning-parser-plugin.",
+         patterns=[r"invalid reasoning parser: (?P<parser>[\w.-]+) \(cho(?:o)?se from",
+                   r"Reasoning parser '(?P<parser>[\w.-]+)' not found\. Available parsers",
+                   r"reasoning helper: '(?P<parser>[\w.-]+)' not found in reasoning_parsers"],
          playbook="engine-config", confidence=0.9),
     Rule(signature="config.async_scheduling_unsupported", category="engine_config",
          title="--async-scheduling cannot be combined with this configuration ({detail})",

@@ -159,9 +159,13 @@ RULES = [
              "VLLM_HOST_IP to each node's routable address.",
          patterns=[r"DistNetworkError.{0,120}(?:address already in use|failed to listen|Connection refused|timed out)",
                    r"The server socket has failed to (?:listen|bind) on any local network address",
+                   # torch c10d socket.cpp's warning per address tried, before the error above
+                   r"The server socket has failed to bind to \S+ \(errno: 98 - Address already in use\)",
                    r"The client socket has timed out after \d+\w* while trying to connect to",
                    # torch's TCPStore client (c10d socket.cpp) and NCCL's unique-id exchange through the store
-                   r"The client socket has failed to connect to",
+                   # (not errno 99 "Cannot assign requested address": one of the addresses a name resolves to,
+                   # IPv6 ::1 for localhost, tried before the one that works)
+                   r"The client socket has failed to connect to(?!.{0,80}errno: 99)",
                    r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.{0,80}got error"],
          playbook="distributed", confidence=0.85),
     RAY_GPUS,

@@ -255,6 +255,9 @@ RULES = [
                    r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMG]iB)",
                    r"(?:CUDA|HIP) error: out of memory", r"hipErrorOutOfMemory", r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation",
                    r"RuntimeError: CUDA out of memory",
+                   # the driver API's name for it (c10's "CUDA driver error", Triton's launcher, cuda-python)
+                   r"CUDA driver error: out of memory", r"Triton Error \[CUDA\]: out of memory",
+                   r"CUDA_ERROR_OUT_OF_MEMORY",
                    # c10 CUDACachingAllocator's OOM report lists the GPU's processes through NVML
                    # (reportProcessMemoryInfo); where NVML cannot (MIG, vGPU, containers) its asserts replace the
                    # OOM message: an allocation failed all the same
