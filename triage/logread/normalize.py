@@ -38,6 +38,11 @@ _PREFIXES = [
     (lambda s: s.startswith("[rank"), lazy(r"\[rank\d+\]:\s?")),
     # a line number and a tab: `cat -n` ("  3597\t"), CI log viewers' copy
     (lambda s: "\t" in s[:9], lazy(r" *\d{1,7}\t")),
+    # run: Google Cloud Logging's copy (GKE, Vertex AI): "INFO 2025-11-19T20:16:36.0966Z [resource.labels.containerName:
+    # vllm] " (its severity, not vLLM's: vLLM's own header follows)
+    (lambda s: "[resource.labels." in s[:90],
+     lazy(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) " + _ISO_TIME
+          + r" \[resource\.labels\.[\w.]+: [^\]]*\] ")),
 ]
 
 # (EngineCore_DP0 pid=1576), (Worker_TP3_EP3 pid=4191), (VllmWorker rank=0 pid=1110),
@@ -82,6 +87,9 @@ _GLOG_LEVELS = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "C
 TAG_BEFORE_PROC_RE = lazy(r"\([A-Za-z][\w.-]*\)\s+(?=\((?:[A-Za-z_][\w-]* )?(?:rank=\d+ )?pid=\d+)")
 # Ray prints a line that several workers printed alike once, with this suffix.
 RAY_REPEAT_RE = lazy(r"\s*\[repeated \d+x across cluster\]\s*$")
+# run: a rendered quote copied with its bar (chat and terminal markdown renderers print "▎ " for "> ")
+QUOTE_BARS = "\u258e\u258d\u258c\u258f"
+
 # A GitHub paste as an indented code block (or inside an indented fence): spaces before a prefix.
 # (Compose's "name | " must look like a compose service here, not like source code "flags |= x".)
 _INDENTED_PREFIX_RE = lazy(
@@ -129,7 +137,7 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
     paste_indent); removed from lines without one, so that their own indentation is what remains."""
     shown = clean(raw)
     s = shown
-    while s[:1] == ">":  # a markdown quote ("> ", nested "> > ") around a pasted log
+    while s and (s[0] == ">" or s[0] in QUOTE_BARS):  # a markdown quote ("> ", nested "> > ") around a pasted log
         s = s[2:] if s[1:2] == " " else s[1:]
     if s[:1] == " ":
         m = _INDENTED_PREFIX_RE.match(s)

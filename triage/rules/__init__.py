@@ -32,6 +32,9 @@ MODULES = [
     "mdl_hub",
     "mdl_tokenizer",
     "mdl_cut_call",
+    # run: timeouts between vLLM's processes, warm-up steps named by their frames
+    "run_timeouts",
+    "run_frames",
 ]
 
 

@@ -37,7 +37,7 @@ UTIL_RES = (
 # in triage.logread.traceback, for every reader of frames).
 PHASES = STEPS
 # The message itself, when the frames are not in the log (vLLM re-raises some OOMs with its own words).
-PHASE_WORDS = [("warming up sampler", "sampler warm-up"), ("capturing cudagraph", "CUDA graph capture"),
+PHASE_WORDS = [("warming up sampler", "sampler warm-up"), ("warming up pooler", "pooler warm-up"), ("capturing cudagraph", "CUDA graph capture"),
                ("CUDA graph", "CUDA graph capture")]
 
 
@@ -47,7 +47,8 @@ def phase_of(frames_funcs: list[str], message: str = "") -> str | None:
     for fn, phase in PHASES:
         if fn in funcs:
             return phase
-    low = message.lower()
+    # torch's OOM report says how much sits "in private pools (e.g., CUDA Graphs)" whatever the phase
+    low = message.lower().replace("(e.g., cuda graphs)", "")
     for words, phase in PHASE_WORDS:
         if words.lower() in low:
             return phase

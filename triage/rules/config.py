@@ -180,7 +180,19 @@ RULES = [
              "than this version (e.g. gpt-oss's `openai`); a custom parser needs --tool-parser-plugin.",
          patterns=[r"invalid tool call parser: (?P<parser>[\w.-]+) \(cho(?:o)?se from",
                    # 0.6-0.33: the name given was not among the registered parsers
-                   r"--enable-auto-tool-choice requires tool_parser:'(?P<parser>[\w.-]*)' which has not been registered"],
+                   r"--enable-auto-tool-choice requires tool_parser:'(?P<parser>[\w.-]*)' which has not been registered",
+                   # 0.25+: the parser manager's lookup (ToolParserManager.get_tool_parser)
+                   r"Tool parser '(?P<parser>[\w.-]+)' not found"],
+         playbook="engine-config", confidence=0.9),
+    # --reasoning-parser: the CLI's check (0.9-0.33) and the manager's lookup (0.10: "reasoning helper", 0.25+)
+    Rule(signature="config.reasoning_parser_unknown", category="engine_config",
+         title="--reasoning-parser {parser} is not a parser this vLLM knows",
+         fix="Pick one of the reasoning parsers the error lists (they are named after model families: deepseek_r1, "
+             "qwen3, ...), or upgrade vLLM if the parser is newer than this release; a custom parser needs "
+             "--reasoning-parser-plugin.",
+         patterns=[r"invalid reasoning parser: (?P<parser>[\w.-]+) \(cho(?:o)?se from",
+                   r"Reasoning parser '(?P<parser>[\w.-]+)' not found\. Available parsers",
+                   r"reasoning helper: '(?P<parser>[\w.-]+)' not found in reasoning_parsers"],
          playbook="engine-config", confidence=0.9),
     Rule(signature="config.async_scheduling_unsupported", category="engine_config",
          title="--async-scheduling cannot be combined with this configuration ({detail})",
@@ -241,6 +253,25 @@ RULES = [
          patterns=[r"(?P<module>[\w.]+) is unsupported LoRA weight",
                    r"(?P<module>While loading [\w./-]+, expected target modules in \[.{0,120})"],
          playbook="engine-config", confidence=0.9),
+    # LoRAConfig's own checks of the LoRA launch settings and the combinations it refuses (vllm/config.py 0.6-0.10,
+    # vllm/config/lora.py 0.11+, vllm/lora/ managers): the setting is named in the message
+    Rule(signature="config.lora_settings_invalid", category="engine_config",
+         title="A LoRA launch setting is refused ({setting})",
+         fix="vLLM's LoRA configuration refused {setting}: adjust --max-loras / --max-cpu-loras / --max-lora-rank / "
+             "--lora-extra-vocab-size to the values the message allows (max_cpu_loras >= max_loras, a rank from the "
+             "listed sizes), or drop the LoRA option this release does not combine with the rest of the launch "
+             "(long-context LoRA, CPU offload, fully sharded LoRA, the chosen MoE backend).",
+         patterns=[r"(?P<setting>max_cpu_loras) \(\d+\) must be (?:>=|greater than or equal to) max_loras",
+                   r"(?P<setting>max_loras) \(\d+\) must be (?:>= ?1|less than or equal to max_cpu_loras)",
+                   r"(?P<setting>max_lora_rank) \(\d+\) must be one of",
+                   r"(?P<setting>lora_extra_vocab_size) \(\d+\) must be one of",
+                   r"(?P<setting>fully_sharded_loras) isn't compatible with",
+                   r"V1 LoRA does not support (?P<setting>long LoRA)", r"V0 LoRA does not support (?P<setting>CPU offload)",
+                   r"LoRA is not supported with (?P<setting>moe_backend=\S+)",
+                   r"(?P<setting>LoRA rank `r`) must be a positive integer",
+                   # the scheduler ran out of adapter slots: more distinct adapters in one batch than --max-loras
+                   r"(?P<setting>No free lora slots)"],
+         playbook="engine-config", confidence=0.85),
     Rule(signature="config.mm_limit_exceeded", category="engine_config",
          title="More {modality} inputs than --limit-mm-per-prompt allows ({limit})",
          fix="Raise the limit at launch, e.g. --limit-mm-per-prompt '{{\"{modality}\": N}}' (more memory is reserved per "

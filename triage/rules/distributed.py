@@ -146,7 +146,10 @@ RULES = [
          fix="Gloo (CPU-side coordination) uses the host's network: set GLOO_SOCKET_IFNAME / VLLM_HOST_IP to the "
              "interface the nodes share, and open the ports between nodes.",
          patterns=[r"Gloo connectFullMesh failed(?: with (?P<detail>.+))?", r"\[enforce fail at .*gloo.*\] (?P<detail>.+)",
-                   r"gloo/transport/tcp.{0,80}(?P<detail>Connection refused|Connection reset|timed out)"],
+                   r"gloo/transport/tcp.{0,80}(?P<detail>Connection refused|Connection reset|timed out)",
+                   # any error Gloo's TCP transport reports from its own source ("pair.cc:534] Connection closed by
+                   # peer [10.0.0.7]:36271", "Read error", "Socket Timeout"): the peer's link, not vLLM
+                   r"gloo/transport/tcp/\w+\.cc:\d+\] (?P<detail>[A-Za-z][^\[\]]{2,80}?)(?: \[|:? *$)"],
          playbook="distributed", confidence=0.85),
     Rule(signature="distributed.master_port", category="distributed",
          title="torch.distributed could not bind or reach its rendezvous address",
@@ -156,9 +159,13 @@ RULES = [
              "VLLM_HOST_IP to each node's routable address.",
          patterns=[r"DistNetworkError.{0,120}(?:address already in use|failed to listen|Connection refused|timed out)",
                    r"The server socket has failed to (?:listen|bind) on any local network address",
+                   # torch c10d socket.cpp's warning per address tried, before the error above
+                   r"The server socket has failed to bind to \S+ \(errno: 98 - Address already in use\)",
                    r"The client socket has timed out after \d+\w* while trying to connect to",
                    # torch's TCPStore client (c10d socket.cpp) and NCCL's unique-id exchange through the store
-                   r"The client socket has failed to connect to",
+                   # (not errno 99 "Cannot assign requested address": one of the addresses a name resolves to,
+                   # IPv6 ::1 for localhost, tried before the one that works)
+                   r"The client socket has failed to connect to(?!.{0,80}errno: 99)",
                    r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.{0,80}got error"],
          playbook="distributed", confidence=0.85),
     RAY_GPUS,

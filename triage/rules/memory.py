@@ -42,12 +42,13 @@ def _oom_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
     seqs = (scan.facts.get("launch_args") or {}).get("max_num_seqs")
     n = seqs
     for ln in scan.lines:
-        m2 = re.search(r"warming up sampler with (\d+) dummy requests", ln.text) if "warming up sampler" in ln.text else None
+        m2 = re.search(r"warming up (?:sampler|pooler)\b.{0,20}? with (\d+) dummy requests", ln.text) \
+            if "warming up " in ln.text else None
         if m2:
             n = int(m2.group(1))
             break
-    if phase == "sampler warm-up":
-        out["advice"] = (f"The weights and KV cache fit; the sampler's warm-up with {n or 'max_num_seqs'} dummy requests did "
+    if phase in ("sampler warm-up", "pooler warm-up"):
+        out["advice"] = (f"The weights and KV cache fit; the {phase.split()[0]}'s warm-up with {n or 'max_num_seqs'} dummy requests did "
                          f"not. Lower --max-num-seqs (e.g. {max(16, (n or 256) // 2)}), or leave more headroom outside "
                          f"the KV cache with a lower --gpu-memory-utilization{util_s}. A smaller model or more GPUs is "
                          "not needed.")
@@ -254,6 +255,9 @@ RULES = [
                    r"(?:CUDA|HIP) out of memory\. Tried to allocate (?P<tried>[\d.]+ [KMG]iB)",
                    r"(?:CUDA|HIP) error: out of memory", r"hipErrorOutOfMemory", r"CUBLAS_STATUS_ALLOC_FAILED", r"cudaErrorMemoryAllocation",
                    r"RuntimeError: CUDA out of memory",
+                   # the driver API's name for it (c10's "CUDA driver error", Triton's launcher, cuda-python)
+                   r"CUDA driver error: out of memory", r"Triton Error \[CUDA\]: out of memory",
+                   r"CUDA_ERROR_OUT_OF_MEMORY",
                    # c10 CUDACachingAllocator's OOM report lists the GPU's processes through NVML
                    # (reportProcessMemoryInfo); where NVML cannot (MIG, vGPU, containers) its asserts replace the
                    # OOM message: an allocation failed all the same
