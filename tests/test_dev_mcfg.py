@@ -10,11 +10,7 @@ from tests.dev_sets import check, load, params
 
 DEV, EXPECTED = load("dev-mcfg")
 # Misses not yet named by a mechanism, each with the reason.
-OPEN: dict[str, str] = {
-    # two workers' frames interleave and the paste ends: each worker's last frame is not near the end, so the
-    # cut traceback is not taken as cut (CUT_TB_TAIL in triage/logread/scan.py counts from the log's end)
-    "quantization--compressed-tensors-cc75-cut-frames.log": "interleaved cut tracebacks",
-}
+OPEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", params(EXPECTED, OPEN))

@@ -105,6 +105,9 @@ WEAK_WORDS: list[tuple[tuple[str, ...], str]] = [
     (("tensor_parallel_size", "tensor parallel", "pipeline_parallel", "max_model_len", "max_num_seqs",
       "max_num_batched_tokens", "--", "argument", "LoRA", "lora"), "engine_config"),
     (("transformers",), "model_support"),
+    # a model's multimodal inputs that do not fit its implementation (vLLM's input schemas, e.g.
+    # utils/tensor_schema.py "pixel_values dim[2] expected 448, got 384", the processor's placeholders)
+    (("pixel_values", "image_grid_thw", "image_sizes", "multimodal", "multi_modal", "multi-modal"), "model_support"),
 ]
 
 

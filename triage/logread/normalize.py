@@ -17,6 +17,8 @@ from triage.record import Record
 # it): most logs never show most of these layers, and compiling them all costs start-up time.
 ANSI_RE = lazy(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 CTRL_RE = lazy(r"[\x00-\x08\x0b-\x1f\x7f]")
+# A log pasted through a web page keeps its HTML escapes: "&nbsp; File &quot;/x.py&quot;".
+HTML_ENTITY_RE = lazy(r"&(?:nbsp|quot|lt|gt|amp|apos|#\d{1,5}|#x[0-9a-fA-F]{1,4});")
 
 _ISO_TIME = r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"
 # (a condition every match meets, the pattern)
@@ -43,12 +45,25 @@ _PREFIXES = [
     (lambda s: "[resource.labels." in s[:90],
      lazy(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY) " + _ISO_TIME
           + r" \[resource\.labels\.[\w.]+: [^\]]*\] ")),
+    # --- form: launchers' and viewers' own prefixes around vLLM's lines
+    # Buildkite's log viewer copied: a gutter bar before each line ("  | (EngineCore_DP0 pid=6804) ...")
+    (lambda s: s[:1] == " " and "| " in s[:6], lazy(r" {1,4}\|(?: |$)")),
+    # Slurm `srun --label` ("0: ", "12: "), Open MPI `--tag-output` ("[1,0]<stderr>:")
+    (lambda s: s[:1].isdecimal() and ": " in s[:7], lazy(r"\d{1,5}: ")),
+    (lambda s: s.startswith("[") and ">:" in s[:24], lazy(r"\[\d+,\d+\]<std(?:out|err)>:\s?")),
+    # pm2's log view: "0|vllm     | "
+    (lambda s: s[:1].isdecimal() and "|" in s[:4], lazy(r"\d+\|[\w.-]+\s*\| ")),
+    # a supervising script's "[2025-09-25 20:03:20] [/bin/sh]: " (a bracketed time, then its own tag)
+    (lambda s: s[:2] == "[2" and "]: " in s[:80], lazy(r"\[" + _ISO_TIME + r"\]\s+\[[^\]]{1,40}\]:\s?")),
+    # --- end form
 ]
 
 # (EngineCore_DP0 pid=1576), (Worker_TP3_EP3 pid=4191), (VllmWorker rank=0 pid=1110),
 # (RayWorkerWrapper pid=2202490, ip=10.0.0.7), (VllmWorkerProcess pid=221), (APIServer pid=1)
+# (VllmWorker TP0 pid=2748156) of 0.10, Ray Serve's (ServeReplica:llms:LLMServer:qwen pid=2345, ip=10.0.0.1)
 PROC_RE = lazy(
-    r"\((?:(?P<name>[A-Za-z_][\w-]*) )?(?:rank=(?P<rank>\d+) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[\w.:-]+))?\)\s?"
+    r"\((?:(?P<name>[A-Za-z_][\w:.-]*(?: (?!rank=)[\w:.-]+)*) )?(?:rank=(?P<rank>\d+) )?pid=(?P<pid>\d+)"
+    r"(?:, ip=(?P<ip>[\w.:-]+))?\)\s?"
 )
 
 # vLLM's header: "ERROR 02-14 10:12:44 [multiproc_executor.py:751] ", older "INFO 04-24 16:06:40 worker_base.py:157] "
@@ -85,6 +100,11 @@ FRAMEWORK_LOG_RE = lazy(
 _GLOG_LEVELS = {"D": "DEBUG", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL", "C": "CRITICAL"}
 # A launcher's own source tag in front of vLLM's process tag ("[Error] (Process) (EngineCore pid=2651) ").
 TAG_BEFORE_PROC_RE = lazy(r"\([A-Za-z][\w.-]*\)\s+(?=\((?:[A-Za-z_][\w-]* )?(?:rank=\d+ )?pid=\d+)")
+# vLLM's header with its level and time cut off by the paste: "[core.py:712] ", older "worker_base.py:157] ".
+BARE_SRC_RE = lazy(r"\[?(?P<src>[\w./-]+\.py:\d+)\]\s?")
+# --- form: TorchServe's frontend relays a worker's output under its own level (not the line's):
+# "2024-11-18T21:24:57,141 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - "
+TORCHSERVE_RE = lazy(r"\S+ \[[A-Z]+ ?\] \S+ MODEL_LOG - ")
 # Ray prints a line that several workers printed alike once, with this suffix.
 RAY_REPEAT_RE = lazy(r"\s*\[repeated \d+x across cluster\]\s*$")
 # run: a rendered quote copied with its bar (chat and terminal markdown renderers print "▎ " for "> ")
@@ -94,7 +114,7 @@ QUOTE_BARS = "\u258e\u258d\u258c\u258f"
 # (Compose's "name | " must look like a compose service here, not like source code "flags |= x".)
 _INDENTED_PREFIX_RE = lazy(
     r" +(?=\(\w[\w-]* (?:rank=\d+ )?pid=\d+|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} |\[?\d{4}-\d{2}-\d{2}[T ]"
-    r"|[A-Z][a-z]{2} [ \d]\d \d{2}:|\[rank\d+\]:|\[pod/|[A-Za-z0-9][\w.-]*[-_]\d+ +\| )"
+    r"|[A-Z][a-z]{2} [ \d]\d \d{2}:|\[rank\d+\]:|\[pod/|[A-Za-z0-9][\w.-]*[-_]\d+ +\| |\[[\w./-]+\.py:\d+\] )"
 )
 
 
@@ -127,6 +147,10 @@ def clean(raw: bytes | str) -> str:
         s = s.rstrip("\r")
         if "\r" in s:
             s = s.rsplit("\r", 1)[-1]
+    if "&" in s and ";" in s and HTML_ENTITY_RE.search(s):
+        import html
+
+        s = html.unescape(s).replace("\xa0", " ")
     if not s.isprintable() and CTRL_RE.search(s):  # control characters are not printable
         s = CTRL_RE.sub("", s.replace("\t", "    "))
     return s
@@ -147,6 +171,9 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
             s = s[indent:]
     if s.endswith("cluster]"):
         s = RAY_REPEAT_RE.sub("", s)
+    if "MODEL_LOG - " in s[:120]:
+        m = TORCHSERVE_RE.match(s)
+        s = s[m.end():] if m else s
     proc = level = src = ip = ""
     for _ in range(6):  # layers come in any order; a handful is the most seen in practice
         changed = False
@@ -198,6 +225,12 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
             m = HEADER_RE.match(s)
             if m:
                 level = "WARNING" if m.group("level") == "WARN" else m.group("level")
+                src = m.group("src")
+                s = s[m.end():]
+                changed = True
+        if not src and not changed and (s[:1] == "[" or ".py:" in s[:60]):
+            m = BARE_SRC_RE.match(s)
+            if m:
                 src = m.group("src")
                 s = s[m.end():]
                 changed = True

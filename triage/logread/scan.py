@@ -112,6 +112,8 @@ class Scanner:
         self._indent = 0  # a pasted log's indentation, learnt from its prefixed lines
         self._prev: Line | None = None  # the line fed last, and the exception it raised (if any)
         self._prev_exc: ExceptionRecord | None = None
+        self._prev_row = -2  # the number of the row fed last (a cut line's rows share the first's number)
+        self._prev_full = True  # that row may have been cut at its end
         self._shapes: dict[bytes, list] = {}  # shape -> [times, first no, last no, first Line]
         self.overflow = False  # a shape was not remembered (MAX_SHAPES): its lines are read again
 
@@ -185,14 +187,19 @@ class Scanner:
         no = ln.no
         key = f"{ln.proc}\x00{ln.text}" if ln.text.startswith((" ", "\t")) else ln.text
         prev, prev_exc = self._prev, self._prev_exc
-        if prev is not None and no == prev.no + 1 and _cut_row(prev, ln, prev_exc is not None):
+        joined = (prev is not None and no == self._prev_row + 1 and self._prev_full
+                  and _cut_row(prev, ln, prev_exc is not None))
+        if joined:
             # A terminal cut the line in two (see unwrap.py): the message gets its rest back.
-            prev.text += ln.text
+            prev.text += ln.text  # type: ignore[union-attr]
             if prev_exc is not None:
                 prev_exc.message += ln.text
         # Traceback frames must reach the assembler every time (each process has its own).
         rec = self._tb.feed(ln)
-        self._prev, self._prev_exc = ln, rec
+        if not joined:
+            self._prev, self._prev_exc = ln, rec
+        # a row as wide as the cut one may itself have been cut again: a message over three rows
+        self._prev_row, self._prev_full = no, len(ln.shown) >= CUT_MIN or not joined
         extract.extract(ln, self.scan.facts)
         if any(m in ln.text for m in COLLECT_ENV_MARKERS):
             self._collect_env_at.append(no)
@@ -229,14 +236,15 @@ class Scanner:
         # not selected, or another process' lines came in between.
         end = max(nlines, s.lines[-1].no if s.lines else 0)
         # Workers' tracebacks interleave: one cut by the paste's end is followed only by the other
-        # workers' lines, so its own process' last line is what it is measured from (near the end).
-        last_of: dict[str, int] = {}
-        for ln in s.lines[-CUT_INTERLEAVED:]:
-            if ln.proc:
-                last_of[ln.proc] = ln.no
+        # workers' lines, so what counts is how many lines its own process printed after its last frame
+        # (the frame's source and caret lines at most), near the end.
+        tail = s.lines[-CUT_INTERLEAVED:]
+
+        def printed_after(t: ExceptionRecord) -> int:  # a repeated line counts every time it was printed
+            return sum(s.spans.get(ln.no, (1, 0))[0] for ln in tail if ln.proc == t.line.proc and ln.no > t.line.no)
+
         s.cut_tracebacks = [t for t in self._tb.cut() if t.line.no + CUT_TB_TAIL >= end or (
-            t.line.proc and end - t.line.no <= CUT_INTERLEAVED
-            and t.line.no + CUT_TB_TAIL >= last_of.get(t.line.proc, 0))]
+            t.line.proc and end - t.line.no <= CUT_INTERLEAVED and printed_after(t) <= CUT_TB_TAIL)]
         # The step start-up died in, for every rule: from the first traceback whose frames say.
         phase = next((p for e in s.exceptions + s.cut_tracebacks if e.frames for p in [phase_of(e.frames)] if p), None)
         if phase:
@@ -275,11 +283,12 @@ def _cut_row(prev: Line, ln: Line, prev_is_exc: bool) -> bool:
     """`ln` looks like the rest of `prev` cut off by a terminal narrower than `prev`: a row with no
     prefix at all (nor a traceback's own shape) right after a long exception line or warning/error
     message that does not end a sentence (a cut falls anywhere; a message that ends with a full stop
-    was not cut there)."""
+    was not cut there). A cut that falls just before a word leaves one space at the row's head; a
+    traceback's own rows are indented by two or more."""
     t = ln.text
     return ((prev_is_exc or prev.level in ("WARNING", "ERROR", "CRITICAL")) and len(prev.shown) >= CUT_MIN
-            and not prev.shown.endswith((".", ":")) and bool(t)
-            and not t[0].isspace() and not ln.proc and not ln.level and len(t) == len(ln.shown)
+            and not prev.shown.endswith((".", ":")) and bool(t.strip())
+            and not t[:2].isspace() and not ln.proc and not ln.level and len(t) == len(ln.shown)
             and not t.startswith(RECORD_STARTS) and EXC_RE.match(t) is None)
 
 

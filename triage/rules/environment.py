@@ -14,8 +14,9 @@ from triage.rules.wrappers import is_wrapper
 WINDOWS_RE = re.compile(r'File "[A-Za-z]:\\[^"]*\\vllm\\|\[MSC v\.\d+|\bon win32\b|Python platform\s*:\s*Windows-'
                         r'|\\Scripts\\vllm(?:\.exe)?\\__main__\.py')
 # What vLLM's import dies of there: Linux-only stdlib modules (resource in vllm/utils, fcntl, termios),
-# the CUDA extension no Windows wheel ships, uvloop.
-WINDOWS_IMPORT_RE = re.compile(r"No module named '(?:vllm\._C|resource|fcntl|termios|uvloop|vllm\.vllm_flash_attn)")
+# the CUDA extension no Windows wheel ships, uvloop; any part of vllm itself (pip there installs a release
+# that is not whole, or an old one without the module the console script imports).
+WINDOWS_IMPORT_RE = re.compile(r"No module named '(?:vllm(?:\.[\w.]+)?|resource|fcntl|termios|uvloop)'")
 
 
 def native_windows(scan: Scan) -> bool:
@@ -39,7 +40,8 @@ def _native_windows(scan: Scan) -> Diagnosis | None:
     return Diagnosis(
         category="environment", signature="environment.unsupported_platform",
         title="vLLM does not support this platform (native Windows)",
-        confidence=0.8, evidence=[Evidence(ev.line.no, ev.line.shown), Evidence(sign.no, sign.shown)],
+        # above the install rules' readings of the same import error: there, the platform explains it
+        confidence=0.85, evidence=[Evidence(ev.line.no, ev.line.shown), Evidence(sign.no, sign.shown)],
         facts={"detail": "native Windows", "platform": "windows"},
         fix=Fix("vLLM runs on Linux only: on Windows run it inside WSL2 (Ubuntu, with the NVIDIA driver for WSL) "
                 "or in a Linux container with Docker Desktop's GPU support; pip on native Windows installs a vLLM "
