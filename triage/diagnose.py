@@ -15,6 +15,7 @@ from triage.lazyre import lazy
 from typing import Any
 
 from triage.catalogue.areas import TYPE_AREAS, VAGUE, area_of_frames
+from triage.catalogue.wordclass import reconsider
 from triage.exception_words import category_from_words, decisive, failure_words
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord, phase_of
@@ -84,6 +85,8 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
     if not any(not r.secondary for r, _ in found):
         used = {e.line for _, d in found for e in d.evidence}
         fb = unknown(scan, harmless_lines | used) or _unknown_exception(scan, harmless_lines, used)
+        if fb is not None:
+            fb = reconsider(scan, fb)
         # a guess that only agrees with what a hand rule already said adds nothing: the rule's words win
         if fb is not None and all(d.category != fb.category for _, d in found):
             found.append((Rule(fb.signature, fb.category, fb.title, "", confidence=fb.confidence), fb))
