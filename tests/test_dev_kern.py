@@ -64,6 +64,8 @@ def test_head_dimension_refusal_is_attention_backend(text):
     ('  File "/x/site-packages/flashinfer/mla/_sparse_mla_sm120.py", line 402, in _paged_attention\n'
      "tvm.error.InternalError: Check failed: output.size(0) == num_tokens (84 vs. 83) :", "FlashInfer"),
     ("Unsupported sparse-MLA prefill configuration: model=DSV4 num_heads=16 topk=512 page_block_size=64", "FlashInfer"),
+    # DeepGEMM's relative __FILE__ (csrc/apis/, csrc/jit/) without its package name
+    ("RuntimeError: Assertion error (csrc/apis/layout.hpp:49): not disable_ue8m0_cast", "DeepGEMM"),
 ])
 def test_library_check_formats(text, lib):
     d = top(text + "\n")

@@ -3,8 +3,8 @@
 - FlashInfer: `flashinfer::Error` (include/flashinfer/exception.h, FLASHINFER_ERROR / FLASHINFER_CHECK) prints
   "Error in function '<func>' at <file>:<line>: <message>", whatever the check;
 - DeepGEMM: `DGException` (csrc/utils/exception.hpp, DG_HOST_ASSERT / DG_CUDA_*_CHECK) prints
-  "<kind> error (<file>:<line>): <reason>"; counted when the file is plainly DeepGEMM's (its source tree or its
-  jit_kernels/ directory), or FlashMLA's (which uses the same class): other files of that form are left to the
+  "<kind> error (<file>:<line>): <reason>"; counted when the file is plainly DeepGEMM's (its source tree, its
+  csrc/apis|jit|jit_kernels|utils/ layout), or FlashMLA's (which uses the same class): other files of that form are left to the
   traceback's frames.
 
 - DeepGEMM before its exception carried parentheses (mid-2025): "Failed: Assertion error <file>:<line> '<cond>'";
@@ -30,7 +30,9 @@ from triage.rules.base import Rule
 FLASHINFER_ERROR_RE = lazy(r"Error in function '(?P<func>[\w:<>~]+)' at (?P<file>\S+?):(?P<line>\d+): (?P<msg>.{1,300})",
                            needles=("Error in function '",))
 DEEPGEMM_ERROR_RE = lazy(r"(?P<kind>Assertion|CUDA runtime|CUDA driver|NVRTC|NVCC|Compilation|Runtime|Unknown) error "
-                         r"\((?P<file>[^()\s]*(?:deep_?gemm|DeepGEMM|jit_kernels/|flash_?mla|FlashMLA)[^()\s]*"
+                         r"\((?P<file>[^()\s]*(?:deep_?gemm|DeepGEMM|jit_kernels/|flash_?mla|FlashMLA|"
+                         # DeepGEMM's own source layout, as its relative __FILE__ prints it
+                         r"csrc/(?:apis|jit|utils)/)[^()\s]*"
                          r":\d+)\): (?P<msg>.{1,300})",
                          needles=(" error (",))
 DEEPGEMM_OLD_RE = lazy(r"Failed: (?P<kind>Assertion|CUDA runtime|CUDA driver|NVRTC|NVCC|Compilation|Runtime) error "
