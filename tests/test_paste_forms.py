@@ -141,3 +141,42 @@ def test_a_traceback_pasted_through_a_web_page_keeps_its_frames():
         assert (exc.type, len(exc.frames)) == ("ValueError", 2)
         assert first(pasted).category == "quantization"
     assert scan_text("a &amp;&amp; b; x &lt; y\n").lines[0].text == "a && b; x < y"
+
+
+def test_a_message_cut_before_the_word_it_is_filed_under_is_found_by_its_first_words():
+    """vLLM 0.10.2+'s model_loader/__init__.py "The model loader must be a subclass of `BaseModelLoader`.",
+    pasted cut: the catalogue finds it by its first words."""
+    from triage.catalogue.store import load
+
+    cat = load()
+    [m, *_] = cat.match("The model loader must be a subclass of")
+    assert m.template.module == "vllm/model_executor/model_loader/__init__.py" and m.share < 1
+    d = first("The model loader must be a subclass of")
+    assert d.category == "model_loading" and d.signature.startswith("catalogue.") and d.confidence < 0.5
+    assert not cat.match("hello world, this is a plain line of a program's output")
+
+
+def test_an_exception_group_gives_way_to_the_exceptions_it_holds():
+    """Python 3.11+'s TaskGroup failure (starlette in the API server): the group first, then the exception it
+    holds, each behind a "| " gutter."""
+    text = "\n".join([
+        "  + Exception Group Traceback (most recent call last):",
+        '  |   File "/usr/local/lib/python3.12/dist-packages/starlette/middleware/base.py", line 189, in __call__',
+        "  |     with collapse_excgroups():",
+        "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+        "  +-+---------------- 1 ----------------",
+        "    | Traceback (most recent call last):",
+        '    |   File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/quantization/zzz.py", line 42, in f',
+        '    |     raise ValueError("frobnicated widgets disagree")',
+        "    | ValueError: frobnicated widgets disagree",
+        "    +------------------------------------"])
+    assert [e.type for e in scan_text(text + "\n").exceptions] == ["ExceptionGroup", "ValueError"]
+    d = first(text)
+    assert d.category == "quantization" and "frobnicated" in d.title
+
+
+def test_pytests_failure_lines():
+    scan = scan_text("E       ValueError: The quantization method awq is not supported for the current GPU. "
+                     "Minimum capability: 75. Current capability: 70.\n")
+    assert scan.exceptions[0].type == "ValueError"
+    assert first(scan.lines[0].shown).category == "quantization"

@@ -303,6 +303,9 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
                   if not is_wrapper(e.text) and e.line.no not in harmless_lines and e.line.no not in used_lines
                   and e.short_type not in ("KeyboardInterrupt", "SystemExit", "CancelledError")]
     if candidates:
+        from triage.catalogue.infer import drop_groups
+
+        candidates = drop_groups(candidates)
         # The root of a chain, else the earliest exception that ended a traceback.
         in_tb = [e for e in candidates if e.in_traceback] or candidates
         exc = min(in_tb, key=lambda e: e.line.no)

@@ -31,6 +31,15 @@ MAX_ROOTS = 2
 FRAGMENT_LINES = 40  # an input this short is a paste, not a whole log
 SHORT_PASTE = 12  # ... and this short, a paste of the lines its author took for the failure
 SKIP_TYPES = ("KeyboardInterrupt", "SystemExit", "CancelledError")
+# Python 3.11+ prints a TaskGroup's failure (starlette/anyio in the API server) as a group first and the
+# exceptions it holds after it, each in its own "| " frame: the group says only that something inside failed.
+GROUP_TYPES = ("ExceptionGroup", "BaseExceptionGroup")
+
+
+def drop_groups(excs: list[ExceptionRecord]) -> list[ExceptionRecord]:
+    """The exceptions without the groups that only hold them (a group alone stays: it is all there is)."""
+    held = [e for e in excs if e.short_type not in GROUP_TYPES]
+    return held or excs
 
 
 def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any, frames: bool = True,
@@ -58,8 +67,8 @@ def diagnose_unknown(scan: Scan, skip_lines: set[int], wrapper: Any, frames: boo
 
 def _candidates(scan: Scan, skip: set[int], wrapper: Any):
     """(text, line, exception or None, whether a logged-warning template may explain it), errors first."""
-    excs = [e for e in scan.exceptions if e.line.no not in skip and e.short_type not in SKIP_TYPES
-            and not wrapper(e.text)]
+    excs = drop_groups([e for e in scan.exceptions if e.line.no not in skip and e.short_type not in SKIP_TYPES
+                        and not wrapper(e.text)])
     roots = []
     for e in sorted(excs, key=lambda e: (not e.in_traceback, e.line.no)):
         while e.caused_by is not None and not wrapper(e.caused_by.text):

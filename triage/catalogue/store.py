@@ -40,6 +40,9 @@ GENERIC = PYTHON_OWN + ("object has no attribute", "has no attribute", "No such 
            "invalid", "Unknown", "unknown", "Expected", "expected", "got ", "Cannot", "cannot", "Please", "please",
            "No module named", "cannot import name", "CUDA error", "Error", "error")
 MAX_CANDIDATES = 400
+HEAD_SPAN = 40  # a message's first characters, where a paste or a terminal usually cuts it
+CUT_MIN_CHARS = 30  # a shorter line is too little of a message to look it up by its first words
+ENDS = (".", "!", "?")  # a line ending a sentence was not cut in the middle of one
 
 
 class Template(Record):
@@ -107,6 +110,7 @@ class Catalogue:
         if len(self._rows) != n or len(self.index) != head["index"]:
             raise ValueError("catalogue truncated")
         self._made: dict[int, Template] = {}
+        self._heads: dict[str, list[int]] | None = None  # built on first use: see head_candidates
 
     def ids(self, word: str) -> list[int]:
         return [int(i) for i in self.index.get(word, "").split()]
@@ -148,13 +152,43 @@ class Catalogue:
                     break
         return list(out)
 
+    def head_candidates(self, text: str) -> list[int]:
+        """Templates whose message begins with words of the line: a message cut before the word it is filed
+        under (index) is still found by its first words. The table of first words is built on first use."""
+        heads = self._heads
+        if heads is None:
+            heads = self._heads = {}
+            for i, row in enumerate(self._rows):
+                start = row.split("\t", 5)[5].split(self.hole, 1)[0][:HEAD_SPAN]
+                for w in {w.lower() for w in WORD_RE.findall(start)}:
+                    heads.setdefault(w, []).append(i)
+        words = sorted({w.lower() for w in WORD_RE.findall(text[:HEAD_SPAN + 40])}, key=lambda w: len(heads.get(w, ())))
+        out: dict[int, None] = {}
+        for w in words:
+            ids = heads.get(w)
+            if not ids:
+                continue
+            if len(ids) > MAX_CANDIDATES:
+                break  # the rarest words are taken first: the rest are common to too many messages
+            out.update(dict.fromkeys(ids))
+            if len(out) > MAX_CANDIDATES:
+                break
+        return list(out)
+
     def match(self, text: str) -> list[Match]:
         """Every template the line matches, the best (most literal text covered) first."""
         flat = SPACE_RE.sub(" ", text)
+        found = self._matches(flat, self.candidates(flat))
+        stripped = flat.rstrip()
+        if not found and len(stripped) >= CUT_MIN_CHARS and not stripped.endswith(ENDS):
+            # a line that stops mid-sentence: a message cut before the word it is filed under
+            found = self._matches(flat, self.head_candidates(flat))
+        return found
+
+    def _matches(self, flat: str, ids: list[int]) -> list[Match]:
         found: list[Match] = []
-        for i in self.candidates(flat):
-            t = self.template(i)
-            m = _match(t, flat)
+        for i in ids:
+            m = _match(self.template(i), flat)
             if m is not None:
                 found.append(m)
         found.sort(key=lambda m: (-m.matched, -m.share, m.template.package != "vllm", m.template.module))

@@ -55,6 +55,8 @@ _PREFIXES = [
     (lambda s: s[:1].isdecimal() and "|" in s[:4], lazy(r"\d+\|[\w.-]+\s*\| ")),
     # a supervising script's "[2025-09-25 20:03:20] [/bin/sh]: " (a bracketed time, then its own tag)
     (lambda s: s[:2] == "[2" and "]: " in s[:80], lazy(r"\[" + _ISO_TIME + r"\]\s+\[[^\]]{1,40}\]:\s?")),
+    # pytest's failure lines: "E       ValueError: ..." (a test that started vLLM)
+    (lambda s: s[:3] == "E  ", lazy(r"E {3,}")),
     # --- end form
 ]
 
