@@ -186,3 +186,26 @@ def test_rendezvous_client_warning_alone_is_not_a_failure():
     d = top("[W socket.cpp:697] [c10d] The client socket has failed to connect to [localhost]:29500 (errno: 99 - "
             "Cannot assign requested address).\n")
     assert d is None or d.confidence <= 0.5
+
+
+FAULT = ('Traceback (most recent call last):\n'
+         '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 4530, in _capture_cudagraphs\n    self._dummy_run(\n'
+         '  File "/x/vllm/model_executor/models/qwen3_moe.py", line 512, in forward\n    h = self.model(x)\n')
+
+
+def test_fault_inside_capture_is_capture():
+    d = first(FAULT + "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
+    assert d.signature == "cudagraph.fault_during_capture", (d.signature, d.title)
+
+
+def test_fault_inside_a_library_during_capture_is_the_library():
+    d = first(FAULT + '  File "/x/flashinfer/decode.py", line 1200, in run\n    self._cached_module.run(\n'
+              "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n")
+    assert d.signature != "cudagraph.fault_during_capture", (d.signature, d.title)
+
+
+def test_fault_outside_capture_is_a_kernel():
+    d = first('Traceback (most recent call last):\n'
+              '  File "/x/vllm/v1/worker/gpu_model_runner.py", line 2412, in execute_model\n    out = self.model(x)\n'
+              "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    assert d.category == "kernel_library", (d.signature, d.title)

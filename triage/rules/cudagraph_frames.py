@@ -164,3 +164,40 @@ RULES += [
          title="A CUDA error stopped CUDA-graph capture", fix="", check=_error_during_capture, confidence=0.55,
          playbook="cudagraph-capture"),
 ]
+
+
+# An illegal address (or a misaligned one, a failed launch) raised from inside vLLM's capture step, with no
+# kernel library's frames below the step: the forward pass faults only as it is captured (the graph replays
+# buffers sized for the largest capture size, a FULL graph bakes an attention backend's metadata in), which
+# --enforce-eager confirms. A library's frames below the step name that library (kernels.illegal_memory_access).
+FAULTS = ("an illegal memory access was encountered", "misaligned address", "unspecified launch failure")
+
+
+def _fault_in_capture(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    for exc in scan.exceptions:
+        fault = next((f for f in FAULTS if f in exc.text), None)
+        if fault is None or not exc.frames:
+            continue
+        step = _capture_step(exc.frames)
+        if step is None or _library_inside(exc.frames, step):
+            continue
+        where = f"{step.file.replace(chr(92), '/').rsplit('/', 1)[-1]}:{step.line} ({step.func})"
+        return Diagnosis(
+            category="cudagraph_capture", signature="cudagraph.fault_during_capture",
+            title=f"The GPU faulted ({fault}) while capturing CUDA graphs (in {where})",
+            confidence=0.75, evidence=[Evidence(exc.line.no, exc.line.shown)],
+            facts={"capture_frame": where, "fault": fault},
+            fix=Fix("The fault came from the forward pass vLLM was capturing. Relaunch with --enforce-eager: if it "
+                    "starts, capture is the trigger; then try cudagraph_mode PIECEWISE (-cc.cudagraph_mode=PIECEWISE), "
+                    "fewer capture sizes (-cc.cudagraph_capture_sizes / --max-num-seqs), --disable-custom-all-reduce "
+                    "with tensor parallelism, or another attention backend, and report it upstream with "
+                    "CUDA_LAUNCH_BLOCKING=1 output.", "cudagraph-capture"),
+            first_line=exc.line.no)
+    return None
+
+
+RULES += [
+    Rule(signature="cudagraph.fault_during_capture", category="cudagraph_capture",
+         title="The GPU faulted while capturing CUDA graphs", fix="", check=_fault_in_capture, confidence=0.75,
+         playbook="cudagraph-capture"),
+]
