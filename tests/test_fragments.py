@@ -210,8 +210,10 @@ def test_fallback_without_decisive_words_says_unrecognised_quietly():
 def test_fallback_reads_a_bare_assertion_by_its_source_line():
     d = _fallback(
         W + "Traceback (most recent call last):\n"
+        # (a frame in the runner's drafting step, propose_draft_token_ids, is named by speculative.drafter_crash
+        # before any fallback: here only the assert's source line says it)
         + W + '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 2310, '
-              "in propose_draft_token_ids\n"
+              "in execute_model\n"
         + W + "    assert self.drafter.num_speculative_tokens == len(draft_token_ids[0])\n"
         + W + "AssertionError\n")
     assert d.category == "speculative_decoding" and d.facts["category_decided"] is True
