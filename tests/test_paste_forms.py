@@ -180,3 +180,14 @@ def test_pytests_failure_lines():
                      "Minimum capability: 75. Current capability: 70.\n")
     assert scan.exceptions[0].type == "ValueError"
     assert first(scan.lines[0].shown).category == "quantization"
+
+
+def test_an_exception_quoted_in_prose_between_backticks_is_read_as_raised():
+    """"I hit `ValueError: ...`", "- `RuntimeError: ...`": the quoted exception is the failure; a type named in
+    passing (`ValueError` docs) or a backticked argument is not."""
+    scan = scan_text("When I start it I hit `ValueError: " + NO_BLOCKS.split(": ", 1)[1] + "` every time.\n")
+    assert [e.short_type for e in scan.exceptions] == ["ValueError"]
+    assert first("- `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB` during warm-up"
+                 ).category == "gpu_oom"
+    assert first("It fails with `" + NO_BLOCKS + "`").category == "kv_cache_memory"
+    assert not scan_text("uses `torch_dtype`, which is deprecated; see the `ValueError` docs\n").exceptions

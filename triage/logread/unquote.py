@@ -8,6 +8,8 @@
   `\\n`. The message is decoded and split into its lines (often a whole traceback).
 - A traceback quoted as one string with `\\n` escapes.
 - A log kept by Docker's json-file driver (`{"log":"INFO ...\\n","stream":"stderr","time":...}`).
+- An exception quoted in prose or a list item, between backticks: "I hit `ValueError: ...` in warm-up",
+  "- `RuntimeError: ...`": the quoted exception is also read as a line of its own.
 - A Jupyter notebook's error output pasted from the .ipynb JSON: `"evalue": "..."`, and the
   `"traceback": [...]` strings with their colours escaped (`"\\u001b[0;31mValueError\\u001b[0m: ..."`).
 
@@ -30,11 +32,15 @@ _KEY_RE = lazy(r"""(?:["'](?:message|detail|msg|evalue)["']\s*:?|(?:message|deta
                needles=("message", "detail", "msg", "evalue"))
 # One string of a JSON list on its own line: `  "\u001b[0;31mValueError\u001b[0m: msg",`
 _JSON_ITEM_RE = lazy(r'^\s*"(?P<s>(?:[^"\\]|\\.)*)",?\s*$', needles=('"',))
+# `ValueError: msg`, `torch.OutOfMemoryError: msg`, `AssertionError` inside backticks (markdown prose)
+_TICKED_RE = lazy(r"`(?P<s>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Interrupt|Exit)\b:[^`]+)`",
+                  needles=("`",))
 
 
 def may_quote(text: str) -> bool:
     return ("('" in text or '("' in text or "message" in text or "detail" in text or "\\n" in text
-            or text.startswith('{"log":') or "\\u001b" in text or '"evalue"' in text)
+            or text.startswith('{"log":') or "\\u001b" in text or '"evalue"' in text
+            or ("`" in text and ("Error" in text or "Exception" in text)))
 
 
 def expand(text: str) -> tuple[bool, list[str]] | None:
@@ -71,6 +77,10 @@ def _expand(text: str) -> tuple[bool, list[str]] | None:
         if out:
             return True, out[:MAX_LINES]
     out = None
+    if "`" in text:
+        ticked = [m.group("s").strip() for m in _TICKED_RE.finditer(text)]
+        if ticked:
+            return False, ticked[:MAX_LINES]
     if out is None and "{" in text and ("message" in text or "detail" in text):
         out = _body(text)
     if out is None and "\\n" in text and ("Traceback (most recent call last)" in text or "Error" in text):
