@@ -31,6 +31,7 @@ MODULES = [
     "mdl_hub",
     "mdl_tokenizer",
     "mdl_cut_call",
+    "mdl_weights",
 ]
 
 
