@@ -116,3 +116,16 @@ def test_template_frame_decides():
 def test_concatenation_typeerror_without_a_template_is_not_named_one():
     d = top('  File "/app/prep.py", line 9, in build\nTypeError: can only concatenate str (not "list") to str\n')
     assert d is None or d.signature != "tokenizer.template_raised"
+
+
+@pytest.mark.parametrize("text, signature", [
+    ("requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: "
+     "https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json", "model_loading.gated_or_auth"),
+    ("KeyError: 'rope_theta'", "model_support.rope_config_unreadable"),
+    ("TypeError: Qwen2_5_VLProcessor.__init__() got an unexpected keyword argument 'video_processor'",
+     "model_support.mm_processor_failed"),
+    ("OSError: Unable to load weights from pytorch checkpoint file for '/models/x/pytorch_model.bin' at "
+     "'/models/x/pytorch_model.bin'.", "model_loading.pickle_checkpoint_refused"),
+])
+def test_hub_rope_processor_and_pickle_forms(text, signature):
+    assert first(text).signature == signature

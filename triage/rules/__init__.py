@@ -32,6 +32,7 @@ MODULES = [
     "mdl_hub",
     "mdl_tokenizer",
     "mdl_cut_call",
+    "mdl_weights",
     # run: timeouts between vLLM's processes, warm-up steps named by their frames
     "run_timeouts",
     "run_frames",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
@@ -44,6 +45,7 @@ CONF = 0.55  # above the fallback's frame guess (the call says more than the fra
 # vLLM's request and start-up plumbing: a frame here names no subsystem, the call it makes does
 PLUMBING = ("/vllm/inputs/", "/vllm/v1/engine/", "/vllm/engine/", "/vllm/entrypoints/", "/vllm/renderers/",
             "/vllm/multimodal/", "/vllm/transformers_utils/processor", "/vllm/v1/worker/")
+TAIL = 40  # lines from the end of a paste where a traceback it ends inside may start
 
 
 def _call_line(scan: Scan, frame_line_no: int) -> str:
@@ -56,28 +58,53 @@ def _call_line(scan: Scan, frame_line_no: int) -> str:
     return ""
 
 
+def _ends_in_plumbing(scan: Scan) -> tuple[Line, Line] | None:
+    """(frame line, call line) when the paste ends on the source line of a frame in vLLM's plumbing, even where the
+    traceback reader could not take the traceback whole (a terminal wrapped its rows mid-path)."""
+    lines = [ln for ln in scan.lines if ln.text.strip()]
+    if len(lines) < 3 or lines[-1].text.strip().startswith(("File ", "Traceback")):
+        return None
+    tail = lines[-TAIL:]
+    start = next((i for i in range(len(tail) - 1, -1, -1) if "Traceback (most recent call last)" in tail[i].text), None)
+    if start is None or any(e.line.no > tail[start].no for e in scan.exceptions):
+        return None
+    # the rows above the call line, joined without the break a terminal put into the path
+    above = "".join(ln.text.strip() for ln in tail[max(start + 1, len(tail) - 3):-1])
+    frame = next((ln for ln in reversed(tail[start + 1:-1]) if 'File "' in ln.text), None)
+    last_path = re.findall(r'([\w/.-]+\.py)", line \d+', above)
+    if frame is None or not last_path or not any("/vllm/" in ln.text for ln in tail[start + 1:]) \
+            or not any(p.strip("/").split("/", 1)[-1] in last_path[-1] for p in PLUMBING):
+        return None
+    return frame, lines[-1]
+
+
 def _cut_call(scan: Scan, want: str) -> Diagnosis | None:
+    found: list[tuple[Line, str, list[str]]] = []
     for tb in scan.cut_tracebacks:
         inner = "/" + tb.frames[-1].file.replace("\\", "/") if tb.frames else ""
-        if not any(p in inner for p in PLUMBING):
-            continue  # a deeper frame in code of its own says more
-        call = _call_line(scan, tb.line.no)
+        if any(p in inner for p in PLUMBING):
+            found.append((tb.line, _call_line(scan, tb.line.no), [f.func for f in tb.frames[-3:]]))
+        # else a deeper frame in code of its own says more
+    if not scan.cut_tracebacks:
+        ends = _ends_in_plumbing(scan)
+        if ends is not None:
+            found.append((ends[0], ends[1].text.strip(), []))
+    for line, call, funcs in found:
         for rx, cat, step, sig in CALLS:
             if cat != want:
                 continue
-            m = rx.search(call) or next((rx.search(f.func) for f in reversed(tb.frames[-3:]) if rx.search(f.func)), None)
+            m = rx.search(call) or next((rx.search(f) for f in reversed(funcs) if rx.search(f)), None)
             if m is None:
                 continue
             return Diagnosis(
                 category=cat, signature=sig,
                 title=f"Failed inside {step} (the traceback is cut in {m.group(0)}); the error message itself is cut off",
-                confidence=CONF, evidence=[Evidence(tb.line.no, tb.line.shown)],
+                confidence=CONF, evidence=[Evidence(line.no, line.shown)],
                 facts={"call": m.group(0), "step": step,
                        "category_guessed_from": "the call in progress where the traceback is cut"},
                 fix=Fix(FIXES[cat], "model-support" if cat == "model_support" else "tokenizer-chat-template"),
-                first_line=tb.line.no)
+                first_line=line.no)
     return None
-
 
 RULES = [
     Rule(signature="model_support.cut_in_mm_processor", category="model_support",

@@ -447,7 +447,10 @@ RULES = [
          title="The model repository needs authentication (gated or private)",
          fix="Accept the model's licence on Hugging Face and set HF_TOKEN for the vLLM process.",
          patterns=[r"GatedRepoError", r"Access to model [\w/.-]+ is restricted", r"401 Client Error.{0,80}huggingface",
-                   r"You are trying to access a gated repo"],
+                   r"You are trying to access a gated repo",
+                   # a token without access: huggingface_hub's 403 (fine-grained tokens lack gated-repo access by default)
+                   r"403 (?:Client Error|Forbidden).{0,80}(?:huggingface\.co|hf\.co)",
+                   r"enable access to public gated repositories in your fine-grained token"],
          playbook="model-loading", confidence=0.9),
     Rule(signature="model_loading.corrupt_weights", category="model_loading",
          title="The weight files are corrupt or incomplete",
@@ -524,7 +527,10 @@ RULES = [
                    r"Failed to load the (?P<processor>processor|feature extractor|image processor)\. If the",
                    # transformers' Auto* classes: the processor class named in the checkpoint is one this transformers
                    # does not have (renamed, newer, or remote code)
-                   r"Unrecognized (?P<processor>image processor|processing class|video processor|feature extractor) in "],
+                   r"Unrecognized (?P<processor>image processor|processing class|video processor|feature extractor) in ",
+                   # a processor class of another transformers release: its constructor takes other arguments
+                   r"(?P<processor>\w+(?:Processor|FeatureExtractor))(?:\.__init__)?\(\) (?:got an unexpected keyword "
+                   r"argument|missing \d+ required positional argument)"],
          playbook="model-support", confidence=0.8),
     Rule(signature="tokenizer.load_failed", category="tokenizer_chat_template",
          title="The tokenizer could not be loaded ({detail})",
@@ -760,7 +766,11 @@ RULES += [
              "model; if you edited config.json, give rope_scaling a rope_type.",
          patterns=[r"(?P<detail>rope_(?:scaling|parameters) should have a 'rope_type' key)",
                    r"(?P<detail>Found conflicts between 'rope_type=[\w-]+' \(modern field\) and 'type=[\w-]+')",
-                   r"(?P<detail>rope_parameters must define each attention block type)"],
+                   r"(?P<detail>rope_parameters must define each attention block type)",
+                   # a RoPE key the reading side does not find: configs written for transformers 5 (rope_theta inside
+                   # rope_parameters) read by an older vLLM, or the other way round
+                   r"KeyError: '(?P<detail>rope_theta|rope_type|rope_parameters|rope_scaling|mrope_section|"
+                   r"partial_rotary_factor)'"],
          playbook="model-support", confidence=0.85),
 ]
 
