@@ -287,3 +287,21 @@ def test_the_shell_reporting_a_killed_job_is_the_oom_killer(line):
 def test_nvml_mismatch_inside_the_container_hook_is_the_driver():
     d = top("nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown\n")
     assert (d.signature, d.category) == ("cuda.nvml_driver_mismatch", "cuda_driver")
+
+
+# ---- the grep path keeps these lines (no error word on them) -----------------------------------------------------
+
+@pytest.mark.parametrize("line,sig", [
+    ("bash: nvidia-smi: command not found", "environment.no_gpu_visible"),
+    ("mkdir: cannot create directory '/models/.cache': Permission denied", "environment.permission_denied"),
+    ("libgomp: Thread creation failed: Resource temporarily unavailable", "environment.resource_limit"),
+])
+def test_causes_without_an_error_word_survive_the_file_prefilter(tmp_path, line, sig):
+    from triage.diagnose import diagnose
+    from triage.logread import scan_path
+    noise = "".join(f"INFO 01-01 10:00:{i % 60:02d} [loggers.py:123] Engine 000: Avg prompt throughput: {i}.0 tokens/s\n"
+                    for i in range(400))
+    log = tmp_path / "vllm.log"
+    log.write_text(noise + line + "\n" + noise)
+    ds, _ = diagnose(scan_path(str(log)))
+    assert ds and ds[0].signature == sig, [(d.signature, d.title) for d in ds[:3]]

@@ -57,6 +57,10 @@ PREFILTER = (
     # -- end envi
     # (attk) CUDA-graph capture started / finished: the step a bare CUDA error interrupted (rules/cudagraph_frames.py)
     "|Capturing CUDA graph|Capturing cudagraphs|Capturing the model for CUDA|capturing finished"
+    # -- inst: lines with no error word that still state the cause: pip's / uv's failed build step, a shell that
+    # cannot find a program, a path the OS refused, a thread it could not start
+    "|did not run successfully|command not found|Permission denied|Thread creation failed|pthread_create"
+    # -- end inst
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a
