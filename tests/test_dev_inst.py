@@ -262,3 +262,46 @@ def test_an_optional_import_logged_in_passing_is_no_missing_dependency():
     d = top("WARNING 01-01 10:00:00 [utils.py:10] ModuleNotFoundError: No module named 'cbor2'\n"
             "INFO 01-01 10:00:05 [api_server.py:1000] Starting vLLM API server on http://0.0.0.0:8000\n")
     assert d is None or d.signature != "install.dependency_missing"
+
+
+# ---- ports, the shell's kill report, NVML in the container hook --------------------------------------------------
+
+@pytest.mark.parametrize("line,port", [
+    ("ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): [errno 98] address already "
+     "in use", "8000"),
+    ("docker: Error response from daemon: driver failed programming external connectivity on endpoint vllm (1a2b): "
+     "Bind for 0.0.0.0:8000 failed: port is already allocated.", "8000"),
+    ("Error starting userland proxy: listen tcp4 0.0.0.0:8001: bind: address already in use.", "8001"),
+])
+def test_a_port_already_taken(line, port):
+    d = top(line + "\n")
+    assert d.signature == "environment.port_in_use" and port in d.title
+
+
+@pytest.mark.parametrize("line", ["/bin/bash: line 1:  4242 Killed                  vllm serve Qwen/Qwen3-32B",
+                                  "[1]+  Killed                  vllm serve Qwen/Qwen3-32B --port 8000"])
+def test_the_shell_reporting_a_killed_job_is_the_oom_killer(line):
+    assert top(line + "\n").signature == "environment.host_oom_killed"
+
+
+def test_nvml_mismatch_inside_the_container_hook_is_the_driver():
+    d = top("nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown\n")
+    assert (d.signature, d.category) == ("cuda.nvml_driver_mismatch", "cuda_driver")
+
+
+# ---- the grep path keeps these lines (no error word on them) -----------------------------------------------------
+
+@pytest.mark.parametrize("line,sig", [
+    ("bash: nvidia-smi: command not found", "environment.no_gpu_visible"),
+    ("mkdir: cannot create directory '/models/.cache': Permission denied", "environment.permission_denied"),
+    ("libgomp: Thread creation failed: Resource temporarily unavailable", "environment.resource_limit"),
+])
+def test_causes_without_an_error_word_survive_the_file_prefilter(tmp_path, line, sig):
+    from triage.diagnose import diagnose
+    from triage.logread import scan_path
+    noise = "".join(f"INFO 01-01 10:00:{i % 60:02d} [loggers.py:123] Engine 000: Avg prompt throughput: {i}.0 tokens/s\n"
+                    for i in range(400))
+    log = tmp_path / "vllm.log"
+    log.write_text(noise + line + "\n" + noise)
+    ds, _ = diagnose(scan_path(str(log)))
+    assert ds and ds[0].signature == sig, [(d.signature, d.title) for d in ds[:3]]

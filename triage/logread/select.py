@@ -60,6 +60,10 @@ PREFILTER = (
     # kern: a kernel's dispatch refusing its parameters prints no error word ("Unsupported sparse-MLA prefill
     # configuration: model=DSV4 num_heads=16 ...", "Unsupported head dimensions: ...")
     "|Unsupported "
+    # -- inst: lines with no error word that still state the cause: pip's / uv's failed build step, a shell that
+    # cannot find a program, a path the OS refused, a thread it could not start
+    "|did not run successfully|command not found|Permission denied|Thread creation failed|pthread_create"
+    # -- end inst
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

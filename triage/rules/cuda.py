@@ -64,7 +64,7 @@ RULES = [
          title="NVIDIA driver/library version mismatch (driver upgraded without reloading the kernel module)",
          fix="The user-space driver libraries were upgraded but the old kernel module is still loaded: reboot the "
              "host (or unload and reload the nvidia modules).",
-         patterns=[r"Driver/library version mismatch", r"NVML library version mismatch",
+         patterns=[r"[Dd]river/library version mismatch", r"NVML library version mismatch",
                    r"Failed to initialize NVML: Driver/library version mismatch"],
          playbook="cuda-driver", confidence=0.95),
     Rule(signature="cuda.system_not_initialized", category="cuda_driver",

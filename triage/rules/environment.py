@@ -82,7 +82,11 @@ PORT_IN_USE: Rule = Rule(
     title="A port vLLM binds is already in use{port_suffix}",
     fix="Another process (often a previous vLLM) holds the port: stop it (`ss -ltnp | grep :{port}`) or "
         "start with --port <free port>.",
-    patterns=[r"\[Errno 98\] error while attempting to bind on address \('[^']*', (?P<port>\d+)\): address already in use",
+    patterns=[r"\[Errno 98\] error while attempting to bind on address \('[^']*', (?P<port>\d+)\): (?:\[errno 98\] )?"
+              r"[Aa]ddress already in use",
+              # the docker daemon publishing a port another container or process holds
+              r"Bind for [\d.:\[\]]*:(?P<port>\d+) failed: port is already allocated",
+              r"listen tcp[46]? [\d.:\[\]]*:(?P<port>\d+): bind: address already in use",
               r"\[Errno 98\] Address already in use(?P<port>)", r"OSError: \[Errno 98\].{0,40}port (?P<port>\d+)",
               # vLLM's ZMQ sockets (the V0 RPC server, the V1 engine-core and KV-transfer side channels)
               r"ZMQError: Address already in use \(addr='(?:tcp://)?[^']*?:(?P<port>\d+)'\)",
@@ -236,7 +240,9 @@ RULES = [
          title="The process was killed (likely the host's out-of-memory killer)",
          fix="Host RAM ran out (loading weights, or many workers): check `dmesg | grep -i oom`, add swap/RAM, lower "
              "--swap-space / --cpu-offload-gb, or limit workers; in Kubernetes raise the memory limit.",
-         patterns=[r"^Killed\s*$", r"died with <Signals\.SIGKILL: 9>", r"exit code:? -9\b", r"exited with code 137",
+         patterns=[r"^Killed\s*$", r"died with <Signals\.SIGKILL: 9>",
+                   # the shell's report of a job it ran ("bash: line 1: 4242 Killed  vllm serve ...", "[1]+ Killed ...")
+                   r"\bline \d+: +\d+ Killed\s", r"^\[\d+\][+-]? +Killed\s", r"exit code:? -9\b", r"exited with code 137",
                    # vLLM's executors on a worker killed by SIGKILL (V0 ChildProcessError, v1/utils)
                    r"worker died \(-9\)", r"died with exit code -9\b",
                    # Kubernetes' container status: the cgroup memory limit (host RAM, not GPU memory)
