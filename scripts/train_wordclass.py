@@ -85,7 +85,7 @@ def main() -> int:
     model = wordclass.train([(c, w) for _, c, _, w in docs])
     with gzip.open(wordclass.DATA, "wt", encoding="utf-8", compresslevel=9) as f:
         json.dump(model, f, separators=(",", ":"), sort_keys=True)
-    print(f"{len(model['counts'])} words, {wordclass.DATA.stat().st_size // 1024} KB -> {wordclass.DATA}")
+    print(f"{len(model['counts'])} words, {Path(wordclass.DATA).stat().st_size // 1024} KB -> {wordclass.DATA}")
     return 0
 
 

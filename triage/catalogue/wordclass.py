@@ -9,22 +9,22 @@ category clearly leads: a guess, said as one, with the words that led it as the 
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
-import re
-from pathlib import Path
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
-from triage.logread.scan import Scan
+from triage.lazyre import lazy
 
-DATA = Path(__file__).with_name("wordclass.json.gz")
+if TYPE_CHECKING:
+    from triage.logread.scan import Scan
+
+DATA = os.path.join(os.path.dirname(__file__), "wordclass.json.gz")  # (os.path: pathlib costs start-up)
 FRAGMENT_LINES = 40  # a paste this short is all failure: every line counts
 MAX_LINES = 400
 FRAMES_PER_EXC = 8
-TOKEN_RE = re.compile(r"[A-Za-z][A-Za-z0-9]{2,}")
-CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-HEXISH_RE = re.compile(r"^(?:[0-9a-f]{6,}|0x\w+)$")
+TOKEN_RE = lazy(r"[A-Za-z][A-Za-z0-9]{2,}")
+CAMEL_RE = lazy(r"(?<=[a-z0-9])(?=[A-Z])")
+HEXISH_RE = lazy(r"^(?:[0-9a-f]{6,}|0x\w+)$")
 # Words every failure log has, whatever failed: they only add noise to the counts.
 STOP = frozenset("""
 the and for with that this from not are was were has have had but can cannot could into than then there their
@@ -93,7 +93,10 @@ def train(docs: list[tuple[str, set[str]]], min_docs: int = 2) -> dict[str, Any]
 
 def load() -> dict[str, Any] | None:
     global _model
-    if _model is None and DATA.exists():
+    if _model is None and os.path.exists(DATA):
+        import gzip  # only when the fallback needs the model: start-up stays as it was
+        import json
+
         with gzip.open(DATA, "rt", encoding="utf-8") as f:
             _model = json.load(f)
     return _model
