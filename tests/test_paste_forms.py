@@ -191,3 +191,10 @@ def test_an_exception_quoted_in_prose_between_backticks_is_read_as_raised():
                  ).category == "gpu_oom"
     assert first("It fails with `" + NO_BLOCKS + "`").category == "kv_cache_memory"
     assert not scan_text("uses `torch_dtype`, which is deprecated; see the `ValueError` docs\n").exceptions
+
+
+def test_an_exception_a_logger_quotes_as_advice_is_not_raised():
+    warn = ("WARNING 09-14 11:02:10 [utils.py:2816] Found ulimit of 1024 and failed to automatically increase with "
+            "error current limit exceeds maximum limit. This can cause fd limit errors like `OSError: [Errno 24] Too "
+            "many open files`. Consider increasing with ulimit -n\n")
+    assert not scan_text(warn).exceptions

@@ -39,8 +39,7 @@ _TICKED_RE = lazy(r"`(?P<s>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure
 
 def may_quote(text: str) -> bool:
     return ("('" in text or '("' in text or "message" in text or "detail" in text or "\\n" in text
-            or text.startswith('{"log":') or "\\u001b" in text or '"evalue"' in text
-            or ("`" in text and ("Error" in text or "Exception" in text)))
+            or text.startswith('{"log":') or "\\u001b" in text or '"evalue"' in text)
 
 
 def expand(text: str) -> tuple[bool, list[str]] | None:
@@ -50,6 +49,14 @@ def expand(text: str) -> tuple[bool, list[str]] | None:
         return None
     # a decoded "\ud800" is a lone surrogate: not printable, not encodable; it becomes "?"
     return got[0], [ln.encode("utf-8", "replace").decode("utf-8") for ln in got[1]]
+
+
+def ticked(text: str) -> list[str]:
+    """The exceptions a line quotes between backticks (call it only for a line no logger printed as INFO or
+    WARNING: there a quoted exception is advice, "errors like `OSError: ...`", not what was raised)."""
+    if "`" not in text or ("Error" not in text and "Exception" not in text and "Failure" not in text):
+        return []
+    return [m.group("s").strip() for m in _TICKED_RE.finditer(text)][:MAX_LINES]
 
 
 def _expand(text: str) -> tuple[bool, list[str]] | None:
@@ -77,10 +84,6 @@ def _expand(text: str) -> tuple[bool, list[str]] | None:
         if out:
             return True, out[:MAX_LINES]
     out = None
-    if "`" in text:
-        ticked = [m.group("s").strip() for m in _TICKED_RE.finditer(text)]
-        if ticked:
-            return False, ticked[:MAX_LINES]
     if out is None and "{" in text and ("message" in text or "detail" in text):
         out = _body(text)
     if out is None and "\\n" in text and ("Traceback (most recent call last)" in text or "Error" in text):
