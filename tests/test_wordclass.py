@@ -107,3 +107,21 @@ def test_it_guesses_logs_of_sets_it_was_not_trained_on(docs):
                     answered += 1
                     right += ranked[0][0] == c
     assert answered >= 200 and right / answered >= 0.8, (right, answered)
+
+
+def test_a_cut_traceback_of_plumbing_only_is_read_by_its_words(monkeypatch):
+    """Frames that name no subsystem (the front-end's wait on its engine) and no message: the word model
+    decides when it is all but sure, said as a guess; unsure, nothing is claimed."""
+    log = ("(ApiServer pid=1) ERROR NCCL allreduce on rank 3 hit a barrier timeout\n"
+           "Traceback (most recent call last):\n"
+           '  File "/usr/lib/python3.12/site-packages/vllm/v1/engine/core_client.py", line 102, in make_async_mp_client\n'
+           "    return AsyncMPClient(*client_args)\n")
+    from triage.catalogue.infer import from_frames
+
+    monkeypatch.setattr(wordclass, "_model", TOY)
+    d = from_frames(scan_text(log))
+    assert d is not None and d.category == "distributed" and d.confidence <= 0.3
+    assert d.facts["category_decided"] is False and "nccl" in d.facts["category_guessed_from"]
+    monkeypatch.setattr(wordclass, "_model", wordclass.train([("gpu_oom", {"nccl"}), ("distributed", {"nccl"})],
+                                                             min_docs=1))
+    assert from_frames(scan_text(log)) is None

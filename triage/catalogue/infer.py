@@ -230,6 +230,7 @@ def from_frames(scan: Scan, words: Any = None, failed: Any = None) -> Diagnosis 
     the area map knows (a redacted path, plumbing only), a line printed just before it that says
     something failed and names a subsystem (`words(exc_type, text)`: (category, why); `failed(text)`:
     its failure words) decides, said as likely."""
+    unplaced: ExceptionRecord | None = None
     for tb in scan.cut_tracebacks:
         typed = _by_head_type(tb, words) if tb.type and words is not None else None
         if typed is not None:
@@ -242,6 +243,7 @@ def from_frames(scan: Scan, words: Any = None, failed: Any = None) -> Diagnosis 
             stepped = _by_step(tb)
             if stepped is not None:
                 return stepped
+            unplaced = unplaced or tb
             continue
         category, file = hit
         frame = next(f for f in reversed(tb.frames) if f.file == file)
@@ -260,7 +262,38 @@ def from_frames(scan: Scan, words: Any = None, failed: Any = None) -> Diagnosis 
                     "failed; capture the whole output (`vllm serve ... 2>&1 | tee vllm.log`) to see the message.",
                     None),
             first_line=tb.line.no)
-    return None
+    return _by_words(scan, unplaced) if unplaced is not None else None
+
+
+CONF_CUT_WORDS = 0.3
+CUT_WORDS_P = 0.95  # frames of plumbing only: the word model must be all but sure
+
+
+def _by_words(scan: Scan, tb: ExceptionRecord) -> Diagnosis | None:
+    """A cut traceback whose frames are all plumbing (the engine's wait on its workers, an import chain):
+    the word model, learnt from real labelled logs, reads the whole failure's words."""
+    from triage.catalogue.wordclass import guess
+
+    g = guess(scan, CUT_WORDS_P)
+    if g is None:
+        return None
+    cat, p, led = g
+    phase = phase_of(tb.frames)
+    during = f" during {phase}" if phase else ""
+    facts: dict[str, Any] = {"category_guessed_from": f"the failure's words ({', '.join(led)})",
+                             "category_decided": False}
+    if phase:
+        facts["phase"] = phase
+    return Diagnosis(
+        category=cat, signature="catalogue.cut_traceback",
+        title=f"A traceback cut before its message{during}; its words read like a {cat.replace('_', ' ')} failure",
+        confidence=CONF_CUT_WORDS, evidence=[Evidence(tb.line.no, tb.line.shown)], facts=facts,
+        explanation=[f"category {cat}: likely, because its words ({', '.join(led)}) are those of {cat} failures in "
+                     f"the real failure logs triage learnt from ({p:.0%}); no frame names the subsystem"],
+        fix=Fix("The traceback ends before its exception line and its frames are vLLM's plumbing only. Capture the "
+                "whole output (`vllm serve ... 2>&1 | tee vllm.log`) to see the message, then diagnose that log.",
+                None),
+        first_line=tb.line.no)
 
 
 CONF_HEAD_TYPE = 0.55  # the exception's type, printed in a notebook traceback's head, names the subsystem
