@@ -137,6 +137,12 @@ _KERNEL_TREES = ("aiter", "xformers", "flash_mla", "tilelang", "tvm_ffi", "cutla
 AREAS[:0] = [(f"{site}/{lib}/", "kernel_library") for lib in _KERNEL_TREES
              for site in ("site-packages", "dist-packages")]
 # --- end kern
+# --- kern2: the same libraries run from a source checkout (pip install -e, PYTHONPATH=<repo>), whose path is
+# <repo>/<package>/... rather than site-packages; AITER's own subpackages (its JIT loader, its op wrappers) name it
+# wherever it lives.
+AREAS[:0] = [(f"{lib}/{lib}/", "kernel_library") for lib in _KERNEL_TREES] + [
+    ("aiter/jit/", "kernel_library"), ("aiter/ops/", "kernel_library")]
+# --- end kern2
 
 # Exception types that name their subsystem whatever module raised them.
 TYPE_AREAS: dict[str, str] = {

@@ -36,6 +36,8 @@ MODULES = [
     # run: timeouts between vLLM's processes, warm-up steps named by their frames
     "run_timeouts",
     "run_frames",
+    # kern2: attention implementations that do not take vLLM's call
+    "kern2_interfaces",
 ]
 
 

@@ -98,8 +98,11 @@ def _arch_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
 HEAD_DIM_RE = lazy(r"(?:Unsupported|Invalid|[Uu]nexpected) head[ _](?:dim(?:ension)?s?|sizes?)(?:_\w+)?\b\s*[:=]?"
                    r"(?P<dims>[\w=, ]{0,60})|"
                    r"head[ _](?:dim(?:ension)?s?|sizes?)(?:_qk|_vo)?[ =]*(?P<dim>\d+)? (?:is |are )?not supported|"
-                   r"Only support head (?:size|dim)s? (?P<allowed>[\d, and]+)",
-                   needles=("nsupported head", "nvalid head", "nexpected head", "not supported", "Only support head"))
+                   r"Only support head (?:size|dim)s? (?P<allowed>[\d, and]+)|"
+                   # vLLM's CPU attention dispatch (csrc/cpu): "Unsupported CPU attention configuration: head_dim=512 isa=1"
+                   r"Unsupported [\w -]{0,30}attention configuration:[^\n]{0,80}?\bhead_(?:dim|size)=(?P<cfgdim>\d+)",
+                   needles=("nsupported head", "nvalid head", "nexpected head", "not supported", "Only support head",
+                            "attention configuration"))
 
 
 def _head_dims_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
@@ -114,7 +117,8 @@ def _head_dims_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         m = HEAD_DIM_RE.search(t)
         if m is None or "fall" in t.lower() or "Using " in t:
             continue
-        dims = (m.group("dims") or m.group("dim") or m.group("allowed") or "").strip(" :,")
+        dims = (m.group("dims") or m.group("dim") or m.group("allowed") or
+                (f"head_dim={m.group('cfgdim')}" if m.group("cfgdim") else "")).strip(" :,")
         return Diagnosis(
             category="attention_backend", signature="attention.kernel_head_dim_unsupported",
             title=f"The attention kernel has no variant for this model's head dimensions{' (' + dims + ')' if dims else ''}",

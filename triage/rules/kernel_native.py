@@ -106,7 +106,8 @@ def _library_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                 msg = msg or m.group("cond")
         if not lib and " configuration: " in t:
             m = CONFIG_UNSUPPORTED_RE.search(t)
-            if m is not None:
+            # kern2: a configuration refused for its head dimensions is the attention kernel's (kern_refusals)
+            if m is not None and not any(w in m.group("params") for w in HEAD_WORDS):
                 lib, pkg = _tvm_library(scan, t)
                 msg, where = f"Unsupported {m.group('what')} configuration: {m.group('params').strip()}", m.group("what")
         if not lib or any(w in t for w in OTHER_CAUSES):

@@ -324,7 +324,10 @@ RULES = [
              "or install a vLLM wheel built with FlashMLA for this GPU. (The import warning alone is harmless.)",
          # Only hard failures: the import warning is printed on every non-Hopper GPU and is harmless there.
          patterns=[r"'_OpNamespace' '_flashmla(?:_extension)?_C' object has no attribute",
-                   r"AssertionError: vllm\._flashmla(?:_extension)?_C is not available"],
+                   r"AssertionError: vllm\._flashmla(?:_extension)?_C is not available",
+                   # kern2: vllm/v1/attention/ops/flashmla.py raises its reason when an MLA path calls it anyway
+                   # (forks spell the module vllm_flashmla_C)
+                   r"(?:RuntimeError|AssertionError): vllm[._]{1,2}flashmla(?:_extension)?_C is not available"],
          playbook="kernel-library", confidence=0.85),
     Rule(signature="triton.out_of_shared_memory", category="triton_compile",
          title="{kernel} needs more shared memory than this GPU has{need}",
