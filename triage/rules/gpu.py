@@ -230,6 +230,8 @@ RULES = [
          title="The installed build has no kernels for this GPU{sm_suffix}",
          fix="{advice}", facts=_no_kernel_facts,
          patterns=[r"no kernel image is available for execution on the device",
+                   # the same error as people retell it in a ticket ("CUDA kernel image not available for GTX 1080")
+                   r"\bno kernel image (?:is )?available\b", r"\bkernel image (?:is )?(?:not available|unavailable)\b",
                    r"cudaErrorNoKernelImageForDevice", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
                    # ROCm: the build has no code object for this gfx target
                    r"hipErrorNoBinaryForGpu", r"HIP error: invalid device function",
