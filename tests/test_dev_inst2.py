@@ -75,3 +75,32 @@ def test_a_resolver_failure_on_macos_is_not_the_platform_rule():
             "matching platform tag (e.g., `macosx_26_0_x86_64`) and you require torch==2.11.0+cpu, we can conclude "
             "that your requirements are unsatisfiable.\n")
     assert d.category == "install_mismatch"
+
+
+# ---- a GPU below the installed torch's capability range -------------------------------------------------------
+
+RANGE_WARNING = ("/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:283: UserWarning: \n"
+                 "    Found GPU0 {name} which is of cuda capability {cc}.\n"
+                 "    Minimum and Maximum cuda capability supported by this version of PyTorch is\n"
+                 "    ({lo}) - (12.0)\n    \n  warnings.warn(\n")
+
+
+@pytest.mark.parametrize("name,cc,lo", [("NVIDIA GeForce GTX 1080 Ti", "6.1", "7.0"), ("Tesla P40", "6.1", "7.5"),
+                                        ("Tesla V100-SXM2-32GB", "7.0", "7.5")])
+def test_a_gpu_below_torchs_range_is_too_old(name, cc, lo):
+    d = top(RANGE_WARNING.format(name=name, cc=cc, lo=lo))
+    assert (d.signature, d.category) == ("gpu.below_torch_range", "unsupported_gpu")
+    assert name in d.title and cc in d.title
+
+
+@pytest.mark.parametrize("cc", ["12.1", "7.0"])
+def test_a_gpu_above_or_at_the_range_edge_is_no_failure(cc):
+    # GB10 (12.1) above torch's tested 12.0 runs; the minimum itself is supported
+    d = top(RANGE_WARNING.format(name="NVIDIA GB10", cc=cc, lo="7.0"))
+    assert d is None or d.signature != "gpu.below_torch_range"
+
+
+@pytest.mark.parametrize("name", ["Tesla P40", "Quadro P6000", "TITAN Xp", "NVIDIA GeForce GTX 1080 Ti"])
+def test_torchs_incompatible_device_warning_names_older_cards(name):
+    d = top(f"UserWarning: {name} with CUDA capability sm_61 is not compatible with the current PyTorch installation.\n")
+    assert d.signature == "gpu.torch_arch_missing" and name in d.title
