@@ -104,3 +104,37 @@ def test_a_gpu_above_or_at_the_range_edge_is_no_failure(cc):
 def test_torchs_incompatible_device_warning_names_older_cards(name):
     d = top(f"UserWarning: {name} with CUDA capability sm_61 is not compatible with the current PyTorch installation.\n")
     assert d.signature == "gpu.torch_arch_missing" and name in d.title
+
+
+# ---- /dev/shm exhausted under torch's shared tensors or vLLM's shared-memory segments ---------------------------
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: unable to mmap 2147483648 bytes from file </torch_23_1829_0>: Cannot allocate memory (12)",
+    "RuntimeError: unable to write to file </torch_1234_567_8>: No space left on device (28)",
+    "RuntimeError: unable to open shared memory object </torch_88_99_1> in read-write mode: Too many open files (24)",
+])
+def test_torchs_shared_tensor_files_failing_are_shm(line):
+    d = top(line + "\n")
+    assert (d.signature, d.category) == ("distributed.shm_exhausted", "distributed")
+
+
+def test_enospc_from_a_shared_memory_segment_is_shm_not_the_disk():
+    log = ("Traceback (most recent call last):\n"
+           '  File "/usr/lib/python3.12/multiprocessing/shared_memory.py", line 126, in __init__\n'
+           "    os.ftruncate(self._fd, size)\n"
+           "OSError: [Errno 28] No space left on device\n")
+    assert top(log).signature == "distributed.shm_exhausted"
+
+
+def test_enospc_while_downloading_stays_a_full_disk():
+    log = ("Traceback (most recent call last):\n"
+           '  File "/usr/local/lib/python3.12/dist-packages/huggingface_hub/file_download.py", line 1500, in http_get\n'
+           "    temp_file.write(chunk)\n"
+           "OSError: [Errno 28] No space left on device\n")
+    assert top(log).signature == "model_loading.disk_full"
+
+
+def test_a_mapped_checkpoint_file_is_not_shared_memory():
+    d = top("RuntimeError: unable to mmap 4294967296 bytes from file </models/llama/consolidated.00.pth>: "
+            "Cannot allocate memory (12)\n")
+    assert d is None or d.signature != "distributed.shm_exhausted"

@@ -36,6 +36,8 @@ MODULES = [
     # run: timeouts between vLLM's processes, warm-up steps named by their frames
     "run_timeouts",
     "run_frames",
+    # inst2: /dev/shm exhausted under torch's shared tensors or vLLM's shared-memory segments
+    "inst2_shm",
 ]
 
 
