@@ -64,6 +64,9 @@ PREFILTER = (
     # cannot find a program, a path the OS refused, a thread it could not start
     "|did not run successfully|command not found|Permission denied|Thread creation failed|pthread_create"
     # -- end inst
+    # -- inst2: CUDA's no-kernel-image message quoted in prose or a ticket title, without "CUDA error:"
+    "|kernel image"
+    # -- end inst2
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -38,6 +38,8 @@ MODULES = [
     "run_frames",
     # kern2: attention implementations that do not take vLLM's call
     "kern2_interfaces",
+    # inst2: /dev/shm exhausted under torch's shared tensors or vLLM's shared-memory segments
+    "inst2_shm",
 ]
 
 

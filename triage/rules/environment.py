@@ -49,8 +49,40 @@ def _native_windows(scan: Scan) -> Diagnosis | None:
         first_line=ev.line.no)
 
 
+# Native macOS, as a pip build shows it: Homebrew's or python.org's framework Python, a home under /Users.
+MACOS_RE = re.compile(r'File "(?:/opt/homebrew/|/usr/local/Caskroom/|/Library/Frameworks/Python\.framework/|/Users/[^/"]+/)'
+                      r'|Python platform\s*:\s*macOS-')
+# pip/uv building a package from source and failing (the build backend's own step)
+SOURCE_BUILD_FAILED_RE = re.compile(r"Getting requirements to build (?:wheel|editable) did not run successfully"
+                                    r"|Building (?:wheel|editable) for vllm \(pyproject\.toml\)[ .]*error"
+                                    r"|Failed to build `?vllm|Failed to (?:download and )?build `vllm")
+# what says the package being built is vLLM: its name, or its setup.py's warning when git has no commit
+VLLM_BUILD_RE = re.compile(r"\bvllm\b|Failed to get commit hash", re.IGNORECASE)
+
+
+def _macos_source_build(scan: Scan) -> Diagnosis | None:
+    """vLLM built from source by a native macOS Python: its CUDA build needs Linux (macOS only gets the
+    experimental CPU build or vllm-metal), so the build fails whichever step it stops at."""
+    failed = next((ln for ln in scan.lines if SOURCE_BUILD_FAILED_RE.search(ln.text)), None)
+    if failed is None:
+        return None
+    mac = next((ln for ln in scan.lines if MACOS_RE.search(ln.text)), None)
+    if mac is None or not any(VLLM_BUILD_RE.search(ln.text) for ln in scan.lines):
+        return None
+    return Diagnosis(
+        category="environment", signature="environment.unsupported_platform",
+        title="vLLM does not support this platform (a source build on macOS)",
+        # above install.build_failed's reading of the same lines: the platform is why the build fails
+        confidence=0.75, evidence=[Evidence(failed.no, failed.shown), Evidence(mac.no, mac.shown)],
+        facts={"detail": "macOS", "platform": "macos"},
+        fix=Fix("pip is building vLLM from source on macOS, where its CUDA build cannot run: on Apple silicon use "
+                "vllm-metal, or follow vLLM's CPU build for macOS (VLLM_TARGET_DEVICE=cpu, Xcode command-line "
+                "tools); to serve on a GPU, use a Linux machine or container.", "environment"),
+        first_line=failed.no)
+
+
 def _unsupported_platform(scan: Scan) -> Diagnosis | None:
-    return UNSUPPORTED_PLATFORM.match_lines(scan) or _native_windows(scan)
+    return UNSUPPORTED_PLATFORM.match_lines(scan) or _native_windows(scan) or _macos_source_build(scan)
 
 
 # A traceback that ends inside a socket's bind() (its message cut off): binding is what failed, and an

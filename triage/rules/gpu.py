@@ -8,7 +8,7 @@ from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
-from triage.model import Diagnosis
+from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, not_in_passing
 from triage.rules.quant_native import RULES as NATIVE_QUANT_RULES
 from triage.rules.vendor import vendor
@@ -225,11 +225,58 @@ ARCH_UNKNOWN: Rule = Rule(
     check=lambda scan, env: not_in_passing(ARCH_UNKNOWN, scan), playbook="unsupported-gpu", confidence=0.8)
 
 
+# torch >= 2.8 states the GPU's capability and its own supported range over several lines ("Found GPU0 ... which
+# is of cuda capability 6.1." / "Minimum and Maximum cuda capability supported by this version of PyTorch is" /
+# "(7.0) - (12.0)"). Above the range it is a warning (harmless.torch_capability_range: GB10 runs); below it, torch
+# has no kernels for the GPU.
+TORCH_RANGE_RE = lazy(r"\((?P<lo>\d+)\.(?P<lo_minor>\d+)\)\s*-\s*\((?P<hi>\d+\.\d+)\)")
+
+
+def _below_torch_range(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    lines = scan.lines
+    for i, ln in enumerate(lines):
+        g = FOUND_GPU_RE.search(ln.text)
+        if g is None:
+            continue
+        for nxt in lines[i:i + 4]:
+            r = TORCH_RANGE_RE.search(nxt.text)
+            if r is None or nxt.no - ln.no > 4:
+                continue
+            have = tuple(int(x) for x in g.group("cc").split("."))
+            low = (int(r.group("lo")), int(r.group("lo_minor")))
+            if have >= low:
+                return None
+            facts = {"name": g.group("name"), "cc": g.group("cc"), "range": f"{low[0]}.{low[1]}-{r.group('hi')}"}
+            return _below_diagnosis(ln, nxt, facts)
+    return None
+
+
+def _below_diagnosis(ln: Line, nxt: Line, facts: dict[str, Any]) -> Diagnosis:
+    return Diagnosis(
+        category="unsupported_gpu", signature="gpu.below_torch_range",
+        title=f"GPU too old for this PyTorch ({facts['name']}, compute capability {facts['cc']}; "
+              f"this torch supports {facts['range']})",
+        confidence=0.9, evidence=[Evidence(ln.no, ln.shown), Evidence(nxt.no, nxt.shown)], facts=facts,
+        fix=Fix(f"This torch (and the vLLM built on it) has no kernels below compute capability "
+                f"{facts['range'].split('-')[0]}: use an older torch/vLLM pair whose wheels still include "
+                f"{facts['cc']}, build both from source for it, or run on a newer GPU.", "unsupported-gpu"),
+        first_line=ln.no)
+
+
+BELOW_TORCH_RANGE: Rule = Rule(
+    signature="gpu.below_torch_range", category="unsupported_gpu",
+    title="GPU too old for this PyTorch", fix="", check=_below_torch_range, playbook="unsupported-gpu",
+    confidence=0.9)
+
+
 RULES = [
+    BELOW_TORCH_RANGE,
     Rule(signature="gpu.no_kernel_image", category="unsupported_gpu",
          title="The installed build has no kernels for this GPU{sm_suffix}",
          fix="{advice}", facts=_no_kernel_facts,
          patterns=[r"no kernel image is available for execution on the device",
+                   # the same error as people retell it in a ticket ("CUDA kernel image not available for GTX 1080")
+                   r"\bno kernel image (?:is )?available\b", r"\bkernel image (?:is )?(?:not available|unavailable)\b",
                    r"cudaErrorNoKernelImageForDevice", r"CUDA_ERROR_NO_BINARY_FOR_GPU",
                    # ROCm: the build has no code object for this gfx target
                    r"hipErrorNoBinaryForGpu", r"HIP error: invalid device function",
@@ -239,7 +286,9 @@ RULES = [
          title="PyTorch was not built for this GPU ({name}, sm_{sm})",
          fix="This torch wheel does not include sm_{sm}: install a torch (and matching vLLM) built for it, "
              "e.g. the CUDA 12.8+ wheels for Blackwell GPUs.",
-         patterns=[r"(?P<name>NVIDIA [\w .-]+?) with CUDA capability sm_(?P<sm>\d+) is not compatible with the current PyTorch"],
+         # torch prints the device's own name: "NVIDIA ..." on recent drivers, "Tesla P40" / "Quadro P6000" on older cards
+         patterns=[r"(?P<name>(?:NVIDIA|Tesla|Quadro|TITAN|GeForce) [\w .()-]+?) with CUDA capability sm_(?P<sm>\d+) "
+                   r"is not compatible with the current PyTorch"],
          playbook="unsupported-gpu", confidence=0.95),
     Rule(signature="gpu.too_old_for_torch", category="unsupported_gpu",
          title="GPU too old for this PyTorch ({name}, compute capability {cc})",
