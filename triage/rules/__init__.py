@@ -36,6 +36,10 @@ MODULES = [
     # run: timeouts between vLLM's processes, warm-up steps named by their frames
     "run_timeouts",
     "run_frames",
+    # mix2: releases that do not fit said by the tools around vLLM, zero visible devices, a cut undefined symbol
+    "mix2_frameworks",
+    "mix2_devices",
+    "mix2_install_cut",
 ]
 
 
