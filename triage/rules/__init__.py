@@ -40,6 +40,10 @@ MODULES = [
     "kern2_interfaces",
     # inst2: /dev/shm exhausted under torch's shared tensors or vLLM's shared-memory segments
     "inst2_shm",
+    # mix2: releases that do not fit said by the tools around vLLM, zero visible devices, a cut undefined symbol
+    "mix2_frameworks",
+    "mix2_devices",
+    "mix2_install_cut",
 ]
 
 
