@@ -198,3 +198,17 @@ def test_an_exception_a_logger_quotes_as_advice_is_not_raised():
             "error current limit exceeds maximum limit. This can cause fd limit errors like `OSError: [Errno 24] Too "
             "many open files`. Consider increasing with ulimit -n\n")
     assert not scan_text(warn).exceptions
+
+
+def test_an_exception_line_after_a_source_line_as_wide_as_the_terminal_is_its_own_line():
+    """A hard-wrapped traceback (80 columns) whose source line is exactly 80 wide: the exception's line after
+    it is not that source line's rest; a row that starts mid-word ("nductor.exc.InductorError: ...") still is."""
+    src = "    self.model = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**engine_args))"
+    assert len(src) == 80
+    head = '  File "/opt/LLaMA-Factory/src/llamafactory/chat/vllm_engine.py", line 99, in __'
+    log = ["Traceback (most recent call last):", head, "init__", src,
+           "TypeError: __init__() got an unexpected keyword argument 'limit_mm_per_prompt'", "x" * 80, "y" * 20,
+           "z" * 80, "w"]
+    scan = scan_text("\n".join(log) + "\n")
+    (exc,) = scan.exceptions
+    assert exc.type == "TypeError" and exc.frames[-1].func == "__init__"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from triage.logread.normalize import clean, parse
+from triage.logread.traceback import EXC_RE
 
 SAMPLE = 256 * 1024
 MIN_WIDTH = 80  # the narrowest terminal in common use; a narrower paste is not worth the risk
@@ -36,6 +37,15 @@ def starts_record(raw: bytes) -> bool:
         return True
     # a traceback's source line (indented) follows its frame line: never a cut row
     return ln.text.startswith("  ") or ln.text.lstrip().startswith(RECORD_STARTS)
+
+
+def _raised_after_source(cur: bytes, row: bytes) -> bool:
+    """`row` is an exception's own line ("TypeError: ...") and `cur` a traceback's source line that happened
+    to be exactly as wide as the terminal: code continued on the next row never reads "XError: ..."."""
+    if b":" not in row:
+        return False
+    m = EXC_RE.match(parse(0, row).text)
+    return m is not None and m.group("msg") is not None and parse(0, cur).text.startswith("    ")
 
 
 def wrap_width(sample: bytes) -> int | None:
@@ -64,7 +74,8 @@ def unwrap_lines(lines: Iterable[tuple[int, bytes]], width: int, max_len: int) -
     cur: bytes | None = None
     continues = False  # the last row of `cur` was of the full width
     for no, row in lines:
-        if cur is not None and continues and not starts_record(row) and len(cur) < max_len:
+        if cur is not None and continues and not starts_record(row) and len(cur) < max_len \
+                and not _raised_after_source(cur, row):
             cur = (cur.rstrip(b"\r") + row)[:max_len]
         else:
             if cur is not None:

@@ -53,6 +53,8 @@ def _engine_kwarg(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
             continue
         above = [p for p in lines[max(0, i - CONTEXT_LINES):i] if p.no >= ln.no - CONTEXT_LINES]
         call = next((p for p in reversed(above) if _ENGINE_CALL_RE.search(p.text)), None)
+        if call is None and above and _ENGINE_CALL_RE.search("".join(p.text.strip() for p in above)):
+            call = above[-1]  # the call's line wrapped over several rows (a terminal's width)
         if call is None:
             continue
         arg = m.group("arg")
