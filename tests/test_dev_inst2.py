@@ -71,8 +71,8 @@ def test_another_package_failing_to_build_on_macos_is_not_vllms_platform():
 
 
 def test_a_resolver_failure_on_macos_is_not_the_platform_rule():
-    d = top("  × No solution found when resolving dependencies:\n  ╰─▶ Because torch==2.11.0+cpu has no wheels with a "
-            "matching platform tag (e.g., `macosx_26_0_x86_64`) and you require torch==2.11.0+cpu, we can conclude "
+    d = top("  × No solution found when resolving dependencies:\n  ╰─▶ Because torch==2.9.0+cpu has no wheels with a "
+            "matching platform tag (e.g., `macosx_14_0_x86_64`) and you require torch==2.9.0+cpu, we can conclude "
             "that your requirements are unsatisfiable.\n")
     assert d.category == "install_mismatch"
 
