@@ -6,7 +6,7 @@ import re
 
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.base import Rule
+from triage.rules.base import Rule, not_in_passing
 from triage.rules.wrappers import is_wrapper
 
 # Native Windows, as a paste shows it: a traceback through a drive-letter path, the Windows Python
@@ -445,21 +445,13 @@ def _permission_facts(m, line, scan) -> dict:
     return {"path": path, "what": what, "hint": hint}
 
 
-def _permission_denied(scan: Scan) -> Diagnosis | None:
-    d = PERMISSION_DENIED.match_lines(scan)
-    if d is None:
-        return None
-    levels = {ln.no: ln.level for ln in scan.lines}
-    # a look-up that failed in passing (a warning, and the start-up went on) is not the failure
-    return None if all(levels.get(e.line) in ("INFO", "WARNING") for e in d.evidence) else d
-
 
 PERMISSION_DENIED: Rule = Rule(
     signature="environment.permission_denied", category="environment",
     title="Permission denied writing or reading {path} ({what})",
     fix="The user vLLM runs as may not write (or read) {path}: {hint}.",
     patterns=PERMISSION_PATTERNS, facts=_permission_facts, playbook="environment", confidence=0.85,
-    check=lambda scan, env: _permission_denied(scan))
+    check=lambda scan, env: not_in_passing(PERMISSION_DENIED, scan))
 
 RULES += [PERMISSION_DENIED]
 
@@ -484,19 +476,12 @@ def _limit_facts(m, line, scan) -> dict:
             "RAYON_NUM_THREADS, TOKENIZERS_PARALLELISM=false)"}
 
 
-def _resource_limit(scan: Scan) -> Diagnosis | None:
-    d = RESOURCE_LIMIT.match_lines(scan)
-    if d is None:
-        return None
-    levels = {ln.no: ln.level for ln in scan.lines}
-    return None if all(levels.get(e.line) in ("INFO", "WARNING") for e in d.evidence) else d
-
 
 RESOURCE_LIMIT: Rule = Rule(
     signature="environment.resource_limit", category="environment",
     title="A per-process limit of the host or container was reached ({limit})",
     fix="The process hit its {limit} limit: {advice}.",
     patterns=LIMIT_PATTERNS, facts=_limit_facts, playbook="environment", confidence=0.8,
-    check=lambda scan, env: _resource_limit(scan))
+    check=lambda scan, env: not_in_passing(RESOURCE_LIMIT, scan))
 
 RULES += [RESOURCE_LIMIT]
