@@ -167,3 +167,9 @@ def not_in_passing(rule: Rule, scan: Scan) -> Diagnosis | None:
         return None
     levels = {ln.no: ln.level for ln in scan.lines}
     return None if all(levels.get(e.line) in ("INFO", "WARNING") for e in d.evidence) else d
+
+
+def next_row_text(scan: Scan, no: int) -> str:
+    """The text of the row numbered `no + 1`, stripped; "" when it was not selected: where a message a tool
+    wrapped onto the next row continues ("... Check failed: (x) is false:" / "file.cu(18): error:")."""
+    return next((ln.text.strip() for ln in scan.lines if ln.no == no + 1), "")

@@ -543,9 +543,8 @@ VLLM_NOT_INSTALLED_RE = re.compile(r"(?:^|\s)vllm: (?:command )?not found|No mod
 
 
 def _dependency_missing(scan: Scan) -> Diagnosis | None:
-    levels = {ln.no: ln.level for ln in scan.lines}
     for ln in scan.lines:
-        if levels.get(ln.no) in ("INFO", "WARNING", "DEBUG"):
+        if ln.level in ("INFO", "WARNING", "DEBUG"):
             continue  # an optional import logged in passing
         m = VLLM_NOT_INSTALLED_RE.search(ln.text)
         if m:

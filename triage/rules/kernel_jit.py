@@ -20,7 +20,7 @@ from typing import Any
 from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.base import Rule
+from triage.rules.base import Rule, next_row_text
 
 # The compiler's diagnostic, the file it is about (group "file") and what it says (group "what").
 COMPILER_DIAG_RE = lazy(
@@ -57,10 +57,6 @@ def _library(path: str) -> tuple[str, str, str] | None:
     return None
 
 
-def _next_text(scan: Scan, no: int) -> str:
-    return next((ln.text for ln in scan.lines if ln.no == no + 1), "")
-
-
 def _jit_compile_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     hits: list[tuple[Any, tuple[str, str, str], str]] = []  # (line, (library, package, category), what it said)
     for ln in scan.lines:
@@ -68,7 +64,7 @@ def _jit_compile_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         what = ""
         m = COMPILER_DIAG_RE.search(t) if "error" in t else None
         if m is not None:
-            path, what = m.group("file"), (m.group("what") or _next_text(scan, ln.no)).strip()
+            path, what = m.group("file"), (m.group("what") or next_row_text(scan, ln.no)).strip()
         else:
             m = INSTANTIATION_RE.search(t) if "instantiation of" in t else None
             if m is None:

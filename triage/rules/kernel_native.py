@@ -25,7 +25,7 @@ from typing import Any
 from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.base import Rule
+from triage.rules.base import Rule, next_row_text
 
 FLASHINFER_ERROR_RE = lazy(r"Error in function '(?P<func>[\w:<>~]+)' at (?P<file>\S+?):(?P<line>\d+): (?P<msg>.{1,300})",
                            needles=("Error in function '",))
@@ -52,14 +52,6 @@ HEAD_WORDS = ("head dim", "head_dim", "head size", "head_size")
 # failures other rules name better, whatever library printed them
 OTHER_CAUSES = ("out of memory", "no kernel image", "illegal memory access", "Unknown SF transformation",
                 "Unknown recipe", "Unsupported architecture")
-
-
-def _next_text(scan: Scan, no: int) -> str:
-    """The message a check printed on the row after its 'Check failed' line."""
-    for ln in scan.lines:
-        if ln.no == no + 1:
-            return ln.text.strip()
-    return ""
 
 
 def _tvm_raised(t: str) -> bool:
@@ -98,7 +90,7 @@ def _library_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         if not lib and "Check failed: " in t and _tvm_raised(t):
             m = TVM_CHECK_RE.search(t)
             if m is not None:
-                msg = m.group("msg").strip() or _next_text(scan, ln.no)
+                msg = m.group("msg").strip() or next_row_text(scan, ln.no)
                 if any(w in msg.lower() for w in HEAD_WORDS):
                     continue
                 lib, pkg = _tvm_library(scan)
