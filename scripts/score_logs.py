@@ -72,7 +72,7 @@ def load_set(paths: list[Path]) -> list[dict]:
             continue
         for name, e in (yaml.safe_load(index.read_text()) or {}).items():
             cases.append({"file": index.parent / name, "name": name, "category": e.get("category", "none"),
-                          "keywords": [k.lower() for k in e.get("cause_keywords") or []],
+                          "keywords": [str(k).lower() for k in e.get("cause_keywords") or []],
                           "source": e.get("source")})
     return cases
 
