@@ -277,7 +277,9 @@ RULES = [
          fix="Raise the limit at launch, e.g. --limit-mm-per-prompt '{{\"{modality}\": N}}' (more memory is reserved per "
              "request), or send fewer {modality} items per request.",
          patterns=[r"At most (?P<limit>\d+) (?P<modality>image|video|audio)\(s\) may be provided in one (?:request|prompt)",
-                   r"You set (?:or defaulted to )?'?\{?'?(?P<modality>image|video|audio)'?: ?(?P<limit>\d+)\}?'? in `--limit-mm-per-prompt`, but passed \d+"],
+                   r"You set (?:or defaulted to )?'?\{?'?(?P<modality>image|video|audio)'?: ?(?P<limit>\d+)\}?'? in `--limit-mm-per-prompt`, but passed \d+",
+                   # 0.6-0.8 (multimodal/processing.py): "You set image=2 (or defaulted to 1) in `--limit-mm-per-prompt`"
+                   r"You set (?P<modality>image|video|audio)=(?P<limit>\d+) \(or defaulted to 1\) in .--limit-mm-per-prompt., but passed \d+"],
          playbook="engine-config", confidence=0.85),
     Rule(signature="config.structured_output_unsupported", category="engine_config",
          title="The structured-output backend cannot handle this request ({detail})",

@@ -245,7 +245,10 @@ RULES = [
          fix="{advice}", facts=_free_memory_facts,
          patterns=[r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)",
                    # vllm/v1/worker/utils.py 0.32+: the budget left after another process' weights on the GPU
-                   r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than the engine's budget after excluding external process's weights \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)"],
+                   r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than the engine's budget after excluding external process's weights \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)",
+                   # the same figures retold in a paste or a commit message ("Free memory on cuda:0 (38.74/121.63 GiB)
+                   # < desired utilization (0.35, 42.57 GiB)")
+                   r"Free memory on (?:device )?(?:cuda:\d+ )?\((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\)(?: on startup)? (?:<|is less than) desired (?:GPU memory )?utilization \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)"],
          playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="oom.cuda_out_of_memory", category="gpu_oom",
          title="CUDA out of memory{phase_suffix}",
