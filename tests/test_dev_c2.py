@@ -125,3 +125,18 @@ def test_free_memory_below_utilization_forms(text):
 def test_unknown_vllm_env_warning_alone_is_no_failure():
     d = top("WARNING 06-26 15:11:37 [envs.py:1830] Unknown vLLM environment variable detected: VLLM_USE_V1\n")
     assert d is None or d.confidence <= 0.5
+
+
+# ---- vLLM's own argparse line: a removed flag names what replaced it -------------------------------------
+
+@pytest.mark.parametrize("text, flag, said", [
+    ("vllm: error: unrecognized arguments: --task embedding\n", "--task embedding", "--runner pooling"),
+    ("crash on startup with `__main__.py: error: unrecognized arguments: --disable-log-requests`.\n",
+     "--disable-log-requests", "0.12"),
+    ("vllm: error: unrecognized arguments: --enable-reasoning --reasoning-parser deepseek_r1\n",
+     "--enable-reasoning --reasoning-parser deepseek_r1", "--reasoning-parser <name>"),
+])
+def test_unrecognized_removed_flag_says_what_replaced_it(text, flag, said):
+    d = first(text)
+    assert d.signature == "config.unrecognized_argument" and d.facts["flag"] == flag
+    assert said in d.fix.summary

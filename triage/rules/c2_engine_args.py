@@ -44,13 +44,17 @@ REMOVED: dict[str, tuple[str | None, str]] = {
 CLI_REMOVED_IN = {"task": "0.13", "enable_reasoning": "0.10", "disable_log_requests": "0.12", "swap_space": "0.18"}
 
 
-def advice(arg: str) -> str:
-    """What replaced a removed argument, or "" when it is not one vLLM is known to have removed."""
-    known = REMOVED.get(arg.replace("-", "_").lstrip("_"))
+def advice(arg: str, cli: bool = False) -> str:
+    """What replaced a removed argument (the CLI flag when `cli`), or "" when it is not one vLLM is known to
+    have removed."""
+    key = arg.replace("-", "_").lstrip("_")
+    known = REMOVED.get(key)
     if known is None:
         return ""
-    when = f"in vLLM {known[0]}" if known[0] else "from vLLM"
-    return f"'{arg}' was removed {when}: {known[1]}."
+    removed_in = CLI_REMOVED_IN.get(key) if cli else known[0]
+    name = "--" + key.replace("_", "-") if cli else f"'{key}'"
+    when = f"in vLLM {removed_in}" if removed_in else "from vLLM"
+    return f"{name} was removed {when}: {known[1]}."
 
 
 # Python's message for the engine's own constructor; a serving stack relays it inside its own line
