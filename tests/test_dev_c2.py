@@ -140,3 +140,17 @@ def test_unrecognized_removed_flag_says_what_replaced_it(text, flag, said):
     d = first(text)
     assert d.signature == "config.unrecognized_argument" and d.facts["flag"] == flag
     assert said in d.fix.summary
+
+
+# ---- Mamba state blocks below max_num_seqs, the message quoted from its middle -----------------------------
+
+@pytest.mark.parametrize("text, seqs", [
+    ("RuntimeError: Worker failed with error 'max_num_seqs (1024) exceeds available Mamba cache blocks (600). Each "
+     "decode sequence requires one Mamba cache block, so CUDA graph capture cannot proceed.'\n", 1024),
+    ("under the default max_num_seqs (256): `exceeds available Mamba cache blocks (95)... CUDA graph capture cannot "
+     "proceed`.\n", "(the configured value)"),
+])
+def test_mamba_blocks_below_max_num_seqs_forms(text, seqs):
+    d = first(text)
+    assert (d.signature, d.category) == ("kv_cache.mamba_blocks_below_max_num_seqs", "kv_cache_memory")
+    assert d.facts["max_num_seqs"] == seqs

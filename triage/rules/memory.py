@@ -232,7 +232,9 @@ RULES = [
          title="max_num_seqs {max_num_seqs} exceeds the {blocks} Mamba state blocks this memory budget holds",
          fix="Hybrid (Mamba / linear-attention) models keep one state block per running sequence: lower "
              "--max-num-seqs to at most {blocks}, or raise --gpu-memory-utilization / lower --max-model-len.",
-         patterns=[r"max_num_seqs \((?P<max_num_seqs>\d+)\) exceeds available Mamba cache blocks \((?P<blocks>\d+)\)"],
+         # the message quoted from "exceeds ..." on (a paste that kept only its end) still names the blocks
+         patterns=[r"(?:max_num_seqs \((?P<max_num_seqs>\d+)\) )?exceeds available Mamba cache blocks \((?P<blocks>\d+)\)"],
+         facts=lambda m, line, scan: {} if m.group("max_num_seqs") else {"max_num_seqs": "(the configured value)"},
          playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="kv_cache.no_memory_for_blocks", category="kv_cache_memory",
          title="{headline}",
