@@ -44,6 +44,8 @@ MODULES = [
     "mix2_frameworks",
     "mix2_devices",
     "mix2_install_cut",
+    # c2: engine arguments vLLM removed (relayed kwargs, Ray Serve's check, a launch command), swap space x TP
+    "c2_engine_args",
 ]
 
 

@@ -9,12 +9,21 @@ from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.lazyre import lazy
 from triage.rules.base import Rule
+from triage.rules.c2_engine_args import advice
 from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
 
 
 def _argv_hint(m, line, scan) -> dict:
     """What usually produced the unknown argument: a removed flag, or arguments glued into one token."""
-    flag = (m.groupdict().get("flag") or "").strip()
+    # a flag quoted in prose or markdown ends in its closing quote and the sentence's stop
+    flag = (m.groupdict().get("flag") or "").strip().rstrip("`'\".,;:)")
+    out = _argv_advice(flag, line)
+    if flag:
+        out["flag"] = flag
+    return out
+
+
+def _argv_advice(flag: str, line) -> dict:
     first = flag.split(" ", 1)[0]
     if first in ("bash", "sh", "/bin/bash", "/bin/sh", "python", "python3") or first.startswith(("/bin/", "/usr/bin/")):
         return {"hint": "The image's entrypoint is the API server, so the shell command was passed to it as arguments: "
@@ -24,9 +33,13 @@ def _argv_hint(m, line, scan) -> dict:
         return {"hint": "The image's entrypoint already starts the API server: drop the leading `serve` (and pass the "
                         "model as --model) or run the `vllm serve` entrypoint; in docker compose put each flag and its "
                         "value in separate list items (or write --flag=value)."}
+    known = " ".join(a for a in (advice(t.split("=", 1)[0].lstrip("-"), cli=True) for t in flag.split() if t.startswith("--"))
+                     if a)
     if flag.count("--") > 1:
         return {"hint": "Several flags are listed: each one is unknown to this vLLM (renamed or removed), or they were "
-                        "passed as one quoted string."}
+                        "passed as one quoted string." + (" " + known if known else "")}
+    if known:
+        return {"hint": known}
     return {"hint": f"{flag} was removed or renamed in this vLLM version (or is misspelled): check `vllm serve --help` "
                     "for the current name and drop or rename it."}
 
@@ -277,7 +290,9 @@ RULES = [
          fix="Raise the limit at launch, e.g. --limit-mm-per-prompt '{{\"{modality}\": N}}' (more memory is reserved per "
              "request), or send fewer {modality} items per request.",
          patterns=[r"At most (?P<limit>\d+) (?P<modality>image|video|audio)\(s\) may be provided in one (?:request|prompt)",
-                   r"You set (?:or defaulted to )?'?\{?'?(?P<modality>image|video|audio)'?: ?(?P<limit>\d+)\}?'? in `--limit-mm-per-prompt`, but passed \d+"],
+                   r"You set (?:or defaulted to )?'?\{?'?(?P<modality>image|video|audio)'?: ?(?P<limit>\d+)\}?'? in `--limit-mm-per-prompt`, but passed \d+",
+                   # 0.6-0.8 (multimodal/processing.py): "You set image=2 (or defaulted to 1) in `--limit-mm-per-prompt`"
+                   r"You set (?P<modality>image|video|audio)=(?P<limit>\d+) \(or defaulted to 1\) in .--limit-mm-per-prompt., but passed \d+"],
          playbook="engine-config", confidence=0.85),
     Rule(signature="config.structured_output_unsupported", category="engine_config",
          title="The structured-output backend cannot handle this request ({detail})",

@@ -232,7 +232,9 @@ RULES = [
          title="max_num_seqs {max_num_seqs} exceeds the {blocks} Mamba state blocks this memory budget holds",
          fix="Hybrid (Mamba / linear-attention) models keep one state block per running sequence: lower "
              "--max-num-seqs to at most {blocks}, or raise --gpu-memory-utilization / lower --max-model-len.",
-         patterns=[r"max_num_seqs \((?P<max_num_seqs>\d+)\) exceeds available Mamba cache blocks \((?P<blocks>\d+)\)"],
+         # the message quoted from "exceeds ..." on (a paste that kept only its end) still names the blocks
+         patterns=[r"(?:max_num_seqs \((?P<max_num_seqs>\d+)\) )?exceeds available Mamba cache blocks \((?P<blocks>\d+)\)"],
+         facts=lambda m, line, scan: {} if m.group("max_num_seqs") else {"max_num_seqs": "(the configured value)"},
          playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="kv_cache.no_memory_for_blocks", category="kv_cache_memory",
          title="{headline}",
@@ -245,7 +247,10 @@ RULES = [
          fix="{advice}", facts=_free_memory_facts,
          patterns=[r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)",
                    # vllm/v1/worker/utils.py 0.32+: the budget left after another process' weights on the GPU
-                   r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than the engine's budget after excluding external process's weights \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)"],
+                   r"Free memory on device(?: cuda:\d+)? \((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\) on startup is less than the engine's budget after excluding external process's weights \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)",
+                   # the same figures retold in a paste or a commit message ("Free memory on cuda:0 (38.74/121.63 GiB)
+                   # < desired utilization (0.35, 42.57 GiB)")
+                   r"Free memory on (?:device )?(?:cuda:\d+ )?\((?P<free_gib>[\d.]+)/(?P<total_gib>[\d.]+) GiB\)(?: on startup)? (?:<|is less than) desired (?:GPU memory )?utilization \((?P<util>[\d.]+), (?P<want_gib>[\d.]+) GiB\)"],
          playbook="kv-cache-memory", confidence=0.95),
     Rule(signature="oom.cuda_out_of_memory", category="gpu_oom",
          title="CUDA out of memory{phase_suffix}",
