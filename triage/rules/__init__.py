@@ -44,6 +44,8 @@ MODULES = [
     "mix2_frameworks",
     "mix2_devices",
     "mix2_install_cut",
+    # q2: quantized kernels' capability gates, V0's spec-decode worker seen by a framework, a cut dtype check
+    "q2_quant_spec",
 ]
 
 
