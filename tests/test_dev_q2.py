@@ -159,3 +159,31 @@ def test_quantization_invalid_choice_is_the_quantization_method(text, method):
 def test_another_flags_invalid_choice_stays_engine_config():
     d = first("vllm serve: error: argument --kv-cache-dtype: invalid choice: 'fp4' (choose from 'auto', 'fp8')\n")
     assert (d.signature, d.category) == ("config.invalid_choice", "engine_config")
+
+
+# ---- an exception message broken between two words by whoever pasted it (logread.scan._open_row) ----------
+
+def _messages(text: str) -> list[str]:
+    from triage.logread import scan_text
+
+    return [e.message for e in scan_text(text.encode()).exceptions]
+
+
+def test_a_message_broken_after_a_word_that_cannot_end_it_is_read_whole():
+    assert _messages("ValueError: FP8 KV cache is not supported by the Triton attention backend on\n"
+                     "Quadro RTX 8000 (compute capability 7.5); native FP8 (fp8e4nv) requires SM89+.\n") == [
+        "FP8 KV cache is not supported by the Triton attention backend on Quadro RTX 8000 (compute capability 7.5); "
+        "native FP8 (fp8e4nv) requires SM89+."]
+
+
+@pytest.mark.parametrize("text", [
+    # the message ended: the next row is the paste's own
+    "ValueError: Quant type (int4) not supported.\nI tried again with fp16.\n",
+    # a markdown fence, an indented source row, another header after a dangling word
+    "ValueError: the layer is not divisible by the\n```\n",
+    "ValueError: cannot load the\n    weights = load()\n",
+    "ValueError: cannot load the\nINFO 01-01 00:00:00 [core.py:1] next\n",
+])
+def test_rows_that_do_not_continue_a_message_stay_apart(text):
+    first_row = text.split("\n", 1)[0]
+    assert _messages(text) == [first_row.split(": ", 1)[1]]
