@@ -187,3 +187,17 @@ def test_a_message_broken_after_a_word_that_cannot_end_it_is_read_whole():
 def test_rows_that_do_not_continue_a_message_stay_apart(text):
     first_row = text.split("\n", 1)[0]
     assert _messages(text) == [first_row.split(": ", 1)[1]]
+
+
+def test_a_paste_ending_on_the_workers_call_into_the_dtype_check_is_the_dtype():
+    d = first('  File "/usr/local/lib/python3.10/dist-packages/vllm/worker/worker.py", line 71, in init_model\n'
+              "    _check_if_gpu_supports_dtype(self.model_config.dtype)\n")
+    assert (d.signature, d.category) == ("dtype.cut_in_dtype_check", "dtype_unsupported")
+
+
+def test_the_call_into_the_dtype_check_mid_traceback_is_not_claimed():
+    d = top('  File "/x/vllm/v1/worker/gpu_worker.py", line 175, in init_device\n'
+            "    current_platform.check_if_supports_dtype(self.model_config.dtype)\n"
+            '  File "/x/vllm/v1/worker/gpu_worker.py", line 190, in init_device\n'
+            "    init_worker_distributed_environment(self.vllm_config, self.rank)\n")
+    assert d is None or d.signature != "dtype.cut_in_dtype_check"

@@ -67,15 +67,21 @@ SPEC_WRAPPER_ATTR = Rule(
 # -- a traceback cut inside vLLM's dtype check -------------------------------------------------------------------
 DTYPE_CHECK_FRAME_RE = re.compile(r'File "(?P<file>[^"]*vllm[^"]*\.py)", line \d+, in '
                                   r"(?P<func>_check_if_gpu_supports_dtype|check_if_supports_dtype)\b")
+# the worker's call into it, when the paste ends on that source line
+DTYPE_CHECK_CALL_RE = re.compile(r"^\s*(?:current_platform\.)?(?P<func>_check_if_gpu_supports_dtype|check_if_supports_dtype)"
+                                 r"\(self\.model_config\.dtype\)\s*$")
 FOLLOW = 6  # lines after the frame where its own source line, or the exception it raised, would be printed
 
 
 def _cut_dtype_check(scan: Scan, env: dict) -> Diagnosis | None:
     lines = scan.lines
+    last = [x for x in lines if x.text.strip()][-1:]
     for i, ln in enumerate(lines):
         m = DTYPE_CHECK_FRAME_RE.search(ln.text)
         if m is None:
-            continue
+            m = DTYPE_CHECK_CALL_RE.match(ln.text) if last and ln is last[0] else None
+            if m is None or any(e.line.no > ln.no for e in scan.exceptions):
+                continue
         after = [x for x in lines[i + 1:i + 1 + FOLLOW] if x.proc == ln.proc and x.text.strip()]
         # a deeper frame: the check only passed through here
         if any('File "' in x.text for x in after[:2]):
@@ -90,7 +96,8 @@ def _cut_dtype_check(scan: Scan, env: dict) -> Diagnosis | None:
             title=f"The GPU refused the model's dtype (the traceback is cut in vLLM's {m.group('func')}); "
                   "the message itself is cut off",
             confidence=0.6, evidence=ev,
-            facts={"function": m.group("func"), "file": m.group("file").rsplit("/vllm/", 1)[-1],
+            facts={"function": m.group("func"),
+                   "file": (m.groupdict().get("file") or "the worker's call").rsplit("/vllm/", 1)[-1],
                    "category_guessed_from": "the vLLM function the traceback is cut in"},
             fix=Fix("vLLM's dtype check raises only for bfloat16 on a GPU that cannot run it (compute capability "
                     "below 8.0: V100, T4, RTX 20xx; the Arc A770 on XPU): launch with --dtype half (float16), or "
