@@ -13,7 +13,11 @@ from tests.dev_sets import check, first, load, params, top
 DEV, EXPECTED = load("dev-q2")
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
-KNOWN_MISSES: dict[str, str] = {}
+KNOWN_MISSES: dict[str, str] = {
+    "quantization--nvfp4a4-5090-sm120-cut-before-error.log":
+        "the paste ends in the engine's first frames, before any message; only the prose says NVFP4A4 on an RTX 5090 "
+        "with vLLM 0.9.2, and telling that this release had no SM120 FP4 kernel would need release knowledge",
+}
 FAILED = {n: c for n, c in EXPECTED.items() if c["category"] != "none"}
 HEALTHY = sorted(n for n, c in EXPECTED.items() if c["category"] == "none")
 
