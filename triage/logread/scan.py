@@ -192,13 +192,18 @@ class Scanner:
         no = ln.no
         key = f"{ln.proc}\x00{ln.text}" if ln.text.startswith((" ", "\t")) else ln.text
         prev, prev_exc = self._prev, self._prev_exc
-        joined = (prev is not None and no == self._prev_row + 1 and self._prev_full
-                  and _cut_row(prev, ln, prev_exc is not None))
+        follows = prev is not None and no == self._prev_row + 1
+        joined = follows and self._prev_full and _cut_row(prev, ln, prev_exc is not None)  # type: ignore[arg-type]
         if joined:
             # A terminal cut the line in two (see unwrap.py): the message gets its rest back.
             prev.text += ln.text  # type: ignore[union-attr]
             if prev_exc is not None:
                 prev_exc.message += ln.text
+        elif follows and prev_exc is not None and _open_row(prev, ln):  # type: ignore[arg-type]
+            # The writer broke the message between two words: the rest, after a space.
+            joined = True
+            prev.text += " " + ln.text  # type: ignore[union-attr]
+            prev_exc.message += " " + ln.text
         # Traceback frames must reach the assembler every time (each process has its own).
         rec = self._tb.feed(ln)
         if not joined:
@@ -295,6 +300,21 @@ def _cut_row(prev: Line, ln: Line, prev_is_exc: bool) -> bool:
             and not prev.shown.endswith((".", ":")) and bool(t.strip())
             and not t[:2].isspace() and not ln.proc and not ln.level and len(t) == len(ln.shown)
             and not t.startswith(RECORD_STARTS) and EXC_RE.match(t) is None)
+
+
+# The last word of a sentence that goes on: an exception message ending in it was broken there by whoever pasted it
+# (a wrapped code block, an editor), whatever the row's width.
+OPEN_END_RE = re.compile(r"\b(?:a|an|the|of|on|in|for|to|with|by|from|at|and|or|than|is|are|be|not|must|requires?)$")
+
+
+def _open_row(prev: Line, ln: Line) -> bool:
+    """`ln` is the rest of the exception line `prev`, broken after a word that cannot end it ("... backend on" /
+    "Quadro RTX 8000 (compute capability 7.5); ..."): a plain row (no header, not indented, no exception or
+    traceback line of its own, no markdown)."""
+    t = ln.text
+    return (OPEN_END_RE.search(prev.text.rstrip()) is not None and prev.text[-1:] != " " and bool(t.strip())
+            and not t[:1].isspace() and t[:1] not in "`#>|*-" and not ln.proc and not ln.level
+            and len(t) == len(ln.shown) and not t.startswith(RECORD_STARTS) and EXC_RE.match(t) is None)
 
 
 def scan_source(src: LogSource, *, use_grep: bool | None = None) -> Scan:

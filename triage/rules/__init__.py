@@ -46,6 +46,8 @@ MODULES = [
     "mix2_install_cut",
     # c2: engine arguments vLLM removed (relayed kwargs, Ray Serve's check, a launch command), swap space x TP
     "c2_engine_args",
+    # q2: quantized kernels' capability gates, V0's spec-decode worker seen by a framework, a cut dtype check
+    "q2_quant_spec",
 ]
 
 

@@ -158,10 +158,11 @@ RULES = [
          title="{flag} does not accept {value_q} in this vLLM",
          fix="{advice}",
          # argparse: the flag is known, the value is not one of its choices (the message lists them)
-         patterns=[r"error: argument (?P<flag>--[\w-]+)(?:/[\w-]+)*: invalid choice: '(?P<value>[^']*)'(?: \(choose from (?P<choices>[^)]*))?",
-                   r"error: argument (?P<flag>--[\w-]+)(?:/[\w-]+)*: invalid choice: (?P<value>[^\s'(]+)(?: \(choose from (?P<choices>[^)]*))?",
+         # (--quantization is quant.invalid_method: a method this vLLM does not have)
+         patterns=[r"error: argument (?P<flag>--(?!quantization\b)[\w-]+)(?:/[\w-]+)*: invalid choice: '(?P<value>[^']*)'(?: \(choose from (?P<choices>[^)]*))?",
+                   r"error: argument (?P<flag>--(?!quantization\b)[\w-]+)(?:/[\w-]+)*: invalid choice: (?P<value>[^\s'(]+)(?: \(choose from (?P<choices>[^)]*))?",
                    # cut by a narrow terminal before the value ended
-                   r"error: argument (?P<flag>--[\w-]+)(?:/[\w-]+)*: invalid choice"],
+                   r"error: argument (?P<flag>--(?!quantization\b)[\w-]+)(?:/[\w-]+)*: invalid choice"],
          facts=_invalid_choice, playbook="engine-config", confidence=0.95),
     Rule(signature="config.max_model_len_too_large", category="engine_config",
          title="--max-model-len {max_model_len} exceeds the model's maximum context ({max_position_embeddings})",

@@ -329,7 +329,9 @@ RULES = [
                    r"(?:Current CUDA Device|This device) does not support bfloat16",
                    r"bf16 is not supported on",
                    # vllm/v1/attention/backends/triton_attn.py, mla/triton_mla.py 0.24+: the KV cache follows the dtype
-                   r"bfloat16 KV cache is not supported (?:by the Triton \w+ backend )?on (?P<gpu>.+?) \(compute capability (?P<cc>\d+\.\d+)\); bfloat16 requires SM80"],
+                   r"bfloat16 KV cache is not supported (?:by the Triton \w+ backend )?on (?P<gpu>.+?) \(compute capability (?P<cc>\d+\.\d+)\); bfloat16 requires SM80",
+                   # (raised only below SM80; wrapped or shortened after "backend")
+                   r"bfloat16 KV cache is not supported by the Triton \w+ backend"],
          playbook="dtype-unsupported", confidence=0.95),
     Rule(signature="dtype.fp8_unsupported", category="dtype_unsupported",
          title="This GPU cannot compute in the requested float8 type",
@@ -342,7 +344,8 @@ RULES = [
                    r"fp8e4nv data type is not supported on CUDA arch < 89",
                    r"Float8_e4m3fn.{0,40}not (?:supported|implemented)",
                    # vllm/v1/attention/backends/triton_attn.py, mla/triton_mla.py 0.24+
-                   r"FP8 KV cache is not supported by the Triton \w+ backend on .{1,80}? \(compute capability \d+\.\d+\); native FP8 \(fp8e4nv\) requires SM89"],
+                   # (raised only below SM89; the message is often wrapped or shortened after "backend")
+                   r"FP8 KV cache is not supported by the Triton \w+ backend"],
          playbook="dtype-unsupported", confidence=0.85),
     Rule(signature="dtype.float32_unsupported", category="dtype_unsupported",
          title="The chosen backend or kernel does not run in dtype {dtype}",
@@ -476,8 +479,12 @@ RULES += [
     Rule(signature="quant.invalid_method", category="quantization",
          title="This vLLM does not know the quantization method {quantization}",
          fix="Pass a --quantization value your vLLM lists (`vllm serve --help`), or leave it out to use the "
-             "checkpoint's own; a method newer than your vLLM needs an upgrade.",
-         patterns=[r"Invalid quantization method: (?P<quantization>[\w-]+)"],
+             "checkpoint's own; a method newer than your vLLM needs an upgrade, and a platform plugin's method "
+             "(vllm-ascend's `ascend`) the plugin release that registers it.",
+         patterns=[r"Invalid quantization method: (?P<quantization>[\w-]+)",
+                   # argparse (engine args, choices = QUANTIZATION_METHODS): the same refusal before the engine starts;
+                   # Python 3.12.8+ prints the value and the choices unquoted
+                   r"argument --quantization(?:/-q)?: invalid choice: '?(?P<quantization>[\w-]+)"],
          playbook="quantization", confidence=0.9),
 ]
 
