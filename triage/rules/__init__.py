@@ -44,6 +44,8 @@ MODULES = [
     "mix2_frameworks",
     "mix2_devices",
     "mix2_install_cut",
+    # k3: kernel toolchains older than the GPU (Triton's bundled ptxas) or than the environment (FlashInfer's JIT)
+    "k3_toolchains",
 ]
 
 
