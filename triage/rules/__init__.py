@@ -44,7 +44,7 @@ MODULES = [
     "mix2_frameworks",
     "mix2_devices",
     "mix2_install_cut",
-    # k3: kernel toolchains older than the GPU (Triton's bundled ptxas) or than the environment (FlashInfer's JIT)
+    # k3: a FlashInfer JIT module built with a newer CUDA than the environment's
     "k3_toolchains",
 ]
 

@@ -1,12 +1,6 @@
-"""Kernel toolchains that predate the GPU or the environment they run in.
+"""A kernel library's JIT toolchain newer than the environment it runs in.
 
-Triton assembles every kernel it compiles with a ptxas it bundles (triton/backends/nvidia/bin/ptxas, and since
-the Blackwell split ptxas-blackwell; TRITON_PTXAS_PATH / TRITON_PTXAS_BLACKWELL_PATH override them). A GPU newer
-than that ptxas (GB10 sm_121, Jetson Thor sm_110, Rubin sm_107, ...) makes `make_cubin` raise
-`PTXASError: PTXAS error: Internal Triton PTX codegen error` with ptxas's own stderr below it:
-`ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'` (the `ptxas-blackwell fatal` spelling
-on newer Triton); threads restate it as "ptxas \"sm_107a is not defined\"". The cure is the ptxas of an
-installed CUDA toolkit that knows the architecture, not another vLLM flag.
+(Triton's bundled ptxas older than the GPU is triton.ptxas_failed's, in kernels.py.)
 
 FlashInfer JIT-compiles its modules with the nvcc it finds (CUDA_HOME, /usr/local/cuda, PATH) and caches the
 shared object under ~/.cache/flashinfer/<version>/<arch>/cached_ops/. Built with a newer toolkit than the
@@ -24,17 +18,6 @@ from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
-
-# The oldest CUDA toolkit whose ptxas knows each architecture (CUDA release notes).
-PTXAS_SINCE = {"100": "12.8", "101": "12.8", "120": "12.8", "103": "12.9", "121": "12.9", "110": "13.0"}
-
-
-def _ptxas_facts(m: "re.Match[str]", line: Any, scan: Scan) -> dict[str, Any]:
-    arch = m.group("arch")
-    digits = re.sub(r"\D", "", arch)
-    since = PTXAS_SINCE.get(digits)
-    return {"need": f" (CUDA {since} or newer)" if since else " (a CUDA toolkit released for this GPU)"}
-
 
 INSUFFICIENT_RE = lazy(r"cudaErrorInsufficientDriver|CUDA driver version is insufficient for CUDA runtime version"
                        r"|CUDA_ERROR_INSUFFICIENT_DRIVER",
@@ -74,15 +57,5 @@ JIT_OTHER_CUDA = Rule(
     check=_flashinfer_jit_other_cuda, playbook="kernel-library", confidence=0.96)
 
 RULES = [
-    Rule(signature="triton.ptxas_unknown_arch", category="triton_compile",
-         title="Triton's ptxas does not know this GPU's architecture ({arch})",
-         fix="Triton assembles kernels with the ptxas it bundles, which predates {arch}. Point it at the ptxas of an "
-             "installed CUDA toolkit that knows the GPU{need}: `export TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas "
-             "TRITON_PTXAS_BLACKWELL_PATH=/usr/local/cuda/bin/ptxas` (in a container: `-e` both), or upgrade "
-             "triton/torch (and vLLM, which sets this itself on newer releases) to ones built for this GPU.",
-         patterns=[r"Value '(?P<arch>sm_\d+[af]?)' is not defined for option 'gpu-name'",
-                   # a thread or title restating it: ptxas "sm_107a is not defined"
-                   r"\bptxas[\w-]*\W{1,4}(?:fatal\W{1,6})?(?P<arch>sm_\d+[af]?)\W{0,2} is not defined"],
-         facts=_ptxas_facts, playbook="triton-compile", confidence=0.9),
     JIT_OTHER_CUDA,
 ]

@@ -1,0 +1,137 @@
+"""k3's dev set (tests/logs/dev-k3/): kernel toolchains on new and old NVIDIA parts, through the CLI, and the
+mechanisms that name them, each on the forms the raising code (Triton's make_cubin and ptxas, FlashInfer's JIT and
+sampling kernels, CUDA's error strings) writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.dev_sets import check, first, load, params, top
+from triage.logread.select import PREFILTER_RE
+
+DEV, EXPECTED = load("dev-k3")
+
+# Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
+KNOWN_MISSES: dict[str, str] = {
+    "kernel_library--deepgemm-sm121-family-gate.log":
+        "the thread's paste stops before its error text: only vLLM's support_deep_gemm() source and the capability "
+        "probe are left, no line that failed",
+}
+
+
+FAILED = {n: c for n, c in EXPECTED.items() if c["category"] != "none"}
+HEALTHY = sorted(n for n, c in EXPECTED.items() if c["category"] == "none")
+
+
+@pytest.mark.parametrize("name", params(FAILED, KNOWN_MISSES))
+def test_dev_log_through_cli(name):
+    check(DEV, name, EXPECTED[name])
+
+
+@pytest.mark.parametrize("name", HEALTHY)
+def test_harmless_dev_log_is_no_failure(name):
+    d = top((DEV / name).read_text())
+    assert d is None or d.confidence <= 0.5, (d.signature, d.title)
+
+
+# ---- Triton's bundled ptxas older than the GPU -----------------------------------------------------------
+
+@pytest.mark.parametrize("text,arch", [
+    # ptxas itself, under Triton's PTXASError (triton/backends/nvidia/compiler.py make_cubin)
+    ("triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error\n`ptxas` stderr:\n"
+     "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'\n", "sm_121a"),
+    # newer Triton runs a separate ptxas-blackwell for sm_100 and later
+    ("ptxas-blackwell fatal   : Value 'sm_110a' is not defined for option 'gpu-name'\n", "sm_110a"),
+    # Inductor's autotuning wrapper around the same error
+    ("torch._inductor.runtime.triton_heuristics.NoTritonConfigsError: No valid triton configs. PTXASError: PTXAS "
+     "error: Internal Triton PTX codegen error\n`ptxas` stderr:\n"
+     "ptxas fatal   : Value 'sm_103a' is not defined for option 'gpu-name'\n", "sm_103a"),
+    # a ticket title restating it, no "fatal" and no option name
+    ('[Bug] Rubin/SM107: opaque ptxas "sm_107a is not defined" on CUDA 13.2\n', "sm_107a"),
+    # a title of the bare message
+    ("[Bug]: NVIDIA Jetson Thor: Value 'sm_110a' is not defined for option 'gpu-name'\n", "sm_110a"),
+])
+def test_ptxas_not_knowing_the_arch(text, arch):
+    d = first(text)
+    assert (d.signature, d.category) == ("triton.ptxas_failed", "triton_compile")
+    assert d.facts["arch"] == arch
+    assert "TRITON_PTXAS_BLACKWELL_PATH" in d.fix.summary and arch in d.title
+
+
+def test_ptxas_arch_names_the_toolkit_that_knows_it():
+    d = first("ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'\n")
+    assert "CUDA 12.9" in d.fix.summary
+    d = first("ptxas fatal   : Value 'sm_110a' is not defined for option 'gpu-name'\n")
+    assert "CUDA 13.0" in d.fix.summary
+
+
+def test_the_ptxas_error_header_above_it_names_the_arch_below():
+    d = first("(EngineCore_DP0 pid=60) ERROR 01-12 01:09:14 [core.py:708] triton.runtime.errors.PTXASError: PTXAS "
+              "error: Internal Triton PTX codegen error\n"
+              "(EngineCore_DP0 pid=60) ERROR 01-12 01:09:14 [core.py:708] `ptxas` stderr:\n"
+              "(EngineCore_DP0 pid=60) ERROR 01-12 01:09:14 [core.py:708] ptxas fatal   : Value 'sm_121a' is not "
+              "defined for option 'gpu-name'\n")
+    assert d.signature == "triton.ptxas_failed" and "sm_121a" in d.title
+
+
+def test_a_ptx_isa_too_old_for_the_target_is_not_an_unknown_arch():
+    # Triton emitting an older PTX ISA than the target needs: the generic ptxas failure (upgrade triton)
+    d = first("ptxas /tmp/tmpmwke15zw.ptx, line 6; error   : PTX .version 8.4 does not support .target sm_120a\n"
+              "ptxas fatal   : Ptx assembly aborted due to errors\n")
+    assert (d.signature, d.category) == ("triton.ptxas_failed", "triton_compile")
+    assert "arch" not in d.facts and "upgrade triton" in d.fix.summary
+
+
+def test_a_python_name_error_is_no_ptxas_message():
+    d = top("NameError: name 'sm_90a' is not defined\n")
+    assert d is None or d.signature != "triton.ptxas_failed"
+
+
+@pytest.mark.parametrize("text", [
+    "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'",
+    '[Bug] Rubin/SM107: opaque ptxas "sm_107a is not defined" on CUDA 13.2',
+    "2026-09-10 08:12:03,118 - INFO - flashinfer.jit: Loading JIT ops: sampling",
+])
+def test_the_prefilter_keeps_these_lines(text):
+    assert PREFILTER_RE.search(text.encode())
+
+
+# ---- a FlashInfer JIT module built with another CUDA than torch's -----------------------------------------
+
+@pytest.mark.parametrize("text", [
+    # FlashInfer's sampling kernels check the CUDA status and report cudaGetErrorString's words
+    "2026-09-10 08:12:03,118 - INFO - flashinfer.jit: Loading JIT ops: sampling\n"
+    "2026-09-10 08:13:41,502 - INFO - flashinfer.jit: Finished loading JIT ops: sampling\n"
+    "RuntimeError: TopKTopPSamplingFromProb failed with error code CUDA driver version is insufficient for CUDA "
+    "runtime version\n",
+    # the cached module's path in a frame, the error by its enum name
+    '  File "/root/.cache/flashinfer/0.6.16/120f/cached_ops/sampling/sampling.so", line 1, in <module>\n'
+    "RuntimeError: CUDA error: cudaErrorInsufficientDriver\n",
+    # a thread's account of it
+    "FlashInfer JIT selected the host `nvcc` and generated a cached sampler linked against `libcudart.so.13`. "
+    "The same cache was later loaded by Ray workers using CUDA 12.9 compatibility libraries, and sampling failed "
+    "with `cudaErrorInsufficientDriver (35)`.\n",
+])
+def test_flashinfer_jit_module_against_an_older_driver(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("kernels.flashinfer_jit_other_cuda", "kernel_library")
+    assert "~/.cache/flashinfer" in d.fix.summary
+
+
+def test_insufficient_driver_without_flashinfer_jit_stays_the_driver():
+    d = first("RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version\n")
+    assert d.category == "cuda_driver"
+
+
+def test_torch_refusing_the_driver_stays_the_driver_even_with_flashinfer_jit_lines():
+    d = first("2026-09-10 08:12:03,118 - INFO - flashinfer.jit: Loading JIT ops: sampling\n"
+              "RuntimeError: The NVIDIA driver on your system is too old (found version 12020). Please update your "
+              "GPU driver\n"
+              "RuntimeError: CUDA error: CUDA driver version is insufficient for CUDA runtime version\n")
+    assert d.category == "cuda_driver"
+
+
+def test_the_driver_error_before_any_flashinfer_jit_stays_the_driver():
+    d = first("RuntimeError: CUDA error: cudaErrorInsufficientDriver\n"
+              "2026-09-10 08:12:03,118 - INFO - flashinfer.jit: Loading JIT ops: sampling\n")
+    assert d.category == "cuda_driver"
