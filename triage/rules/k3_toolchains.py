@@ -11,7 +11,6 @@ FlashInfer's build, not a driver too old for torch/vLLM.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from triage.lazyre import lazy
