@@ -135,3 +135,38 @@ def test_the_driver_error_before_any_flashinfer_jit_stays_the_driver():
     d = first("RuntimeError: CUDA error: cudaErrorInsufficientDriver\n"
               "2026-09-10 08:12:03,118 - INFO - flashinfer.jit: Loading JIT ops: sampling\n")
     assert d.category == "cuda_driver"
+
+
+# ---- CUTLASS's Python DSL older than the GPU -------------------------------------------------------------
+
+@pytest.mark.parametrize("text,arch", [
+    # Python's enum refusing Arch[name] inside cute.compile (an older nvidia-cutlass-dsl)
+    ('  File "/x/nvidia_cutlass_dsl/python_packages/cutlass/base_dsl/compiler.py", line 228, in compile\n'
+     '  File "/usr/lib/python3.12/enum.py", line 813, in __getitem__\n'
+     "KeyError: 'sm_107a'\n", "sm_107a"),
+    # a thread quoting it
+    ("On SM107 (Rubin) with a CuTe DSL older than 4.8, FlashInfer fails with a bare `KeyError: 'sm_107a'` raised "
+     "from `enum.py` inside `cute.compile`\n", "sm_107a"),
+])
+def test_cute_dsl_without_the_arch(text, arch):
+    d = first(text)
+    assert (d.signature, d.category) == ("kernels.cute_dsl_arch_missing", "kernel_library")
+    assert d.facts["arch"] == arch and "CUTE_DSL_ARCH" in d.fix.summary
+
+
+def test_an_sm_keyerror_without_the_dsl_is_not_claimed():
+    d = top("KeyError: 'sm_90a'\n")
+    assert d is None or d.signature != "kernels.cute_dsl_arch_missing"
+
+
+@pytest.mark.parametrize("text,arch", [
+    # the op's admissible-arch check, with and without the enum prefix (CuTe DSL 4.2 printed the bare name)
+    ("cutlass.cute.nvgpu.common.OpError: OpError: expects arch to be one of ['sm_100a', 'sm_100f'], but got "
+     "sm_121a\n", "sm_121a"),
+    ("cutlass.cute.nvgpu.common.OpError: OpError: expects arch to be one of ['sm_120a'], but got Arch.sm_121a\n",
+     "sm_121a"),
+])
+def test_cute_dsl_op_refusing_the_arch(text, arch):
+    d = first(text)
+    assert (d.signature, d.category) == ("kernels.cute_dsl_arch_unsupported", "kernel_library")
+    assert d.facts["arch"] == arch

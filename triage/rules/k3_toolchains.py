@@ -1,6 +1,12 @@
-"""A kernel library's JIT toolchain newer than the environment it runs in.
+"""Kernel libraries and their toolchains out of step with the GPU or the environment.
 
 (Triton's bundled ptxas older than the GPU is triton.ptxas_failed's, in kernels.py.)
+
+CUTLASS's Python DSL (nvidia-cutlass-dsl, behind FlashInfer's cute-dsl GEMM/MoE/attention kernels and FA4) turns
+the device into a member of its `Arch` enum when it compiles (`Arch[name]` in cute.compile): a DSL release older
+than the GPU has no such member and Python's enum raises a bare `KeyError: 'sm_107a'` from enum.py, with no
+FlashInfer or vLLM frame saying why. A library picking its cute-dsl backend by capability alone (FlashInfer before
+its arch gate) gets there on a new GPU.
 
 FlashInfer JIT-compiles its modules with the nvcc it finds (CUDA_HOME, /usr/local/cuda, PATH) and caches the
 shared object under ~/.cache/flashinfer/<version>/<arch>/cached_ops/. Built with a newer toolkit than the
@@ -26,6 +32,8 @@ INSUFFICIENT_RE = lazy(r"cudaErrorInsufficientDriver|CUDA driver version is insu
 FLASHINFER_JIT_RE = lazy(r"flashinfer\.jit: (?:Finished )?[Ll]oading JIT ops|\.cache[/\\]flashinfer[/\\]"
                          r"|flashinfer[/\\]jit[/\\]|cached_ops[/\\]|FlashInfer JIT",
                          needles=("flashinfer", "cached_ops", "FlashInfer"))
+# the DSL at work: its package in a frame, or a thread naming it
+CUTE_DSL_RE = lazy(r"(?i)cutlass|\bcute[._ -]")
 # torch's own refusal of the driver: then the driver is too old for everything, FlashInfer included
 TORCH_DRIVER_RE = lazy(r"The NVIDIA driver on your system is too old", needles=("too old",))
 
@@ -45,6 +53,13 @@ def _flashinfer_jit_other_cuda(scan: Scan, env: dict[str, Any]) -> Diagnosis | N
         fix=Fix(JIT_OTHER_CUDA.fix, JIT_OTHER_CUDA.playbook), first_line=hit.no)
 
 
+def _cute_dsl_arch_missing(scan: Scan) -> Diagnosis | None:
+    """A KeyError of an sm_ name is the DSL's only where the DSL is in the log; another table's is not this rule's."""
+    if not any(CUTE_DSL_RE.search(ln.text) for ln in scan.lines):
+        return None
+    return CUTE_DSL_ARCH_MISSING.match_lines(scan)
+
+
 JIT_OTHER_CUDA = Rule(
     signature="kernels.flashinfer_jit_other_cuda", category="kernel_library",
     title="A FlashInfer JIT module built with another CUDA toolkit than torch's fails to load its runtime",
@@ -57,4 +72,14 @@ JIT_OTHER_CUDA = Rule(
 
 RULES = [
     JIT_OTHER_CUDA,
+    Rule(signature="kernels.cute_dsl_arch_missing", category="kernel_library",
+         title="The installed CUTLASS DSL does not know this GPU's architecture ({arch})",
+         fix="A CuTe DSL kernel (FlashInfer's cute-dsl backends, FA4) was compiled for {arch}, which the installed "
+             "nvidia-cutlass-dsl predates. Upgrade nvidia-cutlass-dsl (and FlashInfer) to releases that list {arch}, "
+             "point the DSL at the architecture family it does know (`export CUTE_DSL_ARCH=sm_100f` for an SM10x "
+             "part), or choose a backend that does not use CuTe DSL (another --moe-backend / FP4-FP8 GEMM backend, "
+             "or --attention-backend).",
+         patterns=[r"\bKeyError: '(?P<arch>sm_\d+[a-z]?)'"],
+         check=lambda scan, env: _cute_dsl_arch_missing(scan), playbook="kernel-library", confidence=0.85),
 ]
+CUTE_DSL_ARCH_MISSING = RULES[-1]

@@ -340,7 +340,8 @@ RULES = [
          fix="The kernel was written for {archs} only; this GPU is {arch} (SM12.1 GB10 is not SM12.0, SM12x is not "
              "SM100). Pick a backend that does not use it (--moe-backend marlin / triton, another FP4/FP8 GEMM "
              "backend), or install the nvidia-cutlass-dsl and FlashInfer releases that add this architecture.",
-         patterns=[r"OpError: expects arch to be one of \[(?P<archs>[^\]]*)\], but got Arch\.(?P<arch>sm_\w+)"],
+         # (k3: older DSL releases print the arch without its enum prefix: "but got sm_121a")
+         patterns=[r"OpError: expects arch to be one of \[(?P<archs>[^\]]*)\], but got (?:Arch\.)?(?P<arch>sm_\w+)"],
          playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.flashinfer_crashed", category="kernel_library",
          title="FlashInfer's own code fails in {where}", fix="", check=lambda scan, env: _flashinfer_crashed(scan),
