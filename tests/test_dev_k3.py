@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tests.dev_sets import check, first, load, params, top
+from triage.diagnose import diagnose
+from triage.logread import scan_text
 from triage.logread.select import PREFILTER_RE
 
 DEV, EXPECTED = load("dev-k3")
@@ -170,3 +172,29 @@ def test_cute_dsl_op_refusing_the_arch(text, arch):
     d = first(text)
     assert (d.signature, d.category) == ("kernels.cute_dsl_arch_unsupported", "kernel_library")
     assert d.facts["arch"] == arch
+
+
+# ---- vLLM's default Triton kernel configs: a warning, never the failure ------------------------------------
+
+@pytest.mark.parametrize("line", [
+    # fused_moe.get_moe_configs
+    "WARNING 05-03 17:42:23 [fused_moe.py:668] Using default MoE config. Performance might be sub-optimal! Config "
+    "file not found at /x/fused_moe/configs/E=16,N=1536,device_name=NVIDIA_H100_80GB_HBM3.json",
+    # quantization/utils/fp8_utils.py and int8_utils.py, block-scaled GEMM
+    "WARNING 05-03 17:42:24 [fp8_utils.py:435] Using default W8A8 Block FP8 kernel config. Performance might be "
+    "sub-optimal! Config file not found at /x/configs/N=9216,K=4096,device_name=NVIDIA_L20.json",
+    "WARNING 05-03 17:42:24 [int8_utils.py:421] Using default W8A8 Block INT8 kernel config. Performance might be "
+    "sub-optimal! Config file not found at /x/configs/N=9216,K=4096,device_name=NVIDIA_A100.json",
+])
+def test_default_kernel_config_is_harmless(line):
+    ds, notes = diagnose(scan_text(line + "\n"))
+    assert all(d.confidence <= 0.5 for d in ds)
+    assert "harmless.default_kernel_config" in {n.signature for n in notes}
+
+
+def test_default_kernel_config_does_not_hide_the_failure_after_it():
+    d = first("WARNING 05-03 17:42:23 [fused_moe.py:668] Using default MoE config. Performance might be "
+              "sub-optimal! Config file not found at /x/E=8,N=3584,device_name=Tesla_T4.json\n"
+              "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 81920, Hardware "
+              "limit: 65536. Reducing block sizes or `num_stages` may help.\n")
+    assert d.category == "triton_compile"

@@ -72,6 +72,11 @@ JIT_OTHER_CUDA = Rule(
 
 RULES = [
     JIT_OTHER_CUDA,
+    # vLLM's Triton kernels (fused_moe.get_moe_configs, fp8_utils / int8_utils block-scaled GEMM) look up tuned
+    # configs per GPU and fall back to defaults, saying so on every worker: slower, never a failure
+    Rule(signature="harmless.default_kernel_config", category="", harmless=True,
+         title="No tuned Triton kernel config for this GPU: vLLM uses its defaults (harmless; possibly slower)",
+         fix="", patterns=[r"Using default [\w -]{1,40}config\. Performance might be sub-optimal!"]),
     Rule(signature="kernels.cute_dsl_arch_missing", category="kernel_library",
          title="The installed CUTLASS DSL does not know this GPU's architecture ({arch})",
          fix="A CuTe DSL kernel (FlashInfer's cute-dsl backends, FA4) was compiled for {arch}, which the installed "
