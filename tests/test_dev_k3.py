@@ -198,3 +198,19 @@ def test_default_kernel_config_does_not_hide_the_failure_after_it():
               "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 81920, Hardware "
               "limit: 65536. Reducing block sizes or `num_stages` may help.\n")
     assert d.category == "triton_compile"
+
+
+# ---- FlashAttention 4's architecture assertion --------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    # vllm_flash_attn/cute/flash_fwd_sm100.py (and flash_attn/cute upstream): assert on the DSL's arch
+    '  File "/x/vllm/vllm_flash_attn/cute/flash_fwd_sm100.py", line 162, in __init__\n'
+    '    assert self.arch >= Arch.sm_100 and self.arch <= Arch.sm_110f, "Only SM 10.x and 11.x are supported"\n'
+    "AssertionError: Only SM 10.x and 11.x are supported\n",
+    # a thread quoting it in a fenced block
+    "```text\nAssertionError: Only SM 10.x and 11.x are supported\n```\n",
+])
+def test_fa4_refusing_the_arch(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("kernels.fa4_arch_refused", "kernel_library")
+    assert "nvidia-cutlass-dsl[cu13]" in d.fix.summary and "VLLM_FLASH_ATTN_VERSION" in d.fix.summary

@@ -6,7 +6,11 @@ CUTLASS's Python DSL (nvidia-cutlass-dsl, behind FlashInfer's cute-dsl GEMM/MoE/
 the device into a member of its `Arch` enum when it compiles (`Arch[name]` in cute.compile): a DSL release older
 than the GPU has no such member and Python's enum raises a bare `KeyError: 'sm_107a'` from enum.py, with no
 FlashInfer or vLLM frame saying why. A library picking its cute-dsl backend by capability alone (FlashInfer before
-its arch gate) gets there on a new GPU.
+its arch gate) gets there on a new GPU. FlashAttention 4's SM100 forward kernel (vllm_flash_attn/cute/
+flash_fwd_sm100.py) asserts `sm_100 <= arch <= sm_110f` on the arch the DSL reports ("Only SM 10.x and 11.x are
+supported"): on an SM10x part that means a DSL build that misreports it (the non-cu13 nvidia-cutlass-dsl aliases
+sm_110f to sm_101f, so B300/SM103 fails; a mixed install loads another release's native files), elsewhere that FA4
+was picked for a GPU it does not run on.
 
 FlashInfer JIT-compiles its modules with the nvcc it finds (CUDA_HOME, /usr/local/cuda, PATH) and caches the
 shared object under ~/.cache/flashinfer/<version>/<arch>/cached_ops/. Built with a newer toolkit than the
@@ -88,3 +92,14 @@ RULES = [
          check=lambda scan, env: _cute_dsl_arch_missing(scan), playbook="kernel-library", confidence=0.85),
 ]
 CUTE_DSL_ARCH_MISSING = RULES[-1]
+RULES += [
+    Rule(signature="kernels.fa4_arch_refused", category="kernel_library",
+         title="FlashAttention 4 (CuTe DSL) refused the GPU architecture the DSL reports",
+         fix="FA4's kernels run on SM10x/SM11x only, as nvidia-cutlass-dsl reports the device. On a Blackwell "
+             "B200/B300 (SM10x) the DSL misreports it: reinstall it cleanly in the CUDA 13 build vLLM pins "
+             "(`pip install --force-reinstall 'nvidia-cutlass-dsl[cu13]==VERSION'` with the VERSION `pip show "
+             "nvidia-cutlass-dsl` reports, and no second copy of its native libraries on the path). On any other GPU FA4 does not apply: use FlashAttention "
+             "2/3 (VLLM_FLASH_ATTN_VERSION=2 or 3) or another --attention-backend.",
+         patterns=[r"Only SM 10\.x and 11\.x are supported"],
+         playbook="kernel-library", confidence=0.85),
+]
