@@ -214,3 +214,22 @@ def test_fa4_refusing_the_arch(text):
     d = first(text)
     assert (d.signature, d.category) == ("kernels.fa4_arch_refused", "kernel_library")
     assert "nvidia-cutlass-dsl[cu13]" in d.fix.summary and "VLLM_FLASH_ATTN_VERSION" in d.fix.summary
+
+
+# ---- FlashInfer refusing a backend on this GPU --------------------------------------------------------------
+
+@pytest.mark.parametrize("text,title", [
+    # flashinfer/utils.py backend_requirement: an explicit backend the capability lacks
+    ("flashinfer.utils.BackendSupportedError: mm_fp4 does not support backend 'cute-dsl' with capability 120\n",
+     "FlashInfer's mm_fp4 has no 'cute-dsl' kernel for this GPU (compute capability 120)"),
+    # the same message, re-raised by vLLM's executor around a worker's failure
+    ("RuntimeError: Worker failed with error 'bmm_fp8 does not support backend 'cudnn'', please check the stack "
+     "trace above for the root cause\n", "FlashInfer's bmm_fp8 has no 'cudnn' kernel for this GPU"),
+    # backend="auto" with none left
+    ("flashinfer.utils.BackendSupportedError: No suitable auto backends found for mm_fp4\n",
+     "FlashInfer found no backend of mm_fp4 that runs here"),
+])
+def test_flashinfer_backend_refused_on_this_gpu(text, title):
+    d = first(text)
+    assert (d.signature, d.category) == ("kernels.flashinfer_backend_unsupported", "kernel_library")
+    assert d.title == title

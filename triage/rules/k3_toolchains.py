@@ -17,10 +17,17 @@ shared object under ~/.cache/flashinfer/<version>/<arch>/cached_ops/. Built with
 environment's torch, the module links a newer libcudart; a process whose driver or compat libraries only serve
 the older CUDA then fails inside FlashInfer with cudaErrorInsufficientDriver although torch itself ran. That is
 FlashInfer's build, not a driver too old for torch/vLLM.
+
+FlashInfer's entry points declare which backends (cudnn, cutlass, trtllm, cute-dsl, ...) run on which compute
+capability (flashinfer/utils.py, backend_requirement); asked for one this GPU lacks they raise BackendSupportedError:
+"mm_fp4 does not support backend 'cute-dsl' with capability 120", or "No suitable auto backends found for mm_fp4".
+The caller (vLLM's kernel selection, a fork, a plugin) chose a backend the installed FlashInfer has no kernel of
+here: a kernel library's verdict, though the message says "backend".
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from triage.lazyre import lazy
@@ -92,7 +99,28 @@ RULES = [
          check=lambda scan, env: _cute_dsl_arch_missing(scan), playbook="kernel-library", confidence=0.85),
 ]
 CUTE_DSL_ARCH_MISSING = RULES[-1]
+
+
+def _flashinfer_backend_facts(m: "re.Match[str]", line: Any, scan: Scan) -> dict[str, Any]:
+    g = m.groupdict()  # each pattern names its own groups
+    op, backend, cap = g.get("op") or g.get("op2"), g.get("backend"), g.get("cap")
+    if backend is None:
+        return {"what": f"FlashInfer found no backend of {op} that runs here"}
+    return {"what": f"FlashInfer's {op} has no '{backend}' kernel for this GPU"
+                    + (f" (compute capability {cap})" if cap else "")}
+
+
 RULES += [
+    Rule(signature="kernels.flashinfer_backend_unsupported", category="kernel_library",
+         title="{what}",
+         fix="The caller (vLLM's kernel selection, a fork or plugin) asked FlashInfer for a kernel backend the installed "
+             "FlashInfer does not provide on this GPU. Choose another backend for that path (the MoE backend with "
+             "--moe-backend, the FP4/FP8 GEMM or attention backend setting, or the VLLM_USE_FLASHINFER_* switch that "
+             "routes it to FlashInfer), or install the vLLM and FlashInfer releases made for each other and this GPU.",
+         patterns=[r"(?:BackendSupportedError: )?(?P<op>\w+) does not support backend '(?P<backend>[\w-]+)'"
+                   r"(?: with capability (?P<cap>\d+))?",
+                   r"No suitable auto backends found for (?P<op2>\w+)"],
+         facts=_flashinfer_backend_facts, playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.fa4_arch_refused", category="kernel_library",
          title="FlashAttention 4 (CuTe DSL) refused the GPU architecture the DSL reports",
          fix="FA4's kernels run on SM10x/SM11x only, as nvidia-cutlass-dsl reports the device. On a Blackwell "
