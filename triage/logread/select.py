@@ -67,6 +67,11 @@ PREFILTER = (
     # -- inst2: CUDA's no-kernel-image message quoted in prose or a ticket title, without "CUDA error:"
     "|kernel image"
     # -- end inst2
+    # -- k3: ptxas refusing an architecture it does not know, quoted without its "fatal" (a title, prose)
+    "|gpu-name|is not defined"
+    # FlashInfer's JIT logger ("flashinfer.jit: Loading JIT ops: sampling"): which kernels it built in this process
+    "|JIT ops"
+    # -- end k3
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

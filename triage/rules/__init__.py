@@ -48,6 +48,8 @@ MODULES = [
     "c2_engine_args",
     # q2: quantized kernels' capability gates, V0's spec-decode worker seen by a framework, a cut dtype check
     "q2_quant_spec",
+    # k3: a FlashInfer JIT module built with a newer CUDA than the environment's
+    "k3_toolchains",
 ]
 
 

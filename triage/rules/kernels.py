@@ -244,6 +244,34 @@ def _deepgemm_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any
     return out
 
 
+
+# k3: ptxas refusing the GPU's architecture (ptxas / ptxas-blackwell: "Value 'sm_121a' is not defined for option
+# 'gpu-name'"), which Triton prints under "PTXASError: PTXAS error: Internal Triton PTX codegen error" when its
+# bundled ptxas predates the GPU (GB10 sm_121, Jetson Thor sm_110, Rubin sm_107): the cure is a newer ptxas.
+PTXAS_ARCH_REFUSED = r"Value '(?P<arch>sm_\d+[af]?)' is not defined for option 'gpu-name'"
+PTXAS_ARCH_RESTATED = r"\bptxas[\w-]*\W{1,4}(?:fatal\W{1,6})?(?P<arch>sm_\d+[af]?)\W{0,2} is not defined"
+_PTXAS_ARCH_RE = re.compile(f"{PTXAS_ARCH_REFUSED}|{PTXAS_ARCH_RESTATED}".replace("(?P<arch>", "(?:"))
+# The oldest CUDA toolkit whose ptxas knows each architecture (CUDA release notes).
+PTXAS_SINCE = {"100": "12.8", "101": "12.8", "120": "12.8", "103": "12.9", "121": "12.9", "110": "13.0"}
+PTXAS_GENERIC = ("Triton's bundled ptxas does not know this GPU or failed: upgrade triton (Blackwell needs "
+                 "triton>=3.3), or point TRITON_PTXAS_PATH at the ptxas of a CUDA toolkit that supports this GPU.")
+
+
+def _ptxas_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    refused = next((r for r in (_PTXAS_ARCH_RE.search(ln.text) for ln in scan.lines if "is not defined" in ln.text)
+                    if r is not None), None)
+    if refused is None:
+        return {"what": "Triton's PTX assembler (ptxas) failed", "advice": PTXAS_GENERIC}
+    arch = re.search(r"sm_\d+[af]?", refused.group(0)).group(0)  # type: ignore[union-attr]
+    since = PTXAS_SINCE.get(re.sub(r"\D", "", arch))
+    need = f" (CUDA {since} or newer)" if since else " (a CUDA toolkit released for this GPU)"
+    return {"arch": arch, "what": f"Triton's ptxas does not know this GPU's architecture ({arch})",
+            "advice": f"Triton assembles kernels with the ptxas it bundles, which predates {arch}. Point it at the "
+                      f"ptxas of an installed CUDA toolkit that knows the GPU{need}: `export "
+                      "TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas TRITON_PTXAS_BLACKWELL_PATH=/usr/local/cuda/bin/ptxas` "
+                      "(in a container: `-e` both), or upgrade triton/torch (and vLLM, which sets this itself on newer "
+                      "releases) to ones built for this GPU."}
+
 RULES = [
     Rule(signature="kernels.flashinfer_version_mismatch", category="kernel_library",
          title="FlashInfer packages disagree: flashinfer-cubin {cubin} vs flashinfer {flashinfer}",
@@ -312,7 +340,8 @@ RULES = [
          fix="The kernel was written for {archs} only; this GPU is {arch} (SM12.1 GB10 is not SM12.0, SM12x is not "
              "SM100). Pick a backend that does not use it (--moe-backend marlin / triton, another FP4/FP8 GEMM "
              "backend), or install the nvidia-cutlass-dsl and FlashInfer releases that add this architecture.",
-         patterns=[r"OpError: expects arch to be one of \[(?P<archs>[^\]]*)\], but got Arch\.(?P<arch>sm_\w+)"],
+         # (k3: older DSL releases print the arch without its enum prefix: "but got sm_121a")
+         patterns=[r"OpError: expects arch to be one of \[(?P<archs>[^\]]*)\], but got (?:Arch\.)?(?P<arch>sm_\w+)"],
          playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.flashinfer_crashed", category="kernel_library",
          title="FlashInfer's own code fails in {where}", fix="", check=lambda scan, env: _flashinfer_crashed(scan),
@@ -336,14 +365,15 @@ RULES = [
                    r"out of resource: shared memory"],
          facts=_smem_facts, playbook="triton-compile", confidence=0.9),
     Rule(signature="triton.ptxas_failed", category="triton_compile",
-         title="Triton's PTX assembler (ptxas) failed",
-         fix="Triton's bundled ptxas does not know this GPU or failed: upgrade triton (Blackwell needs triton>=3.3), "
-             "or point TRITON_PTXAS_PATH at the ptxas of a CUDA toolkit that supports this GPU.",
+         title="{what}",
+         fix="{advice}",
          patterns=[r"ptxas fatal\s*:.*", r"PTXASError", r"ptxas .{0,40}error", r"ptxas failed",
                    r"Value 'sm_\d+a?' is not defined for option 'gpu-name'",
+                   # k3: a thread or ticket title restating ptxas's refusal: ptxas "sm_107a is not defined"
+                   PTXAS_ARCH_RESTATED,
                    # kern: Triton's cubin step running its bundled ptxas (make_cubin), exit status only
                    r"CalledProcessError: Command '\['[^']*/ptxas(?:\.exe)?', .{0,200}--gpu-name=(?P<arch>sm_\w+)"],
-         playbook="triton-compile", confidence=0.85),
+         facts=_ptxas_facts, playbook="triton-compile", confidence=0.85),
     # triton/backends/nvidia/driver.py builds its C launcher against the driver (libraries=['cuda'], found
     # through `ldconfig -p` or TRITON_LIBCUDA_PATH): no libcuda.so where the linker looks
     Rule(signature="triton.libcuda_not_found", category="triton_compile",
