@@ -67,6 +67,10 @@ PREFILTER = (
     # -- inst2: CUDA's no-kernel-image message quoted in prose or a ticket title, without "CUDA error:"
     "|kernel image"
     # -- end inst2
+    # -- d2: multi-node bring-up and KV-transfer engines stating the cause with no error word: Ray's raylet
+    # registration (glog-style "E" lines), multi-node-serving.sh's echo lines, Mooncake's RDMA transport
+    "|Raylet|Missing argument|ray workers to be active|Ray worker starts|RNIC|RDMA resources"
+    # -- end d2
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -44,6 +44,9 @@ MODULES = [
     "mix2_frameworks",
     "mix2_devices",
     "mix2_install_cut",
+    # d2: devices named by UUID (MIG), users without a passwd entry, Ray bring-up, NIXL/Mooncake KV transfer
+    "d2_hosts",
+    "d2_multinode",
 ]
 
 

@@ -108,7 +108,9 @@ RULES = [
          title="Bus error: usually /dev/shm is too small in a container",
          fix="Run the container with --ipc=host or --shm-size=16g (or larger).",
          patterns=[r"^Bus error(?: \(core dumped\))?", r"ERROR: Unexpected bus error encountered in worker",
-                   r"insufficient shared memory \(shm\)"],
+                   r"insufficient shared memory \(shm\)",
+                   # a title or prose pairing the two, however the rest is spelled ("bus error, insufficient ... (shm)")
+                   r"[Bb]us error.{0,40}\(shm\)"],
          playbook="distributed", confidence=0.8),
     Rule(signature="distributed.nccl_error", category="distributed",
          title="NCCL communication failed ({nccl_error})",
