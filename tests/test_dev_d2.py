@@ -144,3 +144,30 @@ def test_mooncake_without_rnic_is_distributed(text):
 def test_bus_error_with_shm_is_distributed(text):
     d = first(text)
     assert d.category == "distributed"
+
+
+# ---- NCCL's bootstrap finding no interface (NCCL_SOCKET_IFNAME) ------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "gpu-node-7:4102:4102 [0] bootstrap.cc:45 NCCL WARN Bootstrap : no socket interface found\n",
+    "[rank0]: ncclInternalError: Internal check failed.\n[rank0]: Last error:\n"
+    "[rank0]: Bootstrap : no socket interface found\n",
+    # NCCL_COMM_ID given: the root's listening side
+    "node1:77:77 [0] NCCL WARN NET/Socket : No usable listening interface found\n",
+    # the wording proposed for NCCL_SOCKET_IFNAME naming no interface (NVIDIA/nccl#1837)
+    "NCCL WARN Bootstrap : no NCCL_SOCKET_IFNAME interface found\n",
+])
+def test_nccl_without_an_interface_names_socket_ifname(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("distributed.nccl_no_interface", "distributed")
+
+
+# ---- /dev/shm said to be full in a title or prose ----------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "[Bug]: DP=16 nodes eventually run out of /dev/shm space due to NCCL and crashloop\n",
+    "the pod's /dev/shm is full after a few restarts\n",
+])
+def test_dev_shm_full_in_prose_is_shared_memory(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("distributed.nccl_shm", "distributed")

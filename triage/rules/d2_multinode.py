@@ -14,6 +14,10 @@ transfer engines of disaggregated prefill.
   (`Remote NIXL agent engine ID mismatch. Expected X,received Y.`, 0.9+). The side channel it dials is
   VLLM_NIXL_SIDE_CHANNEL_HOST, `localhost` unless set, so a decode instance on another node reaches itself or a
   neighbour: the address, not NIXL, is wrong.
+- NCCL's bootstrap picks the interface named by NCCL_SOCKET_IFNAME (any but lo/docker when unset) and stops with
+  `Bootstrap : no socket interface found` (bootstrap.cc, every 2.x; `NET/Socket : No usable listening interface
+  found` when NCCL_COMM_ID names the root) when none on this host matches: a name copied from another machine, an
+  `=name` exact match an older NCCL does not know, a pod without the secondary network it names.
 - Mooncake's transfer engine (MooncakeConnector, LMCache and checkpoint-engine use it) opens every RDMA NIC it
   discovers and logs `RdmaTransport: No available RNIC` / `RdmaTransport: cannot initialize RDMA resources` when
   none opens (port down, IB disabled, /dev/infiniband not passed into the container, a wrong GID index).
@@ -65,6 +69,14 @@ RULES = [
              "instances on one host distinct VLLM_NIXL_SIDE_CHANNEL_PORT values.",
          patterns=[r"Remote NIXL agent engine ID mismatch"],
          playbook="distributed", confidence=0.85),
+    Rule(signature="distributed.nccl_no_interface", category="distributed",
+         title="NCCL found no network interface to bootstrap on (NCCL_SOCKET_IFNAME matches none on this host)",
+         fix="Compare NCCL_SOCKET_IFNAME (and GLOO_SOCKET_IFNAME) with `ip -br addr` on every node: name an interface "
+             "that exists there and carries the address the nodes reach each other on (a prefix such as `eth` or "
+             "`ens` matches eth0/ens5), or unset it on a single node; in Kubernetes make sure the secondary network "
+             "it names is attached to the pod.",
+         patterns=[r"(?:Bootstrap|NET/Socket) ?: [Nn]o (?:NCCL_SOCKET_IFNAME |usable listening |socket )interface found"],
+         playbook="distributed", confidence=0.9),
     Rule(signature="distributed.rdma_no_nic", category="distributed",
          title="The KV/weight transfer engine found no usable RDMA NIC (Mooncake RdmaTransport)",
          fix="No RDMA device could be opened: check `ibv_devinfo` (port state ACTIVE, the GID index), pass the devices "

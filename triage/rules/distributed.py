@@ -101,6 +101,8 @@ RULES = [
          patterns=[r"Error while creating shared memory segment /dev/shm/\S+(?: \(size (?P<segment_bytes>\d+)\))?",
                    r"unable to allocate shared memory", r"No space left on device.{0,60}/dev/shm",
                    r"/dev/shm.{0,60}(?:No space left|too small)",
+                   # a title or prose saying it ("run out of /dev/shm space", "/dev/shm is full")
+                   r"out of (?:shared memory \()?/dev/shm", r"/dev/shm (?:is |was |gets )?full",
                    # vLLM's own shared-memory broadcast queue (shm_broadcast.py, 0.28+)
                    r"Insufficient space in \S+(?: for .{1,80})?: [\d.]+ MiB required, [\d.]+ MiB free"],
          playbook="distributed", confidence=0.95),
