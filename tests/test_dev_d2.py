@@ -171,3 +171,76 @@ def test_nccl_without_an_interface_names_socket_ifname(text):
 def test_dev_shm_full_in_prose_is_shared_memory(text):
     d = first(text)
     assert (d.signature, d.category) == ("distributed.nccl_shm", "distributed")
+
+
+# ---- Ray's version check of a process joining a cluster --------------------------------------------------------
+
+def test_ray_version_mismatch_names_both_versions():
+    d = first("RuntimeError: Version mismatch: The cluster was started with:\n    Ray: 2.43.0\n    Python: 3.11.10\n"
+              "This process on node 10.18.215.196 was started with:\n    Ray: 2.44.1\n    Python: 3.11.10\n")
+    assert (d.signature, d.category) == ("distributed.ray_version_mismatch", "distributed")
+    assert "2.43.0" in d.title and "2.44.1" in d.title
+
+
+def test_ray_version_mismatch_as_a_warning_line():
+    # check_version_info(raise_on_mismatch=False) logs the same message
+    d = first("2025-04-02 16:56:49,790\tWARNING utils.py:1560 -- Version mismatch: The cluster was started with:\n"
+              "    Ray: 2.9.3\n    Python: 3.10.12\n")
+    assert d.signature == "distributed.ray_version_mismatch"
+
+
+def test_a_bare_version_mismatch_without_ray_is_not_rays():
+    d = top("flashinfer build check\nRuntimeError: Version mismatch\n")
+    assert d is None or d.signature != "distributed.ray_version_mismatch"
+
+
+# ---- an exception inside Ray Compiled Graphs' channels -----------------------------------------------------------
+
+def test_exception_in_a_compiled_graph_channel_frame():
+    d = first('Traceback (most recent call last):\n'
+              '  File "/usr/local/lib/python3.12/dist-packages/ray/dag/compiled_dag_node.py", line 2510, in execute\n'
+              '    self._execute_until(idx)\n'
+              '  File "/usr/local/lib/python3.12/dist-packages/ray/experimental/channel/shared_memory_channel.py", '
+              'line 611, in write\n'
+              '    raise ValueError("size of serialized data exceeds the buffer")\n'
+              'ValueError: size of serialized data exceeds the buffer\n')
+    assert (d.signature, d.category) == ("distributed.ray_compiled_graph", "distributed")
+    assert "shared_memory_channel.py" in d.title
+
+
+def test_a_traceback_passing_through_ray_elsewhere_is_not_compiled_graphs():
+    d = top('Traceback (most recent call last):\n'
+            '  File "/usr/local/lib/python3.12/dist-packages/ray/experimental/channel/common.py", line 90, in read\n'
+            '    return self._read()\n'
+            '  File "/usr/local/lib/python3.12/dist-packages/vllm/worker/worker.py", line 200, in execute\n'
+            '    x = self.model(x)\n'
+            'torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n')
+    assert d is None or d.signature != "distributed.ray_compiled_graph"
+
+
+# ---- a KV connector name the installed vLLM does not register ---------------------------------------------------
+
+@pytest.mark.parametrize("text, hint", [
+    ("ValueError: Unsupported connector type: LMCacheConnector\n", "LMCacheConnectorV1"),
+    # a V0-only vLLM (0.8) asked for a V1 connector
+    ("ERROR 05-13 08:41:45 [engine.py:598] Unsupported connector type: LMCacheConnectorV1\n", "upgrade vLLM"),
+    ("ValueError: Unsupported connector type: MyStoreConnector\n", "kv_connector_module_path"),
+])
+def test_unknown_kv_connector_is_the_config(text, hint):
+    d = first(text)
+    assert (d.signature, d.category) == ("engine_config.kv_connector_unknown", "engine_config")
+    assert hint in d.fix.summary
+
+
+def test_another_projects_unsupported_connector_is_not_a_kv_connector():
+    d = top("ValueError: Unsupported connector type: UcmNfsStore\n")
+    assert d is None or d.signature != "engine_config.kv_connector_unknown"
+
+
+def test_a_channel_timeout_stays_a_wait_on_the_workers():
+    d = first('Traceback (most recent call last):\n'
+              '  File "/usr/local/lib/python3.12/dist-packages/ray/experimental/channel/shared_memory_channel.py", '
+              'line 455, in read\n'
+              '    ret = self._worker.get_objects(...)\n'
+              'ray.exceptions.RayChannelTimeoutError: System error: Timed out waiting for object available to read.\n')
+    assert d.signature != "distributed.ray_compiled_graph"
