@@ -244,3 +244,14 @@ def test_a_channel_timeout_stays_a_wait_on_the_workers():
               '    ret = self._worker.get_objects(...)\n'
               'ray.exceptions.RayChannelTimeoutError: System error: Timed out waiting for object available to read.\n')
     assert d.signature != "distributed.ray_compiled_graph"
+
+
+def test_ray_version_rows_are_selected_in_a_log():
+    # in a log with vLLM's own headers only PREFILTER's lines (and the one after each) are read
+    text = ("INFO 04-02 16:56:44 [api_server.py:1034] vLLM API server version 0.7.2\n"
+            + "".join(f"INFO 04-02 16:56:{i:02d} [loggers.py:80] step {i}\n" for i in range(50))
+            + "RuntimeError: Version mismatch: The cluster was started with:\n    Ray: 2.43.0\n    Python: 3.11.10\n"
+              "This process on node 192.168.50.13 was started with:\n    Ray: 2.44.1\n    Python: 3.11.10\n")
+    d = first(text)
+    assert d.signature == "distributed.ray_version_mismatch"
+    assert "2.43.0" in d.title and "2.44.1" in d.title

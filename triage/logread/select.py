@@ -68,8 +68,9 @@ PREFILTER = (
     "|kernel image"
     # -- end inst2
     # -- d2: multi-node bring-up and KV-transfer engines stating the cause with no error word: Ray's raylet
-    # registration (glog-style "E" lines), multi-node-serving.sh's echo lines, Mooncake's RDMA transport
-    "|Raylet|Missing argument|ray workers to be active|Ray worker starts|RNIC|RDMA resources"
+    # registration (glog-style "E" lines), multi-node-serving.sh's echo lines, Mooncake's RDMA transport; the
+    # rows of Ray's version check that name each side ("... was started with:" then "    Ray: 2.43.0")
+    "|Raylet|Missing argument|ray workers to be active|Ray worker starts|RNIC|RDMA resources|was started with"
     # -- end d2
 )
 PREFILTER_RE = lazy(PREFILTER.encode())

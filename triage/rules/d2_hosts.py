@@ -28,7 +28,7 @@ RULES = [
          facts=lambda m, line, scan: {"kind": "MIG instance" if m.group("kind") == "MIG" else "GPU"},
          playbook="environment", confidence=0.9),
     Rule(signature="environment.uid_without_passwd", category="environment",
-         title="The process runs as a user ID with no passwd entry{uid_shown} (torch cannot name its cache folder)",
+         title="The process runs as a user ID with no passwd entry{uid_shown}: torch cannot name its cache folder",
          fix="Run the container as a user that exists in /etc/passwd, or set USER (getpass reads it first) and a "
              "writable HOME for the arbitrary UID: e.g. `-e USER=vllm -e HOME=/tmp` (Kubernetes: env USER, HOME and "
              "an emptyDir mounted there), and point TORCHINDUCTOR_CACHE_DIR / VLLM_CACHE_ROOT at writable folders.",
