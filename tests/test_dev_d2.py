@@ -255,3 +255,10 @@ def test_ray_version_rows_are_selected_in_a_log():
     d = first(text)
     assert d.signature == "distributed.ray_version_mismatch"
     assert "2.43.0" in d.title and "2.44.1" in d.title
+
+
+def test_nccl_warning_quoted_in_prose_ends_at_its_backtick():
+    d = first("   2. NCCL WARN:`transport/p2p.cc:298 NCCL WARN Cuda failure 'invalid argument'`. "
+              "https://github.com/NVIDIA/nccl/blob/v2.26.2-1/src/transport/p2p.cc#L249-L299\n")
+    assert d.signature == "distributed.nccl_error"
+    assert d.title == "NCCL communication failed (Cuda failure 'invalid argument')"

@@ -121,7 +121,8 @@ RULES = [
              "mismatched NCCL versions between nodes, or a peer process that died first (look above).",
          patterns=[r"NCCL error(?: in: \S+,|:) (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
                    r"(?P<nccl_error>ncclSystemError|ncclUnhandledCudaError|ncclInternalError|ncclRemoteError|ncclInvalidUsage)",
-                   r"NCCL WARN (?P<nccl_error>.+)", r"DistBackendError: NCCL error"],
+                   # (quoted in prose, the warning ends at its closing backtick or a link after it)
+                   r"NCCL WARN (?P<nccl_error>[^`\n]+?)(?:`|\s+https?://|\s*$)", r"DistBackendError: NCCL error"],
          playbook="distributed", confidence=0.8, secondary=True),
     Rule(signature="distributed.cuda_fork", category="distributed",
          title="CUDA was initialised before worker processes were forked",
