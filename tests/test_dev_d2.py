@@ -262,3 +262,9 @@ def test_nccl_warning_quoted_in_prose_ends_at_its_backtick():
               "https://github.com/NVIDIA/nccl/blob/v2.26.2-1/src/transport/p2p.cc#L249-L299\n")
     assert d.signature == "distributed.nccl_error"
     assert d.title == "NCCL communication failed (Cuda failure 'invalid argument')"
+
+
+def test_raylet_registration_without_a_reason_still_reads():
+    d = first("[2024-06-13 16:11:51,588 E 13261 13261] core_worker.cc:228: Failed to register worker to Raylet.\n")
+    assert d.signature == "distributed.ray_worker_register"
+    assert "()" not in d.title

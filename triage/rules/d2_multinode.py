@@ -77,6 +77,7 @@ RULES = [
              "again, and read /tmp/ray/session_latest/logs/raylet.err for why the raylet went away.",
          patterns=[r"Failed to register worker(?: \S+)? to Raylet[.:]? ?(?:IOError: )?(?:\[RayletClient\] )?"
                    r"(?:Unable to register worker with raylet\. )?(?P<detail>[^\n]*?)(?: worker_id=\S+)?$"],
+         facts=lambda m, line, scan: {"detail": m.group("detail").strip() or "no reason given"},
          playbook="distributed", confidence=0.8),
     Rule(signature="distributed.nixl_engine_mismatch", category="distributed",
          title="The NIXL handshake reached the wrong engine (engine ID mismatch): the side-channel address is wrong",
