@@ -72,6 +72,11 @@ PREFILTER = (
     # FlashInfer's JIT logger ("flashinfer.jit: Loading JIT ops: sampling"): which kernels it built in this process
     "|JIT ops"
     # -- end k3
+    # -- d2: multi-node bring-up and KV-transfer engines stating the cause with no error word: Ray's raylet
+    # registration (glog-style "E" lines), multi-node-serving.sh's echo lines, Mooncake's RDMA transport; the
+    # rows of Ray's version check that name each side ("... was started with:" then "    Ray: 2.43.0")
+    "|Raylet|Missing argument|ray workers to be active|Ray worker starts|RNIC|RDMA resources|was started with"
+    # -- end d2
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -50,6 +50,9 @@ MODULES = [
     "q2_quant_spec",
     # k3: a FlashInfer JIT module built with a newer CUDA than the environment's
     "k3_toolchains",
+    # d2: devices named by UUID (MIG), users without a passwd entry, Ray bring-up, NIXL/Mooncake KV transfer
+    "d2_hosts",
+    "d2_multinode",
 ]
 
 

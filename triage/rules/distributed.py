@@ -101,6 +101,8 @@ RULES = [
          patterns=[r"Error while creating shared memory segment /dev/shm/\S+(?: \(size (?P<segment_bytes>\d+)\))?",
                    r"unable to allocate shared memory", r"No space left on device.{0,60}/dev/shm",
                    r"/dev/shm.{0,60}(?:No space left|too small)",
+                   # a title or prose saying it ("run out of /dev/shm space", "/dev/shm is full")
+                   r"out of (?:shared memory \()?/dev/shm", r"/dev/shm (?:is |was |gets )?full",
                    # vLLM's own shared-memory broadcast queue (shm_broadcast.py, 0.28+)
                    r"Insufficient space in \S+(?: for .{1,80})?: [\d.]+ MiB required, [\d.]+ MiB free"],
          playbook="distributed", confidence=0.95),
@@ -108,7 +110,9 @@ RULES = [
          title="Bus error: usually /dev/shm is too small in a container",
          fix="Run the container with --ipc=host or --shm-size=16g (or larger).",
          patterns=[r"^Bus error(?: \(core dumped\))?", r"ERROR: Unexpected bus error encountered in worker",
-                   r"insufficient shared memory \(shm\)"],
+                   r"insufficient shared memory \(shm\)",
+                   # a title or prose pairing the two, however the rest is spelled ("bus error, insufficient ... (shm)")
+                   r"[Bb]us error.{0,40}\(shm\)"],
          playbook="distributed", confidence=0.8),
     Rule(signature="distributed.nccl_error", category="distributed",
          title="NCCL communication failed ({nccl_error})",
@@ -117,7 +121,8 @@ RULES = [
              "mismatched NCCL versions between nodes, or a peer process that died first (look above).",
          patterns=[r"NCCL error(?: in: \S+,|:) (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
                    r"(?P<nccl_error>ncclSystemError|ncclUnhandledCudaError|ncclInternalError|ncclRemoteError|ncclInvalidUsage)",
-                   r"NCCL WARN (?P<nccl_error>.+)", r"DistBackendError: NCCL error"],
+                   # (quoted in prose, the warning ends at its closing backtick or a link after it)
+                   r"NCCL WARN (?P<nccl_error>[^`\n]+?)(?:`|\s+https?://|\s*$)", r"DistBackendError: NCCL error"],
          playbook="distributed", confidence=0.8, secondary=True),
     Rule(signature="distributed.cuda_fork", category="distributed",
          title="CUDA was initialised before worker processes were forked",
