@@ -44,6 +44,8 @@ MODULES = [
     "mix2_frameworks",
     "mix2_devices",
     "mix2_install_cut",
+    # p2: a non-CUDA platform's vllm._C warning, amdsmi without device access, a package against another's release
+    "p2_platforms",
 ]
 
 

@@ -7,7 +7,8 @@ import re
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
-from triage.rules.environment import _other_platform, build_explains_no_platform, native_windows
+from triage.rules.environment import (BUILD_SIGNS_RE, CPU_INTENT_RE, _other_platform, build_explains_no_platform,
+                                      native_windows)
 from triage.rules.vendor import vendor
 
 
@@ -258,6 +259,12 @@ def _platform_build_mismatch(scan: Scan) -> Diagnosis | None:
                "versions in the environment are not the ones this vLLM release pins (a newer nightly breaks it). "
                "Install the TPU requirements of the same vLLM release into a clean environment, or use the "
                "vllm/vllm-tpu image.")
+    elif CPU_INTENT_RE.search(t) and not BUILD_SIGNS_RE.search(t):
+        what = "a run meant for the CPU with a vLLM build that has no CPU backend"
+        fix = ("vLLM picks its CPU backend only for a CPU build (its version carries +cpu); the PyPI wheel is a CUDA "
+               "build, so without a GPU it finds no platform. Install the CPU build: the CPU wheel or image the docs' CPU "
+               "installation page lists for this release, or build it in a vLLM checkout with "
+               "`pip install -r requirements/cpu.txt` then `VLLM_TARGET_DEVICE=cpu pip install . --no-build-isolation`.")
     else:
         cuda_on_amd = vendor(scan) == "amd" and re.search(r"libcu|cuda", t, re.I) is not None
         what = ("a CUDA build of vLLM on an AMD (ROCm) machine" if cuda_on_amd
