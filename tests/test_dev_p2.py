@@ -169,3 +169,20 @@ def test_no_platform_on_a_cpu_run_is_the_build(text):
 def test_no_platform_without_a_cpu_run_is_not_the_cpu_build(text):
     d = first(text)
     assert "CPU backend" not in d.title
+
+
+# ---- a CUDA runtime library named without the loader's words ---------------------------------------------
+
+@pytest.mark.parametrize("text,lib", [
+    ("causing CUDA 12 environments to fail at import with `ImportError: libcudart.so.13`.\n", "libcudart.so.13"),
+    ("[Bug]: ImportError: libcudart.so.12\n", "libcudart.so.12"),
+    ("ImportError: libcudart.so.13: cannot open shared object file: No such file or directory\n", "libcudart.so.13"),
+])
+def test_cuda_runtime_library_missing_in_any_paste_form(text, lib):
+    d = first(text)
+    assert (d.signature, d.facts["lib"]) == ("install.cuda_runtime_lib_missing", lib)
+
+
+def test_cuda_runtime_library_mention_without_import_error_is_not_claimed():
+    d = top("INFO 05-11 10:00:00 [cuda.py:12] loaded libcudart.so.12 from /usr/local/cuda/lib64\n")
+    assert d is None or d.signature != "install.cuda_runtime_lib_missing"

@@ -93,6 +93,9 @@ RULES = [
          title="A CUDA library the build needs is missing ({lib})",
          fix="{advice}", facts=_cuda_lib_facts,
          patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file",
+                   # the same error retold in a title or prose without the loader's words ("fail at import with
+                   # `ImportError: libcudart.so.13`")
+                   r"ImportError: (?P<lib>lib(?:cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.\d+)(?![\w.:])",
                    # vllm/distributed/device_communicators/cuda_wrapper.py finds no libcudart mapped in the process
                    r"(?P<lib>libcudart) is not loaded in the current process, try setting VLLM_CUDART_SO_PATH"],
          playbook="install-mismatch", confidence=0.9),
