@@ -186,3 +186,39 @@ def test_cuda_runtime_library_missing_in_any_paste_form(text, lib):
 def test_cuda_runtime_library_mention_without_import_error_is_not_claimed():
     d = top("INFO 05-11 10:00:00 [cuda.py:12] loaded libcudart.so.12 from /usr/local/cuda/lib64\n")
     assert d is None or d.signature != "install.cuda_runtime_lib_missing"
+
+
+# ---- a project's version check (transformers.utils.versions.require_version) -----------------------------
+
+@pytest.mark.parametrize("text,pkg,installed", [
+    ("ImportError: vllm>=0.4.3,<=0.6.2 is required for a normal functioning of this module, but found vllm==0.6.3.\n",
+     "vllm", "0.6.3"),
+    ("ImportError: trl>=0.8.6,<=0.9.6 is required for a normal functioning of this module, but found trl==0.11.4.\n"
+     "To fix: run `pip install trl>=0.8.6,<=0.9.6` or set `DISABLE_VERSION_CHECK=1` to skip this check.\n",
+     "trl", "0.11.4"),
+    ("importlib.metadata.PackageNotFoundError: No package metadata was found for The 'vllm>=0.5.0' distribution was "
+     "not found and is required by this application. \n", "vllm", None),
+])
+def test_project_version_check_is_an_install_mismatch(text, pkg, installed):
+    d = first(text)
+    assert (d.signature, d.facts["package"], d.facts["installed"]) == ("install.version_requirement_unmet", pkg,
+                                                                       installed)
+
+
+def test_version_check_of_a_package_with_its_own_area_is_left_to_it():
+    d = top("ImportError: flash_attn>=2.5.0 is required for a normal functioning of this module, but found "
+            "flash_attn==2.3.6.\n")
+    assert d is None or d.signature != "install.version_requirement_unmet"
+
+
+# ---- the Ascend driver missing ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "libascend_hal.so: cannot open shared object file: No such file or directory\n"
+    "RuntimeError: Failed to load the backend extension: torch_npu. You can disable extension auto-loading with "
+    "TORCH_DEVICE_BACKEND_AUTOLOAD=0.\n",
+    "ImportError: libdrvdsmi_host.so: cannot open shared object file: No such file or directory\n",
+])
+def test_ascend_driver_library_missing_is_the_environment(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("environment.ascend_driver_missing", "environment")

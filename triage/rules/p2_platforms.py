@@ -1,5 +1,6 @@
 """Platforms and the packages around vLLM: what a non-CUDA start-up logs in passing, an AMD GPU amdsmi cannot
-open, and a library one package imports that the installed release of another does not have.
+open, an Ascend driver missing from the container, a project's version check, and a library one package imports
+that the installed release of another does not have.
 
 - vllm._C is the CUDA/ROCm extension. On CUDA, vllm/platforms/cuda.py imports it at module load, so a broken
   vllm._C raises there. Every other platform (TPU, XPU, HPU, Neuron, CPU, Metal, out-of-tree plugins such as
@@ -11,6 +12,11 @@ open, and a library one package imports that the installed release of another do
   DRM_ERROR, NOT_INIT, INIT_ERROR or DRIVER_NOT_LOADED means the process cannot open the device (a user without
   the render/video groups, a container without the device nodes, amdgpu not loaded), whatever the ImportError or
   platform error that follows it says.
+- transformers' require_version (used by LlamaFactory, TRL and others to check their pins) raises "<req> is
+  required for a normal functioning of this module, but found <pkg>==<ver>" or "The '<req>' distribution was not
+  found and is required by this application": the installed release is outside the caller's range.
+- libascend_hal.so is the Ascend driver's library (/usr/local/Ascend/driver/lib64): torch_npu cannot load without
+  it, which in a container means the driver directory was not mounted (on a host: the driver is not installed).
 - Python names the first missing part of a dotted import: "No module named 'pkg.sub'" proves pkg is installed
   and lacks sub, and "cannot import name 'X' from 'pkg.mod'" that pkg.mod exists without X: the importing package
   was written for another release of pkg (lmcache-vllm against LMCache, vllm-metal against mlx-lm). vLLM's own
@@ -131,4 +137,53 @@ PACKAGE_API_SKEW: Rule = Rule(
     patterns=[r"cannot import name", r"No module named"], playbook="install-mismatch", confidence=0.75,
     check=lambda scan, env: _package_api_skew(scan))
 
-RULES = [VLLM_C_OPTIONAL, AMDSMI_DEVICE_ACCESS, PACKAGE_API_SKEW]
+REQUIRE_RES = [
+    re.compile(r"(?P<req>[A-Za-z][\w.\-]*[<>=!~][^\s]*) is required for a normal functioning of this module, but "
+               r"found (?P<pkg>[\w.\-]+)==(?P<have>[\w.+\-]*\w)"),
+    re.compile(r"The '(?P<req>(?P<pkg>[A-Za-z][\w.\-]*)[^']*)' distribution was not found and is required by"),
+]
+
+
+def _requirement_unmet(scan: Scan) -> Diagnosis | None:
+    for ln in scan.lines:
+        for rx in REQUIRE_RES:
+            m = rx.search(ln.text)
+            if m is None:
+                continue
+            pkg = m.group("pkg")
+            if PACKAGES.get(pkg.replace("-", "_"), "install_mismatch") not in ("install_mismatch", "distributed"):
+                continue  # transformers, tokenizers, kernel libraries: their areas say more
+            have = m.groupdict().get("have")
+            state = f"{pkg} {have} is installed" if have else f"{pkg} is not installed"
+            return Diagnosis(
+                category="install_mismatch", signature="install.version_requirement_unmet",
+                title=f"The calling project requires {m.group('req')}, but {state}",
+                confidence=0.85, evidence=[Evidence(ln.no, ln.shown)],
+                facts={"package": pkg, "requirement": m.group("req"), "installed": have},
+                fix=Fix(f"The project that runs {pkg} checks its version at import and supports only "
+                        f"{m.group('req')}: install a {pkg} in that range (`pip install '{m.group('req')}'`), or "
+                        f"upgrade the project to a release made for the {pkg} you need. Skipping the check (some "
+                        "projects read DISABLE_VERSION_CHECK=1) only moves the failure to the first API that differs.",
+                        "install-mismatch"),
+                first_line=ln.no)
+    return None
+
+
+VERSION_REQUIREMENT_UNMET: Rule = Rule(
+    signature="install.version_requirement_unmet", category="install_mismatch",
+    title="The calling project requires another version of a package than the installed one", fix="",
+    patterns=[r"is required for a normal functioning of this module", r"distribution was not found and is required"],
+    playbook="install-mismatch", confidence=0.85, check=lambda scan, env: _requirement_unmet(scan))
+
+ASCEND_DRIVER_MISSING: Rule = Rule(
+    signature="environment.ascend_driver_missing", category="environment",
+    title="The Ascend NPU driver is not visible to this process ({lib} cannot be loaded)",
+    fix="torch_npu needs the host's Ascend driver libraries: in a container mount them read-only with the devices "
+        "(`--device /dev/davinci0 --device /dev/davinci_manager --device /dev/devmm_svm --device /dev/hisi_hdc "
+        "-v /usr/local/Ascend/driver:/usr/local/Ascend/driver -v /usr/local/dcmi:/usr/local/dcmi "
+        "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi`); on a host install the NPU driver and firmware and check "
+        "`npu-smi info`, then source /usr/local/Ascend/ascend-toolkit/set_env.sh.",
+    patterns=[r"(?P<lib>libascend_hal\.so|libdrvdsmi_host\.so)[^:\n]*: cannot open shared object file"],
+    playbook="environment", confidence=0.9)
+
+RULES = [VLLM_C_OPTIONAL, AMDSMI_DEVICE_ACCESS, PACKAGE_API_SKEW, VERSION_REQUIREMENT_UNMET, ASCEND_DRIVER_MISSING]
