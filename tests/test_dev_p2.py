@@ -222,3 +222,14 @@ def test_version_check_of_a_package_with_its_own_area_is_left_to_it():
 def test_ascend_driver_library_missing_is_the_environment(text):
     d = first(text)
     assert (d.signature, d.category) == ("environment.ascend_driver_missing", "environment")
+
+
+@pytest.mark.parametrize("text", [
+    "ImportError: cannot import name 'build_model' from 'models.backbone'\n",
+    "  File \"/home/u/proj/mypkg/train.py\", line 3, in <module>\n    from mypkg.layers import Foo\n"
+    "ModuleNotFoundError: No module named 'mypkg.layers'\n",
+    "ImportError: cannot import name 'Foo' from 'mypkg.layers' (/home/u/proj/mypkg/layers/__init__.py)\n",
+])
+def test_a_projects_own_modules_are_no_package_skew(text):
+    d = top(text)
+    assert d is None or d.signature != "install.package_api_skew"

@@ -91,6 +91,11 @@ SKEW_RES = [
     # (a missing "_private" part is a compiled or generated file, not another release's API)
     re.compile(r"No module named '(?P<mod>(?P<pkg>[A-Za-z]\w*)\.(?!_)[\w.]+)'(?!;)"),
 ]
+# a project's own folders: an import between them that fails is its own code, not another package's release
+LOCAL_NAMES = frozenset({"models", "model", "utils", "src", "app", "lib", "common", "core", "modules", "tools",
+                         "scripts", "data", "config", "configs", "tests", "test", "helpers", "main", "examples", "api",
+                         "server", "client", "services", "service", "train", "training", "inference", "eval"})
+PATH_RE = re.compile(r"' \((?P<path>[^)]*)\)\s*$")
 SITE_FRAME_RE = re.compile(r"""File "[^"]*[/\\](?:site|dist)-packages[/\\](?P<pkg>[A-Za-z]\w*)""")
 LOCAL_FRAME_RE = re.compile(r"""File "[^"]*[/\\](?P<pkg>[A-Za-z]\w*)[/\\][\w.]+\.py\"""")
 
@@ -104,6 +109,16 @@ def _importer(scan: Scan, no: int, pkg: str) -> str | None:
     return None
 
 
+def _local_package(scan: Scan, ln, pkg: str) -> bool:
+    """pkg is the project's own source: the error names its file outside site-packages, or a frame runs it there."""
+    p = PATH_RE.search(ln.text)
+    if p and not re.search(r"[/\\](?:site|dist)-packages[/\\]", p.group("path")):
+        return True
+    frame = re.compile(r"File \"(?P<path>[^\"]*[/\\]" + re.escape(pkg) + r"[/\\][^\"]*)\"")
+    return any((f := frame.search(x.text)) and not re.search(r"(?:site|dist)-packages", f.group("path"))
+               for x in scan.lines)
+
+
 def _package_api_skew(scan: Scan) -> Diagnosis | None:
     for ln in scan.lines:
         if ln.level in ("INFO", "WARNING", "DEBUG"):
@@ -113,6 +128,8 @@ def _package_api_skew(scan: Scan) -> Diagnosis | None:
             if m is None or m.group("pkg") in OWNED:
                 continue
             pkg, mod = m.group("pkg"), m.group("mod")
+            if pkg in LOCAL_NAMES or _local_package(scan, ln, pkg):
+                continue
             name = m.groupdict().get("name")
             what = f"{mod}.{name}" if name else mod
             importer = _importer(scan, ln.no, pkg)
