@@ -233,3 +233,21 @@ def test_ascend_driver_library_missing_is_the_environment(text):
 def test_a_projects_own_modules_are_no_package_skew(text):
     d = top(text)
     assert d is None or d.signature != "install.package_api_skew"
+
+
+# ---- "cannot import name" broken before "from" ----------------------------------------------------------
+
+@pytest.mark.parametrize("text,what", [
+    ("ImportError:\ncannot import name 'Fp8LinearOp'\nfrom vllm.model_executor.layers.quantization.utils.w8a8_utils\n",
+     "vllm.model_executor.layers.quantization.utils.w8a8_utils.Fp8LinearOp"),
+    ("ImportError: cannot import name 'get_tcp_uri'\nfrom 'vllm.utils' (/x/site-packages/vllm/utils.py)\n",
+     "vllm.utils.get_tcp_uri"),
+])
+def test_cannot_import_split_before_from_is_read_as_one_message(text, what):
+    d = first(text)
+    assert (d.signature, d.facts["what"]) == ("install.module_api_mismatch", what)
+
+
+def test_a_split_line_from_another_sentence_is_not_joined():
+    d = top("ImportError: cannot import name 'Foo'\nfrom the docs I followed, this should work\n")
+    assert d is None or d.signature != "install.module_api_mismatch"

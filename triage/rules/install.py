@@ -6,7 +6,7 @@ import re
 
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.base import Rule
+from triage.rules.base import Rule, next_row_text
 from triage.rules.environment import (BUILD_SIGNS_RE, CPU_INTENT_RE, _other_platform, build_explains_no_platform,
                                       native_windows)
 from triage.rules.vendor import vendor
@@ -306,8 +306,30 @@ def _api_facts(m, line, scan) -> dict:
     return {"what": what, "package": pkg}
 
 
-RULES += [
-    Rule(signature="install.module_api_mismatch", category="install_mismatch",
+# a paste that broke the message before "from" ("ImportError:\ncannot import name 'X'\nfrom vllm.a.b"): the
+# module is on the next row, without its quotes
+SPLIT_NAME_RE = re.compile(r"cannot import name '(?P<name>\w+)'\s*$")
+SPLIT_FROM_RE = re.compile(rf"^from '?(?P<mod>{API_MODULES}(?:\.[\w.]+)?)'?(?:\s|\(|$)")
+
+
+def _module_api_mismatch(scan: Scan) -> Diagnosis | None:
+    d = MODULE_API_MISMATCH.match_lines(scan)
+    if d is not None:
+        return d
+    for ln in scan.lines:
+        m = SPLIT_NAME_RE.search(ln.text)
+        f = SPLIT_FROM_RE.match(next_row_text(scan, ln.no)) if m else None
+        if f and not re.match(r"vllm\.(?:_|vllm_flash_attn)", f.group("mod")):
+            # the message as one line, so that the rule's first pattern reads it
+            joined = re.search(MODULE_API_MISMATCH.patterns[0],
+                               f"cannot import name '{m.group('name')}' from '{f.group('mod')}'")
+            if joined:
+                return MODULE_API_MISMATCH.diagnosis(scan, [(ln, joined)])
+    return None
+
+
+MODULE_API_MISMATCH: Rule = Rule(
+    signature="install.module_api_mismatch", category="install_mismatch",
          title="The installed {package} does not have {what}: code and package come from different releases",
          fix="The code that imports {what} was written for another {package} release than the one installed: install "
              "the {package} version this vLLM release pins (reinstall vLLM into a clean environment and do not upgrade "
@@ -317,8 +339,9 @@ RULES += [
                    rf"module '(?P<mod>{API_MODULES}(?:\.[\w.]+)?)' has no attribute '(?P<name>\w+)'",
                    # (vllm._C & co are compiled parts, vllm.vllm_flash_attn a kernel: other rules' cases)
                    r"No module named '(?P<mod>(?:torch|torchvision)\.[\w.]+|vllm\.(?!_|vllm_flash_attn)[\w.]+)'"],
-         facts=_api_facts, playbook="install-mismatch", confidence=0.8),
-]
+         facts=_api_facts, playbook="install-mismatch", confidence=0.8,
+         check=lambda scan, env: _module_api_mismatch(scan))
+RULES += [MODULE_API_MISMATCH]
 
 
 # ---- building from source: pip fell back to an sdist (no wheel for this Python/platform) and the build failed ---
