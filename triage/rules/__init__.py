@@ -53,6 +53,8 @@ MODULES = [
     # d2: devices named by UUID (MIG), users without a passwd entry, Ray bring-up, NIXL/Mooncake KV transfer
     "d2_hosts",
     "d2_multinode",
+    # p2: a non-CUDA platform's vllm._C warning, amdsmi without device access, a package against another's release
+    "p2_platforms",
 ]
 
 

@@ -155,12 +155,23 @@ BUILD_SIGNS_RE = re.compile(
     r"|libtpu\.so and TPU device found")
 
 
+# The CPU platform is only chosen for a CPU build of vLLM ("cpu" in its version; macOS aside): a run meant for the
+# CPU that ends in "Failed to infer device type" has a CUDA wheel (PyPI's) where a CPU build is needed.
+CPU_INTENT_RE = re.compile(r"--device[= ]cpu\b|VLLM_TARGET_DEVICE=cpu|device=['\"]cpu['\"]|['\"]device['\"]: ['\"]cpu['\"]"
+                           r"|\bcpu[- ](?:device|backend|only|inference|mode)\b"
+                           r"|\b(?:on|use|using|run|running|with) (?:a |the |my )?cpu\b(?![-_ ]?(?:offload|blocks|cores))",
+                           re.I)
+TPU_WORD_RE = re.compile(r"\btpu\b|libtpu|torch_xla", re.I)
+
+
 def build_explains_no_platform(scan: Scan):
     """(the detection line, the line showing the vLLM build cannot run here), or None."""
     failed = next((ln for ln in scan.lines if DETECTION_FAILED_RE.search(ln.text)), None)
     if failed is None:
         return None
     sign = next((ln for ln in scan.lines if BUILD_SIGNS_RE.search(ln.text)), None)
+    if sign is None and _other_platform(scan) is None and not any(TPU_WORD_RE.search(ln.text) for ln in scan.lines):
+        sign = next((ln for ln in scan.lines if CPU_INTENT_RE.search(ln.text)), None)
     return None if sign is None else (failed, sign)
 
 

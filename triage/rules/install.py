@@ -6,8 +6,9 @@ import re
 
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.base import Rule
-from triage.rules.environment import _other_platform, build_explains_no_platform, native_windows
+from triage.rules.base import Rule, next_row_text
+from triage.rules.environment import (BUILD_SIGNS_RE, CPU_INTENT_RE, _other_platform, build_explains_no_platform,
+                                      native_windows)
 from triage.rules.vendor import vendor
 
 
@@ -92,6 +93,9 @@ RULES = [
          title="A CUDA library the build needs is missing ({lib})",
          fix="{advice}", facts=_cuda_lib_facts,
          patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file",
+                   # the same error retold in a title or prose without the loader's words ("fail at import with
+                   # `ImportError: libcudart.so.13`")
+                   r"ImportError: (?P<lib>lib(?:cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.\d+)(?![\w.:])",
                    # vllm/distributed/device_communicators/cuda_wrapper.py finds no libcudart mapped in the process
                    r"(?P<lib>libcudart) is not loaded in the current process, try setting VLLM_CUDART_SO_PATH"],
          playbook="install-mismatch", confidence=0.9),
@@ -258,6 +262,12 @@ def _platform_build_mismatch(scan: Scan) -> Diagnosis | None:
                "versions in the environment are not the ones this vLLM release pins (a newer nightly breaks it). "
                "Install the TPU requirements of the same vLLM release into a clean environment, or use the "
                "vllm/vllm-tpu image.")
+    elif CPU_INTENT_RE.search(t) and not BUILD_SIGNS_RE.search(t):
+        what = "a run meant for the CPU with a vLLM build that has no CPU backend"
+        fix = ("vLLM picks its CPU backend only for a CPU build (its version carries +cpu); the PyPI wheel is a CUDA "
+               "build, so without a GPU it finds no platform. Install the CPU build: the CPU wheel or image the docs' CPU "
+               "installation page lists for this release, or build it in a vLLM checkout with "
+               "`pip install -r requirements/cpu.txt` then `VLLM_TARGET_DEVICE=cpu pip install . --no-build-isolation`.")
     else:
         cuda_on_amd = vendor(scan) == "amd" and re.search(r"libcu|cuda", t, re.I) is not None
         what = ("a CUDA build of vLLM on an AMD (ROCm) machine" if cuda_on_amd
@@ -296,8 +306,30 @@ def _api_facts(m, line, scan) -> dict:
     return {"what": what, "package": pkg}
 
 
-RULES += [
-    Rule(signature="install.module_api_mismatch", category="install_mismatch",
+# a paste that broke the message before "from" ("ImportError:\ncannot import name 'X'\nfrom vllm.a.b"): the
+# module is on the next row, without its quotes
+SPLIT_NAME_RE = re.compile(r"cannot import name '(?P<name>\w+)'\s*$")
+SPLIT_FROM_RE = re.compile(rf"^from '?(?P<mod>{API_MODULES}(?:\.[\w.]+)?)'?(?:\s|\(|$)")
+
+
+def _module_api_mismatch(scan: Scan) -> Diagnosis | None:
+    d = MODULE_API_MISMATCH.match_lines(scan)
+    if d is not None:
+        return d
+    for ln in scan.lines:
+        m = SPLIT_NAME_RE.search(ln.text)
+        f = SPLIT_FROM_RE.match(next_row_text(scan, ln.no)) if m else None
+        if f and not re.match(r"vllm\.(?:_|vllm_flash_attn)", f.group("mod")):
+            # the message as one line, so that the rule's first pattern reads it
+            joined = re.search(MODULE_API_MISMATCH.patterns[0],
+                               f"cannot import name '{m.group('name')}' from '{f.group('mod')}'")
+            if joined:
+                return MODULE_API_MISMATCH.diagnosis(scan, [(ln, joined)])
+    return None
+
+
+MODULE_API_MISMATCH: Rule = Rule(
+    signature="install.module_api_mismatch", category="install_mismatch",
          title="The installed {package} does not have {what}: code and package come from different releases",
          fix="The code that imports {what} was written for another {package} release than the one installed: install "
              "the {package} version this vLLM release pins (reinstall vLLM into a clean environment and do not upgrade "
@@ -307,8 +339,9 @@ RULES += [
                    rf"module '(?P<mod>{API_MODULES}(?:\.[\w.]+)?)' has no attribute '(?P<name>\w+)'",
                    # (vllm._C & co are compiled parts, vllm.vllm_flash_attn a kernel: other rules' cases)
                    r"No module named '(?P<mod>(?:torch|torchvision)\.[\w.]+|vllm\.(?!_|vllm_flash_attn)[\w.]+)'"],
-         facts=_api_facts, playbook="install-mismatch", confidence=0.8),
-]
+         facts=_api_facts, playbook="install-mismatch", confidence=0.8,
+         check=lambda scan, env: _module_api_mismatch(scan))
+RULES += [MODULE_API_MISMATCH]
 
 
 # ---- building from source: pip fell back to an sdist (no wheel for this Python/platform) and the build failed ---
