@@ -4,7 +4,7 @@ triage/logread, the fallback's words). Each case is the shape of a real paste; t
 from __future__ import annotations
 
 from tests.dev_sets import first
-from triage.logread import scan_text, unquote
+from triage.logread import scan_text
 
 NO_BLOCKS = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
 HEADER = "ERROR 09-28 15:47:24 [core.py:718] "
@@ -191,24 +191,6 @@ def test_an_exception_quoted_in_prose_between_backticks_is_read_as_raised():
                  ).category == "gpu_oom"
     assert first("It fails with `" + NO_BLOCKS + "`").category == "kv_cache_memory"
     assert not scan_text("uses `torch_dtype`, which is deprecated; see the `ValueError` docs\n").exceptions
-
-
-def test_an_exception_told_in_a_sentence_is_read_as_raised():
-    """"报错 TypeError: ...", "the following error occurred: RuntimeError: ..." without backticks: the exception is
-    read from its type to the end of the sentence; a line that starts with it, a log prefix or code before it,
-    or a type named without a message is no sentence telling of a failure."""
-    scan = scan_text("使用0.11.0版本的vLLM推理，报错 TypeError: AsyncEngineArgs.__init__() got an unexpected keyword "
-                     "argument 'disable_log_requests'。发现是因为vLLM版本丛0.10.1版本开始\n")
-    assert [(e.type, e.message) for e in scan.exceptions] == [
-        ("TypeError", "AsyncEngineArgs.__init__() got an unexpected keyword argument 'disable_log_requests'")]
-    assert first("When I ran it on my RTX 5090 the following error occurred: RuntimeError: Int8 not supported for "
-                 "this architecture.\n").category == "quantization"
-    assert unquote.in_prose("vllm  | (APIServer pid=1) ValueError: GGUF model with architecture x is not supported") == []
-    assert unquote.in_prose("    raise ValueError: with a message that is long") == []
-    assert unquote.in_prose("ValueError: the line starts with it") == []
-    assert unquote.in_prose("I read the docs about ValueError: and more") == []
-    assert not scan_text("INFO 09-14 11:02:10 [x.py:1] we retry when it fails with OSError: [Errno 24] too many "
-                         "open files\n").exceptions
 
 
 def test_an_exception_a_logger_quotes_as_advice_is_not_raised():

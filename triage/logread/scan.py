@@ -162,15 +162,12 @@ class Scanner:
         if ln.shown[:1] == " ":
             self._indent = paste_indent(ln) or self._indent
         # A message quoted in a tuple of pieces, an HTTP error body, an escaped string, an exception
-        # between backticks or told in a sentence: read as the lines it stands for (numbered as the line that holds
+        # between backticks in prose: read as the lines it stands for (numbered as the line that holds
         # them), so the rules see them plainly.
         got = unquote.expand(ln.text) if unquote.may_quote(ln.text) else None
         if got is None and "`" in ln.text and ln.level not in ("INFO", "WARNING", "DEBUG"):
             quoted = unquote.ticked(ln.text)
             got = (False, quoted) if quoted else None
-        if got is None and not ln.level and not ln.proc:
-            told = unquote.in_prose(ln.text)
-            got = (False, told) if told else None
         if got is None:
             return self._take(ln)
         replace, parts = got

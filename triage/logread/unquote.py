@@ -10,9 +10,6 @@
 - A log kept by Docker's json-file driver (`{"log":"INFO ...\\n","stream":"stderr","time":...}`).
 - An exception quoted in prose or a list item, between backticks: "I hit `ValueError: ...` in warm-up",
   "- `RuntimeError: ...`": the quoted exception is also read as a line of its own.
-- An exception told in a sentence, without backticks: "报错 TypeError: ...", "the following error occurred:
-  RuntimeError: ...": on a line no logger printed, an exception type with its message after prose is read as
-  a line of its own (from the type to the end of the sentence).
 - A Jupyter notebook's error output pasted from the .ipynb JSON: `"evalue": "..."`, and the
   `"traceback": [...]` strings with their colours escaped (`"\\u001b[0;31mValueError\\u001b[0m: ..."`).
 
@@ -39,14 +36,6 @@ _JSON_ITEM_RE = lazy(r'^\s*"(?P<s>(?:[^"\\]|\\.)*)",?\s*$', needles=('"',))
 _TICKED_RE = lazy(r"`(?P<s>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Interrupt|Exit)\b:[^`]+)`",
                   needles=("`",))
 
-# `... occurred: RuntimeError: msg` told in a sentence: the type after a space, a CJK character or an opening
-# quote, its message up to the end of the line or of a CJK sentence
-_PROSE_RE = lazy(r"(?:(?<=\s)|(?<=[\u3000-\u9fff\uff00-\uffef]))(?P<s>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)"
-                 r": (?=\S)[^\u3002\uff1b]{12,})", needles=("Error: ", "Exception: "))
-# Words before it that make a line a log line or a code line, not a sentence
-_NOT_PROSE_RE = lazy(r"^\W*(?:\(\w+ pid=\d+\)|\[rank\d+\]|[\w.-]+\s+\|)|\b(?:raise|except|File|assert)\b|[=|]\s*$")
-_WORD_RE = lazy(r"[A-Za-z]{2,}|[\u3000-\u9fff]")
-
 
 def may_quote(text: str) -> bool:
     return ("('" in text or '("' in text or "message" in text or "detail" in text or "\\n" in text
@@ -68,22 +57,6 @@ def ticked(text: str) -> list[str]:
     if "`" not in text or ("Error" not in text and "Exception" not in text and "Failure" not in text):
         return []
     return [m.group("s").strip() for m in _TICKED_RE.finditer(text)][:MAX_LINES]
-
-
-def in_prose(text: str) -> list[str]:
-    """The exception a sentence tells of, as its own line: "报错 TypeError: x() got an unexpected keyword
-    argument 'y'", "It prompts: ValueError: ...". Call it only for a line no logger printed (a logged line's
-    exception is already read from its message). Empty when the exception starts the line (read as it is),
-    or when what comes before it is a log prefix or code rather than words."""
-    if "Error: " not in text and "Exception: " not in text:
-        return []
-    m = _PROSE_RE.search(text)
-    if m is None:
-        return []
-    before = text[:m.start()]
-    if len(_WORD_RE.findall(before)) < 2 or _NOT_PROSE_RE.search(before):
-        return []
-    return [m.group("s").strip()]
 
 
 def _expand(text: str) -> tuple[bool, list[str]] | None:
