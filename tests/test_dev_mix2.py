@@ -11,9 +11,6 @@ DEV, EXPECTED = load("dev-mix2")
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
 KNOWN_MISSES: dict[str, str] = {
-    "model_support--roll-collective-rpc-visual-patch-embed-keyerror.log":
-        "a bare KeyError of a parameter name during a trainer's weight sync: the one line carries no version, and "
-        "the same KeyError is a checkpoint/model layout mismatch (model_loading) in most threads",
 }
 
 

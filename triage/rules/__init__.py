@@ -44,6 +44,8 @@ MODULES = [
     "mix2_frameworks",
     "mix2_devices",
     "mix2_install_cut",
+    # m2: a Qwen-VL checkpoint in transformers 4.52's layout read by an older vLLM
+    "m2_vl_weights",
 ]
 
 

@@ -456,7 +456,11 @@ RULES = [
          title="The weight files are corrupt or incomplete",
          fix="Re-download the weights (an interrupted download leaves truncated .safetensors): "
              "`huggingface-cli download <repo> --force-download`, and check the disk is not full.",
-         patterns=[r"SafetensorError: Error while deserializing header", r"HeaderTooLarge", r"MetadataIncompleteBuffer",
+         # safetensors' loaders: "Error while deserializing header: {e:?}" (HeaderTooLarge, InvalidHeaderDeserialization,
+         # MetadataIncompleteBuffer), "{e}" in newer bindings ("header too large"), "...metadata" in the oldest; raised
+         # as SafetensorError, or a bare Exception before 0.3
+         patterns=[r"Error while deserializing (?:header|metadata)\b", r"HeaderTooLarge", r"MetadataIncompleteBuffer",
+                   r"InvalidHeaderDeserialization",
                    r"invalid load key", r"PytorchStreamReader failed reading zip archive"],
          playbook="model-loading", confidence=0.9),
     Rule(signature="model_loading.weight_mismatch", category="model_loading",
@@ -796,7 +800,12 @@ TOKENIZER_ATTR_MISSING: Rule = Rule(
         "(`pip show vllm` lists the range; vLLM before the transformers-5 releases needs transformers<5), or "
         "upgrade vLLM.",
     patterns=[r"^(?:AttributeError: )?(?P<cls>\w*(?:Tokenizer(?:Fast)?|TokenizersBackend|Processor)) has no attribute "
-              r"(?P<attr>\w+)"],
+              r"(?P<attr>\w+)",
+              # Python's own wording when the class has no __getattr__ of its own: vLLM's multimodal processors read
+              # attributes a transformers release added ('Qwen2VLProcessor' object has no attribute 'image_token'
+              # before 4.47)
+              r"'(?P<cls>\w*(?:Tokenizer(?:Fast)?|TokenizersBackend|Processor))' object has no attribute "
+              r"'(?P<attr>\w+)'"],
     playbook="model-support", confidence=0.75,
     check=lambda scan, env: not_in_passing(TOKENIZER_ATTR_MISSING, scan))
 
