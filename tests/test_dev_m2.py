@@ -94,3 +94,44 @@ def test_a_vision_key_raised_while_building_the_model_is_not_the_layout():
 def test_a_text_weight_keyerror_stays_a_checkpoint_mismatch():
     d = first("KeyError: 'lm_head.weight'\n")
     assert d.signature != "model_support.vl_weights_new_layout"
+
+
+# ---- gpt-oss's Harmony vocabulary: not downloadable, or a cache that is not writable -----------------------
+
+@pytest.mark.parametrize("text", [
+    "openai_harmony.HarmonyError: error downloading or loading vocab file: failed to download or load vocab file\n",
+    # served through the OpenAI server: the 500 body, and other servers' log wording of the same loader
+    '{"error":{"message":"openai_harmony.HarmonyError: error downloading or loading vocab file","type":'
+    '"InternalServerError","code":500}}\n',
+    "Failed to load Harmony encoding: error downloading or loading vocab file: failed to download or load vocab file\n",
+])
+def test_harmony_vocab_unavailable_is_the_tokenizer(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("tokenizer.harmony_vocab_unavailable", "tokenizer_chat_template")
+
+
+@pytest.mark.parametrize("text", [
+    'openai_harmony.HarmonyError: error downloading or loading vocab file: an underlying IO error occurred while '
+    'creating file "/tmp/tiktoken-rs-cache/fb374d41": Permission denied (os error 13)\n',
+    'openai_harmony.HarmonyError: error downloading or loading vocab file: an underlying IO error occurred while '
+    'creating file "/cache/tiktoken-rs-cache/fb374d41": Read-only file system (os error 30)\n',
+])
+def test_harmony_cache_not_writable_is_the_environment(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("environment.harmony_cache_not_writable", "environment")
+
+
+# ---- a --tokenizer-mode this vLLM does not register ------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["deepseek_v32", "deepseek_v4", "kimi_audio", "qwen_vl"])
+def test_tokenizer_mode_not_registered(mode):
+    d = first(f"(APIServer pid=1) ValueError: No tokenizer registered for tokenizer_mode='{mode}'.\n")
+    assert (d.signature, d.category, d.facts["mode"]) == ("tokenizer.mode_not_registered", "tokenizer_chat_template",
+                                                          mode)
+
+
+def test_the_missing_mode_outranks_the_chat_template_it_leaves_missing():
+    d = first("ValueError: No tokenizer registered for tokenizer_mode='deepseek_v32'.\n"
+              "ERROR 12-18 06:04:47 [serving_chat.py:263] ValueError: As of transformers v4.44, default chat template "
+              "is no longer allowed, so you must provide a chat template if the tokenizer does not define one.\n")
+    assert d.signature == "tokenizer.mode_not_registered"

@@ -46,6 +46,10 @@ MODULES = [
     "mix2_install_cut",
     # m2: a Qwen-VL checkpoint in transformers 4.52's layout read by an older vLLM
     "m2_vl_weights",
+    # m2: gpt-oss's Harmony vocabulary fetched at run time (offline, or a cache another user owns)
+    "m2_harmony",
+    # m2: a --tokenizer-mode the installed vLLM does not register
+    "m2_tokenizer_mode",
 ]
 
 
