@@ -135,3 +135,27 @@ def test_the_missing_mode_outranks_the_chat_template_it_leaves_missing():
               "ERROR 12-18 06:04:47 [serving_chat.py:263] ValueError: As of transformers v4.44, default chat template "
               "is no longer allowed, so you must provide a chat template if the tokenizer does not define one.\n")
     assert d.signature == "tokenizer.mode_not_registered"
+
+
+# ---- hf_xet's CAS errors: the transfer, the rate limit, the cache's file system; a full disk stays the disk's --
+
+@pytest.mark.parametrize("text, what", [
+    ("RuntimeError: Data processing error: CAS service error : ReqwestMiddleware Error: Request failed after 5 "
+     "retries\n", "the transfer failed"),
+    ("RuntimeError: Data processing error: CAS service error : Reqwest Error: error decoding response body, domain: "
+     "no-url\n", "the transfer failed"),
+    ('ERROR 06-11 21:06:33 [core.py:515] RuntimeError: Data processing error: CAS service error : Error : single flight '
+     'error: Real call failed: ReqwestError(reqwest::Error { kind: Status(429) }, "https://transfer.xethub.hf.co/x")\n',
+     "rate-limited (HTTP 429)"),
+    ("RuntimeError: Data processing error: CAS service error : IO Error: Operation not supported (os error 95)\n",
+     "the cache's file system refused hf_xet's writes"),
+])
+def test_xet_download_failures(text, what):
+    d = first(text)
+    assert (d.signature, d.category, d.facts["what"]) == ("model_loading.xet_download_failed", "model_loading", what)
+
+
+def test_a_full_disk_under_xet_is_the_disk():
+    d = first("RuntimeError: Data processing error: File reconstruction error: IO Error: No space left on device "
+              "(os error 28)\n")
+    assert d.signature == "model_loading.disk_full"

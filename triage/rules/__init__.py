@@ -50,6 +50,8 @@ MODULES = [
     "m2_harmony",
     # m2: a --tokenizer-mode the installed vLLM does not register
     "m2_tokenizer_mode",
+    # m2: weights downloaded through Xet storage (hf_xet) failing mid-transfer
+    "m2_hub_xet",
 ]
 
 
