@@ -159,3 +159,25 @@ def test_a_full_disk_under_xet_is_the_disk():
     d = first("RuntimeError: Data processing error: File reconstruction error: IO Error: No space left on device "
               "(os error 28)\n")
     assert d.signature == "model_loading.disk_full"
+
+
+# ---- custom code refused: missing flag, or refused although the launch passed it ----------------------------
+
+def test_remote_code_refused_without_the_flag_asks_for_it():
+    d = first("ValueError: Loading internvl2-8b/ requires you to execute the configuration file in that repo on your "
+              "local machine. Make sure you have read the code there to avoid malicious use, then set the option "
+              "`trust_remote_code=True` to remove this error.\n")
+    assert d.signature == "model_support.trust_remote_code"
+    assert d.title == "The model needs --trust-remote-code"
+
+
+@pytest.mark.parametrize("launch", [
+    "vllm serve /workspace/amd/MiniMax-M2.1-MXFP4 \\\n  --trust-remote-code \\\n  --port 8899\n",
+    "(APIServer pid=1) INFO 03-20 02:24:49 [utils.py:238] non-default args: {'model': 'x', 'trust_remote_code': True}\n",
+    "llm = LLM(model=MODEL, trust_remote_code=True)\n",
+])
+def test_remote_code_refused_although_passed_is_the_model_type(launch):
+    d = first(launch + "  Value error, The repository /m contains custom code which must be executed to correctly load "
+                       "the model.\nPlease pass the argument `trust_remote_code=True` to allow custom code to be run.\n")
+    assert d.signature == "model_support.trust_remote_code"
+    assert "although --trust-remote-code was passed" in d.title

@@ -67,6 +67,8 @@ PREFILTER = (
     # -- inst2: CUDA's no-kernel-image message quoted in prose or a ticket title, without "CUDA error:"
     "|kernel image"
     # -- end inst2
+    # -- m2: the launch's own --trust-remote-code (a shell script's continuation line has no other kept word)
+    "|trust-remote-code|trust_remote_code"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -371,6 +371,30 @@ def _tokenizer_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, A
                       "tokenizers/transformers; for Mistral models try --tokenizer-mode mistral."}
 
 
+# The flag as a launch passes it: the CLI option, vLLM's non-default args dict, its engine-config line, a Python call.
+# The refusal's own text ("Please pass the argument `trust_remote_code=True`") is no sign of it.
+TRUST_PASSED_RE = lazy(r"--trust[-_]remote[-_]code\b|'trust_remote_code': True|(?<![`'\"])\btrust_remote_code\s*=\s*True",
+                       needles=("trust",))
+_REFUSED_RE = lazy(r"Please pass the argument|set the option `trust_remote_code|contains custom code which must be "
+                   r"executed|requires you to execute the", needles=("trust", "custom code", "execute"))
+
+
+def _remote_code_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    passed = any(TRUST_PASSED_RE.search(ln.text) and not _REFUSED_RE.search(ln.text) for ln in scan.lines)
+    if not passed:
+        return {"headline": "The model needs --trust-remote-code",
+                "advice": "The model ships its own code: add --trust-remote-code after checking the repository's code."}
+    # vLLM hands the flag to its own config and tokenizer loads; a refusal despite it comes from a load that does not
+    # get it, reached because the installed transformers does not know the model type natively and falls back to the
+    # repository's code (minimax_m2 before transformers 5, through a quantization or processor look-up).
+    return {"headline": "The model's custom code was refused although --trust-remote-code was passed",
+            "advice": "A load vLLM makes without the flag asked for the repository's code: usually the installed "
+                      "transformers does not know this model type natively (check `model_type` in config.json against "
+                      "`pip show transformers`), so a look-up outside vLLM's config load falls back to remote code. "
+                      "Install the transformers (and vLLM) release that supports the model type; the flag itself is "
+                      "already set."}
+
+
 RULES = [
     Rule(signature="model_support.architecture_unsupported", category="model_support",
          title="This vLLM does not support the model architecture {arch}", fix="", check=lambda scan, env: _arch_unsupported(scan),
@@ -397,8 +421,8 @@ RULES = [
                    r"transformers(?:>=|==)(?P<name>[\d.]+) is required"],
          playbook="model-support", confidence=0.85),
     Rule(signature="model_support.trust_remote_code", category="model_support",
-         title="The model needs --trust-remote-code",
-         fix="The model ships its own code: add --trust-remote-code after checking the repository's code.",
+         title="{headline}",
+         fix="{advice}", facts=_remote_code_facts,
          patterns=[r"requires you to execute the (?:configuration|modeling|tokenizer) file in that repo on your local machine",
                    r"Please pass the argument `trust_remote_code=True`", r"set the option `trust_remote_code=True`",
                    r"contains custom code which must be executed to correctly load the model"],
