@@ -181,3 +181,21 @@ def test_remote_code_refused_although_passed_is_the_model_type(launch):
                        "the model.\nPlease pass the argument `trust_remote_code=True` to allow custom code to be run.\n")
     assert d.signature == "model_support.trust_remote_code"
     assert "although --trust-remote-code was passed" in d.title
+
+
+# ---- a --chat-template path that is not there: the wordings of chat_utils across releases -------------------
+
+@pytest.mark.parametrize("text, template", [
+    ("[rank0]: ValueError: The supplied chat template (./chat_template/llama3.jinja) looks like a file path, but it "
+     "failed to be opened. Reason: [Errno 2] No such file or directory: './chat_template/llama3.jinja'\n",
+     "./chat_template/llama3.jinja"),
+    ("ValueError: The supplied chat template string (/templates/qwen3.jinja) appears path-like, but doesn't exist!\n",
+     "/templates/qwen3.jinja"),
+    ("ValueError: The supplied chat template string (unsloth.jinja) appears path-like, but doesn't exist! Tried: "
+     "unsloth.jinja and /usr/lib/python3/dist-packages/vllm/transformers_utils/chat_templates/unsloth.jinja\n",
+     "unsloth.jinja"),
+])
+def test_chat_template_path_missing(text, template):
+    d = first(text)
+    assert (d.signature, d.category, d.facts["template"]) == ("tokenizer.chat_template_path_missing",
+                                                              "tokenizer_chat_template", template)

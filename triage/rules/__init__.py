@@ -52,6 +52,8 @@ MODULES = [
     "m2_tokenizer_mode",
     # m2: weights downloaded through Xet storage (hf_xet) failing mid-transfer
     "m2_hub_xet",
+    # m2: a --chat-template path that does not exist where vLLM runs
+    "m2_chat_template_path",
 ]
 
 
