@@ -199,3 +199,22 @@ def test_chat_template_path_missing(text, template):
     d = first(text)
     assert (d.signature, d.category, d.facts["template"]) == ("tokenizer.chat_template_path_missing",
                                                               "tokenizer_chat_template", template)
+
+
+# ---- the Transformers backend's pipeline-parallel plan with a nested module name ---------------------------
+
+@pytest.mark.parametrize("text, cls, attr", [
+    ("AttributeError: 'Qwen3VLMoeModel' object has no attribute 'language_model.embed_tokens'\n", "Qwen3VLMoeModel",
+     "language_model.embed_tokens"),
+    ("AttributeError: 'Gemma3Model' object has no attribute 'language_model.layers'\n", "Gemma3Model",
+     "language_model.layers"),
+])
+def test_nested_pp_plan_name_is_the_transformers_backend(text, cls, attr):
+    d = first(text)
+    assert (d.signature, d.category) == ("model_support.transformers_backend_nested_pp", "model_support")
+    assert (d.facts["cls"], d.facts["attr"]) == (cls, attr)
+
+
+def test_a_plain_missing_attribute_is_not_the_nested_plan():
+    d = top("AttributeError: 'Qwen2VLProcessor' object has no attribute 'image_token'\n")
+    assert d is None or d.signature != "model_support.transformers_backend_nested_pp"

@@ -54,6 +54,8 @@ MODULES = [
     "m2_hub_xet",
     # m2: a --chat-template path that does not exist where vLLM runs
     "m2_chat_template_path",
+    # m2: the Transformers backend's pipeline-parallel plan naming a nested module
+    "m2_transformers_backend_pp",
 ]
 
 
