@@ -411,7 +411,10 @@ RULES = [
          patterns=[r"model type [`'\"]?(?P<model_type>[\w.-]+)[`'\"]?\s+but [Tt]ransformers does not recognize this "
                    r"architecture",
                    r"The checkpoint you are trying to load has model type `(?P<model_type>[\w-]+)`",
-                   r"[Tt]ransformers does not recognize this architecture"],
+                   r"[Tt]ransformers does not recognize this architecture",
+                   # the same message retold in Chinese in a ticket title ("Transformers 库无法识别 glm4v moe 这种模型架构")
+                   r"[Tt]ransformers\s*库?\s*(?:无法|不能)识别\s*(?P<model_type>[\w.-]+(?: [\w.-]+)?)?\s*(?:这种|这个|该)?"
+                   r"\s*(?:模型)?架构"],
          facts=lambda m, line, scan: {} if m.groupdict().get("model_type") else {"model_type": "(cut off)"},
          playbook="model-support", confidence=0.9),
     Rule(signature="model_support.transformers_import", category="model_support",
