@@ -10,11 +10,7 @@ from tests.dev_sets import check, first, load, params, top
 DEV, EXPECTED = load("dev-mix2")
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
-KNOWN_MISSES: dict[str, str] = {
-    "model_support--roll-collective-rpc-visual-patch-embed-keyerror.log":
-        "a bare KeyError of a parameter name during a trainer's weight sync: the one line carries no version, and "
-        "the same KeyError is a checkpoint/model layout mismatch (model_loading) in most threads",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", params(EXPECTED, KNOWN_MISSES))

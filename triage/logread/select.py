@@ -77,6 +77,8 @@ PREFILTER = (
     # rows of Ray's version check that name each side ("... was started with:" then "    Ray: 2.43.0")
     "|Raylet|Missing argument|ray workers to be active|Ray worker starts|RNIC|RDMA resources|was started with"
     # -- end d2
+    # -- m2: the launch's own --trust-remote-code (a shell script's continuation line has no other kept word)
+    "|trust-remote-code|trust_remote_code"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

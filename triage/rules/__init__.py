@@ -55,6 +55,18 @@ MODULES = [
     "d2_multinode",
     # p2: a non-CUDA platform's vllm._C warning, amdsmi without device access, a package against another's release
     "p2_platforms",
+    # m2: a Qwen-VL checkpoint in transformers 4.52's layout read by an older vLLM
+    "m2_vl_weights",
+    # m2: gpt-oss's Harmony vocabulary fetched at run time (offline, or a cache another user owns)
+    "m2_harmony",
+    # m2: a --tokenizer-mode the installed vLLM does not register
+    "m2_tokenizer_mode",
+    # m2: weights downloaded through Xet storage (hf_xet) failing mid-transfer
+    "m2_hub_xet",
+    # m2: a --chat-template path that does not exist where vLLM runs
+    "m2_chat_template_path",
+    # m2: the Transformers backend's pipeline-parallel plan naming a nested module
+    "m2_transformers_backend_pp",
 ]
 
 

@@ -371,6 +371,30 @@ def _tokenizer_advice(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, A
                       "tokenizers/transformers; for Mistral models try --tokenizer-mode mistral."}
 
 
+# The flag as a launch passes it: the CLI option, vLLM's non-default args dict, its engine-config line, a Python call.
+# The refusal's own text ("Please pass the argument `trust_remote_code=True`") is no sign of it.
+TRUST_PASSED_RE = lazy(r"--trust[-_]remote[-_]code\b|'trust_remote_code': True|(?<![`'\"])\btrust_remote_code\s*=\s*True",
+                       needles=("trust",))
+_REFUSED_RE = lazy(r"Please pass the argument|set the option `trust_remote_code|contains custom code which must be "
+                   r"executed|requires you to execute the", needles=("trust", "custom code", "execute"))
+
+
+def _remote_code_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    passed = any(TRUST_PASSED_RE.search(ln.text) and not _REFUSED_RE.search(ln.text) for ln in scan.lines)
+    if not passed:
+        return {"headline": "The model needs --trust-remote-code",
+                "advice": "The model ships its own code: add --trust-remote-code after checking the repository's code."}
+    # vLLM hands the flag to its own config and tokenizer loads; a refusal despite it comes from a load that does not
+    # get it, reached because the installed transformers does not know the model type natively and falls back to the
+    # repository's code (minimax_m2 before transformers 5, through a quantization or processor look-up).
+    return {"headline": "The model's custom code was refused although --trust-remote-code was passed",
+            "advice": "A load vLLM makes without the flag asked for the repository's code: usually the installed "
+                      "transformers does not know this model type natively (check `model_type` in config.json against "
+                      "`pip show transformers`), so a look-up outside vLLM's config load falls back to remote code. "
+                      "Install the transformers (and vLLM) release that supports the model type; the flag itself is "
+                      "already set."}
+
+
 RULES = [
     Rule(signature="model_support.architecture_unsupported", category="model_support",
          title="This vLLM does not support the model architecture {arch}", fix="", check=lambda scan, env: _arch_unsupported(scan),
@@ -387,7 +411,10 @@ RULES = [
          patterns=[r"model type [`'\"]?(?P<model_type>[\w.-]+)[`'\"]?\s+but [Tt]ransformers does not recognize this "
                    r"architecture",
                    r"The checkpoint you are trying to load has model type `(?P<model_type>[\w-]+)`",
-                   r"[Tt]ransformers does not recognize this architecture"],
+                   r"[Tt]ransformers does not recognize this architecture",
+                   # the same message retold in Chinese in a ticket title ("Transformers 库无法识别 glm4v moe 这种模型架构")
+                   r"[Tt]ransformers\s*库?\s*(?:无法|不能)识别\s*(?P<model_type>[\w.-]+(?: [\w.-]+)?)?\s*(?:这种|这个|该)?"
+                   r"\s*(?:模型)?架构"],
          facts=lambda m, line, scan: {} if m.groupdict().get("model_type") else {"model_type": "(cut off)"},
          playbook="model-support", confidence=0.9),
     Rule(signature="model_support.transformers_import", category="model_support",
@@ -397,8 +424,8 @@ RULES = [
                    r"transformers(?:>=|==)(?P<name>[\d.]+) is required"],
          playbook="model-support", confidence=0.85),
     Rule(signature="model_support.trust_remote_code", category="model_support",
-         title="The model needs --trust-remote-code",
-         fix="The model ships its own code: add --trust-remote-code after checking the repository's code.",
+         title="{headline}",
+         fix="{advice}", facts=_remote_code_facts,
          patterns=[r"requires you to execute the (?:configuration|modeling|tokenizer) file in that repo on your local machine",
                    r"Please pass the argument `trust_remote_code=True`", r"set the option `trust_remote_code=True`",
                    r"contains custom code which must be executed to correctly load the model"],
@@ -456,7 +483,11 @@ RULES = [
          title="The weight files are corrupt or incomplete",
          fix="Re-download the weights (an interrupted download leaves truncated .safetensors): "
              "`huggingface-cli download <repo> --force-download`, and check the disk is not full.",
-         patterns=[r"SafetensorError: Error while deserializing header", r"HeaderTooLarge", r"MetadataIncompleteBuffer",
+         # safetensors' loaders: "Error while deserializing header: {e:?}" (HeaderTooLarge, InvalidHeaderDeserialization,
+         # MetadataIncompleteBuffer), "{e}" in newer bindings ("header too large"), "...metadata" in the oldest; raised
+         # as SafetensorError, or a bare Exception before 0.3
+         patterns=[r"Error while deserializing (?:header|metadata)\b", r"HeaderTooLarge", r"MetadataIncompleteBuffer",
+                   r"InvalidHeaderDeserialization",
                    r"invalid load key", r"PytorchStreamReader failed reading zip archive"],
          playbook="model-loading", confidence=0.9),
     Rule(signature="model_loading.weight_mismatch", category="model_loading",
@@ -796,7 +827,12 @@ TOKENIZER_ATTR_MISSING: Rule = Rule(
         "(`pip show vllm` lists the range; vLLM before the transformers-5 releases needs transformers<5), or "
         "upgrade vLLM.",
     patterns=[r"^(?:AttributeError: )?(?P<cls>\w*(?:Tokenizer(?:Fast)?|TokenizersBackend|Processor)) has no attribute "
-              r"(?P<attr>\w+)"],
+              r"(?P<attr>\w+)",
+              # Python's own wording when the class has no __getattr__ of its own: vLLM's multimodal processors read
+              # attributes a transformers release added ('Qwen2VLProcessor' object has no attribute 'image_token'
+              # before 4.47)
+              r"'(?P<cls>\w*(?:Tokenizer(?:Fast)?|TokenizersBackend|Processor))' object has no attribute "
+              r"'(?P<attr>\w+)'"],
     playbook="model-support", confidence=0.75,
     check=lambda scan, env: not_in_passing(TOKENIZER_ATTR_MISSING, scan))
 
