@@ -125,3 +125,24 @@ def test_a_cut_traceback_of_plumbing_only_is_read_by_its_words(monkeypatch):
     monkeypatch.setattr(wordclass, "_model", wordclass.train([("gpu_oom", {"nccl"}), ("distributed", {"nccl"})],
                                                              min_docs=1))
     assert from_frames(scan_text(log)) is None
+
+
+def test_a_paste_with_no_error_line_is_read_by_its_words_when_it_says_something_failed(monkeypatch):
+    """A ticket's prose with no exception, error line or known message: the word model guesses when it is
+    fairly sure, at low confidence; a logger's lines (a healthy start-up) and prose that says nothing failed
+    get no guess."""
+    from triage.diagnose import WORDS_GUESS_CONFIDENCE, diagnose
+
+    toy = wordclass.train([("distributed", {"frobnicator", "zorblat"}), ("distributed", {"frobnicator", "quux"}),
+                           ("gpu_oom", {"wibble", "quux"}), ("gpu_oom", {"wibble", "zorblat"})], min_docs=1)
+    monkeypatch.setattr(wordclass, "_model", toy)
+    prose = ("Serving a large model on two nodes\n"
+             "The frobnicator on the second node fails every time it starts\n")
+    ds, _ = diagnose(scan_text(prose))
+    assert [(d.signature, d.category) for d in ds] == [("generic.words_guess", "distributed")]
+    assert ds[0].confidence == WORDS_GUESS_CONFIDENCE and ds[0].facts["category_decided"] is False
+    assert ds[0].evidence[0].line == 2 and "frobnicator" in ds[0].facts["category_guessed_from"]
+    assert diagnose(scan_text("Serving the frobnicator on the second node\n"))[0] == []  # nothing failed
+    logged = "INFO 02-14 10:12:44 [core.py:1] the frobnicator fails over to the second node\n"
+    assert diagnose(scan_text(logged))[0] == []
+    assert diagnose(scan_text("The frobnicator and the wibble fail on the second node\n"))[0] == []  # unsure

@@ -396,7 +396,41 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
                     "elsewhere. Capture the whole start-up with stderr (`vllm serve ... 2>&1 | tee vllm.log`), or "
                     "rerun with VLLM_LOGGING_LEVEL=DEBUG, and diagnose that log.", None),
             first_line=wrappers[0].no)
-    return None
+    return words_guess(scan, harmless_lines | used_lines)
+
+
+WORDS_GUESS_CONFIDENCE = 0.25
+WORDS_GUESS_P = 0.8
+
+
+def words_guess(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
+    """A paste with no exception, error line or wrapper that still says something failed (a ticket's title
+    and prose, a traceback cut before anything is raised): the word model, learnt from real labelled
+    failure logs, reads its words. Only text no logger printed counts as saying so: a healthy start-up's
+    lines all carry a level."""
+    told = next((ln for ln in scan.lines if not ln.level and ln.no not in skip_lines and ln.text.strip()
+                 and not ln.text.lstrip().startswith(CODE_START) and failure_words(ln.text)), None)
+    if told is None:
+        return None
+    from triage.catalogue.wordclass import guess
+
+    g = guess(scan, WORDS_GUESS_P)
+    if g is None:
+        return None
+    cat, p, led = g
+    kind = cat.replace("_", " ")
+    article = "an" if kind[0] in "aeiou" else "a"
+    return Diagnosis(
+        category=cat, signature="generic.words_guess",
+        title=f"Likely {article} {kind} failure (a guess from the text's words): {told.text.strip()[:140]}",
+        confidence=WORDS_GUESS_CONFIDENCE, evidence=[Evidence(told.no, told.shown)],
+        explanation=[f"category {cat}: likely, because its words ({', '.join(led)}) are those of {cat} failures in "
+                     f"the real failure logs triage learnt from ({p:.0%})",
+                     "no exception, error line or known message is in this text: nothing here decides it"],
+        facts={"category_guessed_from": f"the text's words ({', '.join(led)})", "category_decided": False},
+        fix=Fix("triage found no error message here, only words around one. Diagnose the whole start-up log "
+                "(`vllm serve ... 2>&1 | tee vllm.log`), with the exception's line, to get a decided answer.", None),
+        first_line=told.no)
 
 
 def fragment_guess(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:

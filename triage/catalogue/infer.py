@@ -286,7 +286,8 @@ def _by_words(scan: Scan, tb: ExceptionRecord) -> Diagnosis | None:
         facts["phase"] = phase
     return Diagnosis(
         category=cat, signature="catalogue.cut_traceback",
-        title=f"A traceback cut before its message{during}; its words read like a {cat.replace('_', ' ')} failure",
+        title=f"A traceback cut before its message{during}; its words read like "
+              f"{'an' if cat[0] in 'aeiou' else 'a'} {cat.replace('_', ' ')} failure",
         confidence=CONF_CUT_WORDS, evidence=[Evidence(tb.line.no, tb.line.shown)], facts=facts,
         explanation=[f"category {cat}: likely, because its words ({', '.join(led)}) are those of {cat} failures in "
                      f"the real failure logs triage learnt from ({p:.0%}); no frame names the subsystem"],
