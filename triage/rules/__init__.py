@@ -55,6 +55,8 @@ MODULES = [
     "d2_multinode",
     # p2: a non-CUDA platform's vllm._C warning, amdsmi without device access, a package against another's release
     "p2_platforms",
+    # mix3: serving wrappers calling vLLM's entrypoint internals, Dynamo's vLLM import, Triton's mma -> mma layout assert
+    "mix3_wrappers",
 ]
 
 
