@@ -36,7 +36,7 @@ ENTRYPOINT_NAMES = (
     "build_async_engine_client_from_engine_args", "build_async_engine_client", "init_app_state", "run_server_worker",
     "setup_server", "build_app", "make_arg_parser", "validate_parsed_serve_args",
     r"OpenAIServing(?:Chat|Completion|Embedding|Models|Tokenization|Pooling|Scores|Transcription|Translation|"
-    r"Responses|Classification|Rerank)?", "ServingScores", "ServingClassification", "BaseModelPath",
+    r"Responses|Classification)?", "ServingScores", "ServingClassification", "BaseModelPath",
     "LoRAModulePath", "PromptAdapterPath", "RequestLogger",
 )
 _NAMES = "|".join(ENTRYPOINT_NAMES)
