@@ -165,6 +165,8 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
     s = shown
     while s and (s[0] == ">" or s[0] in QUOTE_BARS):  # a markdown quote ("> ", nested "> > ") around a pasted log
         s = s[2:] if s[1:2] == " " else s[1:]
+    if s[:1] == "`" and s[-1:] == "`" and len(s) > 2 and s.count("`") == 2:
+        s = s[1:-1]  # a whole log line quoted as markdown inline code in a ticket's prose: its text is the line
     if s[:1] == " ":
         m = _INDENTED_PREFIX_RE.match(s)
         if m:

@@ -56,7 +56,12 @@ def ticked(text: str) -> list[str]:
     WARNING: there a quoted exception is advice, "errors like `OSError: ...`", not what was raised)."""
     if "`" not in text or ("Error" not in text and "Exception" not in text and "Failure" not in text):
         return []
-    return [m.group("s").strip() for m in _TICKED_RE.finditer(text)][:MAX_LINES]
+    out: list[str] = []
+    for m in _TICKED_RE.finditer(text):
+        s = m.group("s").strip()
+        # the quoted exception may itself print its message as a tuple of pieces: joined back as on a line
+        out.extend((_tuple(s) or [s]) if ("('" in s or '("' in s) else [s])
+    return out[:MAX_LINES]
 
 
 def _expand(text: str) -> tuple[bool, list[str]] | None:

@@ -67,6 +67,8 @@ MODULES = [
     "m2_chat_template_path",
     # m2: the Transformers backend's pipeline-parallel plan naming a nested module
     "m2_transformers_backend_pp",
+    # mix3: serving wrappers calling vLLM's entrypoint internals, Dynamo's vLLM import, Triton's mma -> mma layout assert
+    "mix3_wrappers",
 ]
 
 

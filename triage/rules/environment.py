@@ -355,12 +355,15 @@ RULES += [
                    r"(?P<current>[\d.]+(?: GiB)?)"],
          playbook="environment", confidence=0.85),
     # vllm/v1/worker/gpu/buffer_utils.py (the V2 model runner's staging buffers): pinned host memory is off. On
-    # CUDA that happens only under WSL2, where vLLM enables pinned memory only on request (platforms/cuda.py).
+    # CUDA that happens only under WSL2, where vLLM enables pinned memory only on request (platforms/cuda.py);
+    # its in_wsl() looks for 'microsoft' in all of platform.uname(), the node name too.
     Rule(signature="environment.uva_unavailable", category="environment",
-         title="Pinned (UVA) host memory is not available: vLLM's V2 model runner cannot start (WSL2)",
+         title="Pinned (UVA) host memory is not available: vLLM's V2 model runner cannot start (vLLM sees WSL2)",
          fix="vLLM's V2 model runner keeps its staging buffers in pinned host memory, which vLLM leaves off under "
              "WSL2: set VLLM_WSL2_ENABLE_PIN_MEMORY=1 (WSL2 kernel 4.19.121 or newer; run `wsl --update`), or use "
-             "the V1 model runner with VLLM_USE_V2_MODEL_RUNNER=0.",
+             "the V1 model runner with VLLM_USE_V2_MODEL_RUNNER=0. vLLM takes any 'microsoft' in `uname -a` for WSL, "
+             "the host name included: on a Linux GPU host whose pod/host name contains 'microsoft' (a deployment "
+             "named after microsoft/phi-4), rename it.",
          patterns=[r"RuntimeError: UVA is not available", r"^UVA is not available$"],
          playbook="environment", confidence=0.9),
     Rule(signature="environment.nvml_unknown_error", category="environment",

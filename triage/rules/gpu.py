@@ -38,6 +38,8 @@ def _capabilities(m, line, scan) -> dict:
         if v and v.isdigit() and len(v) >= 2:
             out[key] = f"{v[:-1]}.{v[-1]}"
     method = (m.groupdict().get("quantization") or "").lower()
+    if not method:  # compressed-tensors' "Quantization scheme is not supported ..." names no method
+        out["quantization"] = "of this checkpoint (its compressed-tensors scheme)"
     extra = MIN_CAPABILITY_ADVICE.get(method)
     out["advice"] = (f"This vLLM's {method} kernels need compute capability {out.get('min_capability', '?')}: {extra}"
                      if extra else "This GPU is below what this vLLM's kernels for the checkpoint's quantization need: "
