@@ -14,7 +14,7 @@ from __future__ import annotations
 from triage.lazyre import lazy
 from typing import Any
 
-from triage.catalogue.areas import TYPE_AREAS, VAGUE, area_of_frames
+from triage.catalogue.areas import TYPE_AREAS, VAGUE, area_of_trace
 from triage.catalogue.wordclass import reconsider
 from triage.exception_words import category_from_words, decisive, failure_words
 from triage.logread.scan import Scan
@@ -189,7 +189,7 @@ def rank(found: list[tuple[Rule, Diagnosis]], raised: set[int] | None = None,
 def guess_category(exc: ExceptionRecord) -> str:
     if exc.short_type in TYPE_AREAS:
         return TYPE_AREAS[exc.short_type]
-    hit = area_of_frames([fr.file for fr in exc.frames])  # the deepest frame the map knows
+    hit = area_of_trace(exc.frames)  # the deepest frame the map knows
     if hit is not None:
         return hit[0]
     msg = exc.message
@@ -271,7 +271,7 @@ def _decide(exc: ExceptionRecord, words: str) -> tuple[str, str, float]:
     worded = category_from_words(exc.type, words)
     if worded is not None and decisive(*worded):
         return worded[0], worded[1], WORDED_CONFIDENCE
-    hit = area_of_frames([fr.file for fr in exc.frames])
+    hit = area_of_trace(exc.frames)
     if hit is not None and hit[0] not in VAGUE:
         where = f"it was raised in {_short_path(hit[1])}, {hit[0]} code"
         if worded is None:

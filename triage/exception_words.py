@@ -32,7 +32,10 @@ for _names, _cat in [
     (("tokenizers", "sentencepiece", "tiktoken", "mistral_common", "jinja2", "blobfile"), "tokenizer_chat_template"),
     (("huggingface_hub", "safetensors", "gguf", "hf_transfer", "hf_xet", "modelscope", "runai_model_streamer",
       "tensorizer", "fastsafetensors"), "model_loading"),
-    (("ray", "nixl", "mooncake", "lmcache", "ucx", "torch_npu"), "distributed"),
+    (("ray", "nixl", "mooncake", "ucx", "torch_npu"), "distributed"),
+    # LMCache is installed beside vLLM for its KV connector, pinned to vLLM's version: one that does not
+    # import is the install (a missing package, or one built for another vLLM)
+    (("lmcache", "lmcache_vllm"), "install_mismatch"),
     (("triton",), "triton_compile"),
     (("vllm", "torch", "torchvision", "numpy", "numba", "pydantic", "fastapi", "uvloop", "msgspec", "zmq",
       "cv", "xgrammar", "outlines", "lm_format_enforcer", "llguidance", "openai", "setuptools",
@@ -44,6 +47,11 @@ for _names, _cat in [
 # Words that name the subsystem whatever raised them; earlier entries win.
 WORDS: list[tuple[tuple[str, ...], str]] = [
     (("invalid device ordinal",), "environment"),
+    # getpass.getuser() -> pwd.getpwuid(): the process runs as a uid with no passwd entry (a container's
+    # arbitrary uid), whichever library asked for the user name (torch's and Triton's cache directories)
+    (("getpwuid(): uid not found", "getpwuid()"), "environment"),
+    # int(CUDA_VISIBLE_DEVICES entry): a MIG or GPU UUID where the code takes device indices
+    (("base 10: 'MIG-", "base 10: 'GPU-", 'base 10: "MIG-', 'base 10: "GPU-'), "environment"),
     # a compiled extension that does not link against what is installed (Linux ld.so, macOS dyld), even
     # a kernel library's own: built against another torch
     (("undefined symbol", "Symbol not found", "symbol lookup error"), "install_mismatch"),
@@ -149,6 +157,19 @@ def decisive(category: str, why: str) -> bool:
     return not why.startswith("its message mentions") or category in DECISIVE
 
 
+IMPORT_QUOTED_RE = lazy(r"\b(?:ImportError|ModuleNotFoundError): (?:No module named|cannot import name)",
+                       needles=("ImportError: ", "ModuleNotFoundError: "))
+# vLLM's own packages that hold a kernel library (its FlashAttention build, vendored kernels): one that does
+# not import is that library's build, not vLLM's Python code moving between releases
+KERNEL_IN_VLLM_RE = lazy(r"vllm\.(?:vllm_flash_attn|third_party|cute_utils)\b")
+
+
+def imported_module(message: str) -> str | None:
+    """The dotted module an import error names ("flashinfer.jit", "vllm.vllm_flash_attn.layers")."""
+    m = IMPORTED_RE.search(message)
+    return (m.group("a") or m.group("b") or m.group("c")) if m is not None else None
+
+
 def imported_package(message: str) -> str | None:
     """The top-level package (or the shared library) an import error names."""
     m = IMPORTED_RE.search(message)
@@ -166,9 +187,13 @@ def category_from_words(exc_type: str, message: str, weak: bool = False) -> tupl
     if weak:
         return _search(WEAK_WORDS, message)
     short = exc_type.rsplit(".", 1)[-1]
+    # (an import error quoted in a line of prose or a title reads the same: "ImportError: cannot import ...")
     if short in ("ModuleNotFoundError", "ImportError") or "No module named" in message \
-            or "cannot open shared object file" in message:
+            or "cannot open shared object file" in message or IMPORT_QUOTED_RE.search(message) is not None:
         pkg = imported_package(message)
+        inner = imported_module(message)
+        if pkg == "vllm" and inner and KERNEL_IN_VLLM_RE.match(inner):
+            return "kernel_library", f"vLLM's bundled kernel package {inner} does not import"
         if pkg:
             if pkg.startswith("lib"):
                 if pkg.startswith(("libcuda.so", "libnvidia")):
