@@ -206,3 +206,36 @@ def test_a_traceback_cut_inside_imports_is_a_guess_at_the_install():
     assert d is not None and d.category != "attention_backend"
     if d.signature == "catalogue.cut_traceback" and d.category == "install_mismatch":
         assert d.confidence <= 0.3 and d.facts["category_decided"] is False
+
+
+# ---- error lines: the C++ library that logged one, and which line of a ticket is the error --------------
+
+def test_a_cpp_librarys_glog_line_is_placed_by_its_source_file():
+    from triage.catalogue.areas import area_of_native
+
+    assert area_of_native("E0911 06:19:37.204734  3746 rdma_transport.cpp:426] RdmaTransport: No available RNIC") \
+        == ("distributed", "rdma_transport.cpp")
+    assert area_of_native("W0613 08:28:11.555796    7053 ucx_utils.cpp:43] Unexpected UCX error: Endpoint timeout")[0] \
+        == "distributed"
+    assert area_of_native("", "raylet_client.cc:199")[0] == "distributed"  # Ray's form, read by logread
+    assert area_of_native("", "multiproc_executor.py:751") is None  # a Python logger's source: the map's business
+    assert area_of_native("E0911 06:19:37.204743  3746 model_loader.cpp:234] Failed to") is None
+
+
+def test_a_later_error_line_that_names_its_subsystem_wins_over_a_tickets_prose():
+    log = ("I run on a machine whose IB card is disabled, which leads to the error shown below.\n\n```\n"
+           "I0911 06:19:37.181130  3746 transfer_engine.cpp:146] Transfer Engine RPC using P2P handshake\n"
+           "E0911 06:19:37.204720  3746 rdma_context.cpp:70] Failed to open device mlx5_3 on port  with GID 0\n"
+           "E0911 06:19:37.204737  3746 rdma_transport.cpp:60] RdmaTransport: cannot initialize RDMA resources\n"
+           "```\n")
+    d = fallback_top(log)
+    assert d is not None and d.category == "distributed" and d.signature == "generic.error_line"
+    assert "rdma_context.cpp" in d.facts["category_guessed_from"]
+
+
+def test_a_shared_library_it_may_not_read_is_the_hosts_not_a_missing_one():
+    msg = ("python3: error while loading shared libraries: /root/.local/share/uv/python/cpython-3.12.9/lib/"
+           "libpython3.12.so.1.0: cannot open shared object file: Permission denied")
+    assert category_from_words("", msg)[0] == "environment"
+    assert category_from_words("", msg.replace("Permission denied", "No such file or directory"))[0] \
+        == "install_mismatch"

@@ -196,6 +196,9 @@ def category_from_words(exc_type: str, message: str, weak: bool = False) -> tupl
             return "kernel_library", f"vLLM's bundled kernel package {inner} does not import"
         if pkg:
             if pkg.startswith("lib"):
+                if "cannot open shared object file: Permission denied" in message:
+                    # the library is there, the process may not read it (a non-root user, a mount's mode)
+                    return "environment", f"the shared library {pkg} is not readable by this user"
                 if pkg.startswith(("libcuda.so", "libnvidia")):
                     return "environment", f"the NVIDIA driver library {pkg} is not visible (a container without the GPU runtime?)"
                 return "install_mismatch", f"the shared library {pkg} is missing"

@@ -418,3 +418,31 @@ def area_of_trace(frames: list[Any]) -> tuple[str, str] | None:
     if not frames or frames[-1].func == "<module>":
         return None
     return area_of_frames([f.file for f in frames])
+
+
+# C++ libraries log in glog's form ("E0911 06:19:37.204734  3746 rdma_transport.cpp:426] RdmaTransport: No available
+# RNIC"; Ray's "[2025-... E 322780 345750] raylet_client.cc:199: " is read by logread): the source file names the
+# library, whose subsystem a line that says only "Failed to open device" does not.
+GLOG_RE = re.compile(r"^\s*[DIWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ (?P<src>[\w./-]+\.(?:cc|cpp|cxx|c|h)):\d+\]")
+NATIVE_SOURCES: list[tuple[tuple[str, ...], str]] = [
+    # Mooncake's transfer engine and transports, NIXL and UCX, Ray's core (raylet, GCS, core worker, object
+    # store), gRPC under them, torch's c10d stores and process groups: moving data between processes and nodes
+    (("rdma_", "transfer_engine", "tcp_transport", "nvlink_transport", "topology.cpp", "nixl", "ucx", "raylet",
+      "gcs_", "core_worker", "node_manager", "object_manager", "plasma", "grpc", "TCPStore", "ProcessGroup",
+      "socket.cpp", "c10d"), "distributed"),
+    (("nvml",), "environment"),
+]
+
+
+def area_of_native(text: str, src: str = "") -> tuple[str, str] | None:
+    """(category, source file) for a C++ library's log line (glog's form, or a logger's source already read),
+    when the file belongs to a library of one subsystem; else None."""
+    m = GLOG_RE.match(text)
+    name = m.group("src") if m is not None else src.split(":", 1)[0]
+    if not name.endswith((".cc", ".cpp", ".cxx", ".c", ".h")):
+        return None
+    base = name.rsplit("/", 1)[-1]
+    for needles, cat in NATIVE_SOURCES:
+        if any(n in base for n in needles):
+            return cat, base
+    return None
