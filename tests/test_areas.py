@@ -239,3 +239,26 @@ def test_a_shared_library_it_may_not_read_is_the_hosts_not_a_missing_one():
     assert category_from_words("", msg)[0] == "environment"
     assert category_from_words("", msg.replace("Permission denied", "No such file or directory"))[0] \
         == "install_mismatch"
+
+
+# ---- words that say more than the generic words after them (as the hand rules categorise them) ----------
+
+@pytest.mark.parametrize("message,category", [
+    ("CUDA error: operation not permitted when stream is capturing\nCUDA kernel errors might be asynchronously "
+     "reported at some other API call, so the stacktrace below might be incorrect.\nCompile with "
+     "`TORCH_USE_CUDA_DSA` to enable device-side assertions.", "cudagraph_capture"),
+    ("HIP error: invalid device function\nCompile with `TORCH_USE_HIP_DSA` to enable device-side assertions.",
+     "unsupported_gpu"),
+    ("CUDA error: the provided PTX was compiled with an unsupported toolchain.", "cuda_driver"),
+    ("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver "
+     "from http://www.nvidia.com/Download/index.aspx", "environment"),
+    ("Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla T4 GPU has compute "
+     "capability 7.5. You can use float16 instead by explicitly setting the`dtype` flag in CLI, for example: "
+     "--dtype=half.", "dtype_unsupported"),
+    ("No compiled cutlass_scaled_mm for a compute capability less than CUDA device capability: 75",
+     "quantization"),
+    ("No compiled get_cutlass_moe_mm_data: no cutlass_scaled_mm kernel for CUDA device capability: 120.",
+     "quantization"),
+])
+def test_specific_words_before_generic_ones(message, category):
+    assert category_from_words("RuntimeError", message)[0] == category

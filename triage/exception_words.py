@@ -52,6 +52,16 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
     (("getpwuid(): uid not found", "getpwuid()"), "environment"),
     # int(CUDA_VISIBLE_DEVICES entry): a MIG or GPU UUID where the code takes device indices
     (("base 10: 'MIG-", "base 10: 'GPU-", 'base 10: "MIG-', 'base 10: "GPU-'), "environment"),
+    # Messages that say more than the generic words after them ("CUDA error: ...", "compute capability",
+    # "NVIDIA driver"), in the categories the hand rules give them: CUDA's refusal inside a graph capture,
+    # HIP's kernel missing for this GPU, PTX newer than the driver, torch finding no driver at all (no GPU in
+    # the container), vLLM's bfloat16 check on a pre-Ampere GPU.
+    (("operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported",
+      "cudaErrorStreamCaptureInvalidated"), "cudagraph_capture"),
+    (("invalid device function", "hipErrorNoBinaryForGpu"), "unsupported_gpu"),
+    (("provided PTX was compiled with an unsupported toolchain", "cudaErrorUnsupportedPtxVersion"), "cuda_driver"),
+    (("Found no NVIDIA driver on your system",), "environment"),
+    (("Bfloat16 is only supported on GPUs", "bfloat16 is only supported on GPUs"), "dtype_unsupported"),
     # a compiled extension that does not link against what is installed (Linux ld.so, macOS dyld), even
     # a kernel library's own: built against another torch
     (("undefined symbol", "Symbol not found", "symbol lookup error"), "install_mismatch"),
@@ -76,6 +86,8 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
     (("quantiz", "Quantiz", "GPTQ", "gptq", "AWQ", "awq", "FP8", "fp8", "NVFP4", "nvfp4", "MXFP4", "mxfp4",
       "bitsandbytes", "compressed-tensors", "compressed_tensors", "Marlin", "marlin", "weight_scale", "modelopt",
       "group_size",
+      # vLLM's scaled-matmul kernels of quantized layers ("No compiled cutlass_scaled_mm for a compute capability")
+      "cutlass_scaled_mm", "cutlass_moe_mm", "scaled_mm_azp",
       # the tensors only quantized checkpoints hold (GPTQ/AWQ, bitsandbytes, compressed-tensors, FP8)
       "g_idx", "qweight", "qzeros", "absmax", "weight_packed", "weight_zero_point", "input_scale"),
      "quantization"),
