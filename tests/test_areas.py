@@ -262,3 +262,11 @@ def test_a_shared_library_it_may_not_read_is_the_hosts_not_a_missing_one():
 ])
 def test_specific_words_before_generic_ones(message, category):
     assert category_from_words("RuntimeError", message)[0] == category
+
+
+def test_tritons_fp8_type_check_is_the_dtype_not_the_compiler():
+    for ty in ("fp8e4nv", "fp8e4b15"):
+        assert category_for("triton/language/semantic.py", f"{ty} data type is not supported on CUDA arch < 89",
+                            "AssertionError") == "dtype_unsupported"
+    assert category_for("triton/language/semantic.py", "Cannot broadcast, rank mismatch: 2, 3", "ValueError") \
+        == "triton_compile"

@@ -263,6 +263,9 @@ STRONG: list[tuple[tuple[str, ...], str]] = [
       "address already in use"), "environment"),
     (("no kernel image is available", "minimum capability", "minimum compute capability"), "unsupported_gpu"),
     (("Bfloat16 is only supported", "bfloat16 is only supported"), "dtype_unsupported"),
+    # Triton's language front-end refusing an FP8 type the GPU lacks ("fp8e4nv data type is not supported on CUDA
+    # arch < 89"): the kernel's dtype, not a compiler failure
+    (("data type is not supported on CUDA arch",), "dtype_unsupported"),
     (("driver version is insufficient", "NVIDIA driver on your system is too old", "forward compatibility",
       "provided PTX was compiled with an unsupported toolchain"), "cuda_driver"),
     (("operation not permitted when stream is capturing", "stream is capturing"), "cudagraph_capture"),
