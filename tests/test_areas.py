@@ -270,3 +270,22 @@ def test_tritons_fp8_type_check_is_the_dtype_not_the_compiler():
                             "AssertionError") == "dtype_unsupported"
     assert category_for("triton/language/semantic.py", "Cannot broadcast, rank mismatch: 2, 3", "ValueError") \
         == "triton_compile"
+
+
+@pytest.mark.parametrize("message,category", [
+    # a framework reaching into vLLM's engine of another release (OpenRLHF, unsloth-zoo on vLLM's V1 engine)
+    ("'LLMEngine' object has no attribute 'model_executor'", "install_mismatch"),
+    ("'AsyncEngineArgs' object has no attribute 'disable_log_requests'", "install_mismatch"),
+    ("'VllmConfig' object has no attribute 'speculative_config'", "install_mismatch"),
+    # vLLM reading a model's config, tokenizer or processor from another transformers
+    ("'Qwen3VLMoeConfig' object has no attribute 'vocab_size'", "model_support"),
+    ("'Qwen2TokenizerFast' object has no attribute 'all_special_tokens_extended'", "model_support"),
+    ("'Qwen2VLImageProcessor' object has no attribute 'merge_size'", "model_support"),
+])
+def test_a_missing_attribute_is_placed_by_whose_object_it_is(message, category):
+    assert category_from_words("AttributeError", message)[0] == category
+
+
+def test_a_missing_attribute_of_any_other_object_decides_nothing():
+    assert category_from_words("AttributeError", "'NoneType' object has no attribute 'shape'") is None
+    assert category_from_words("AttributeError", "'Tensor' object has no attribute 'weight_scale'")[0] == "quantization"

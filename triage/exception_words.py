@@ -220,6 +220,10 @@ def category_from_words(exc_type: str, message: str, weak: bool = False) -> tupl
             if cat:
                 return cat, f"the package {pkg} does not import"
             return "install_mismatch", f"the package {pkg} does not import"
+    if short == "AttributeError" or "AttributeError: " in message:
+        attr = _attribute_missing(message)
+        if attr is not None:
+            return attr
     # an exception class of a library names that library ("ray.exceptions.GetTimeoutError")
     if "." in exc_type:
         if exc_type.startswith("torch.distributed."):
@@ -228,6 +232,31 @@ def category_from_words(exc_type: str, message: str, weak: bool = False) -> tupl
         if cat and cat != "install_mismatch":
             return cat, f"the exception type {exc_type}"
     return _search(WORDS, message)
+
+
+ATTR_RE = lazy(r"'(?P<cls>\w+)' object has no attribute '(?P<attr>\w+)'", needles=("object has no attribute",))
+# vLLM's objects that the projects driving it reach into (the engine, its arguments, configs, workers, outputs):
+# an attribute missing there is code written for another vLLM release
+VLLM_OBJECTS = frozenset((
+    "LLM", "LLMEngine", "AsyncLLMEngine", "AsyncLLM", "EngineArgs", "AsyncEngineArgs", "SamplingParams",
+    "VllmConfig", "ModelConfig", "CacheConfig", "ParallelConfig", "SchedulerConfig", "LoadConfig", "DeviceConfig",
+    "EngineCoreClient", "SyncMPClient", "AsyncMPClient", "InprocClient", "MultiprocExecutor", "UniProcExecutor",
+    "Worker", "GPUModelRunner", "ModelRunner", "WorkerWrapperBase", "RequestOutput", "CompletionOutput"))
+MODEL_SIDE_RE = lazy(r"(?:Config|Tokenizer(?:Fast)?|TokenizersBackend|Processor|ImageProcessor)$")
+
+
+def _attribute_missing(message: str) -> tuple[str, str] | None:
+    """An attribute missing on an object whose class says whose it is: vLLM's own (another vLLM release), or a
+    model's config, tokenizer or processor from transformers (its version and vLLM's do not match)."""
+    m = ATTR_RE.search(message)
+    if m is None:
+        return None
+    cls, attr = m.group("cls"), m.group("attr")
+    if cls in VLLM_OBJECTS:
+        return "install_mismatch", f"vLLM's {cls} has no attribute {attr} (code written for another vLLM release)"
+    if MODEL_SIDE_RE.search(cls) is not None:
+        return "model_support", f"the model's {cls} (transformers) has no attribute {attr}"
+    return None
 
 
 def _search(table: list[tuple[tuple[str, ...], str]], message: str) -> tuple[str, str] | None:
