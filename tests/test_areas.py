@@ -289,3 +289,23 @@ def test_a_missing_attribute_is_placed_by_whose_object_it_is(message, category):
 def test_a_missing_attribute_of_any_other_object_decides_nothing():
     assert category_from_words("AttributeError", "'NoneType' object has no attribute 'shape'") is None
     assert category_from_words("AttributeError", "'Tensor' object has no attribute 'weight_scale'")[0] == "quantization"
+
+
+@pytest.mark.parametrize("message,category", [
+    ("AsyncEngineArgs.__init__() got an unexpected keyword argument 'disable_log_requests'", "install_mismatch"),
+    ("EngineArgs.__init__() got an unexpected keyword argument 'task'", "install_mismatch"),
+    ("LLM.generate() got an unexpected keyword argument 'prompt_token_ids'", "install_mismatch"),
+    ("SamplingParams.__init__() missing 1 required positional argument: 'n'", "install_mismatch"),
+    ("vllm.model_executor.layers.attention.mla_attention.MLACommonImpl.__init__() got multiple values for keyword "
+     "argument 'q_pad_num_heads'", "attention_backend"),
+    ("vllm.model_executor.layers.quantization.fp8.Fp8LinearMethod.apply() takes 3 positional arguments but 4 were "
+     "given", "quantization"),
+])
+def test_a_call_that_does_not_fit_is_placed_by_its_callee(message, category):
+    assert category_from_words("TypeError", message)[0] == category
+
+
+def test_a_call_mismatch_with_no_known_callee_decides_nothing():
+    assert category_from_words("TypeError", "__init__() got an unexpected keyword argument 'limit_mm_per_prompt'") \
+        is None
+    assert category_from_words("TypeError", "foo.bar.Baz.run() takes 2 positional arguments but 3 were given") is None

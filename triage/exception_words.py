@@ -220,6 +220,10 @@ def category_from_words(exc_type: str, message: str, weak: bool = False) -> tupl
             if cat:
                 return cat, f"the package {pkg} does not import"
             return "install_mismatch", f"the package {pkg} does not import"
+    if short == "TypeError" or "TypeError: " in message:
+        call = _call_mismatch(message)
+        if call is not None:
+            return call
     if short == "AttributeError" or "AttributeError: " in message:
         attr = _attribute_missing(message)
         if attr is not None:
@@ -243,6 +247,33 @@ VLLM_OBJECTS = frozenset((
     "EngineCoreClient", "SyncMPClient", "AsyncMPClient", "InprocClient", "MultiprocExecutor", "UniProcExecutor",
     "Worker", "GPUModelRunner", "ModelRunner", "WorkerWrapperBase", "RequestOutput", "CompletionOutput"))
 MODEL_SIDE_RE = lazy(r"(?:Config|Tokenizer(?:Fast)?|TokenizersBackend|Processor|ImageProcessor)$")
+
+
+# Python's own words for a call that does not fit the callee's signature: the caller was written for another
+# version of the callee ("AsyncEngineArgs.__init__() got an unexpected keyword argument 'disable_log_requests'")
+CALL_RE = lazy(r"(?P<callee>[\w.]+)\(\) (?:got an unexpected keyword argument|got multiple values for (?:keyword )?"
+               r"argument|missing \d+ required (?:positional|keyword-only) arguments?|takes \d+ positional arguments? "
+               r"but)", needles=("() got ", "() missing ", "() takes "))
+
+
+def _call_mismatch(message: str) -> tuple[str, str] | None:
+    """A call that does not fit its callee, placed by the callee: one of vLLM's objects that callers build (the
+    engine's arguments, LLM, SamplingParams: code written for another vLLM release), or a qualified name in code
+    the area map knows ("vllm.model_executor.layers.attention.mla_attention.MLACommonImpl.__init__")."""
+    m = CALL_RE.search(message)
+    if m is None:
+        return None
+    parts = m.group("callee").split(".")
+    owner = parts[-2] if len(parts) >= 2 else ""
+    if owner in VLLM_OBJECTS:
+        return "install_mismatch", f"the call to vLLM's {owner} does not fit its signature (code written for another vLLM release)"
+    if len(parts) >= 3:
+        from triage.catalogue.areas import area_of
+
+        cat = area_of("/".join(parts[:-2]) + ".py")
+        if cat is not None:
+            return cat, f"the call to {'.'.join(parts[-2:])} ({'.'.join(parts[:-2])}, {cat} code) does not fit its signature"
+    return None
 
 
 def _attribute_missing(message: str) -> tuple[str, str] | None:
