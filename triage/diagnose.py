@@ -14,7 +14,7 @@ from __future__ import annotations
 from triage.lazyre import lazy
 from typing import Any
 
-from triage.catalogue.areas import TYPE_AREAS, VAGUE, area_of_frames
+from triage.catalogue.areas import TYPE_AREAS, VAGUE, area_of_native, area_of_trace
 from triage.catalogue.wordclass import reconsider
 from triage.exception_words import category_from_words, decisive, failure_words
 from triage.logread.scan import Scan
@@ -189,7 +189,7 @@ def rank(found: list[tuple[Rule, Diagnosis]], raised: set[int] | None = None,
 def guess_category(exc: ExceptionRecord) -> str:
     if exc.short_type in TYPE_AREAS:
         return TYPE_AREAS[exc.short_type]
-    hit = area_of_frames([fr.file for fr in exc.frames])  # the deepest frame the map knows
+    hit = area_of_trace(exc.frames)  # the deepest frame the map knows
     if hit is not None:
         return hit[0]
     msg = exc.message
@@ -271,7 +271,7 @@ def _decide(exc: ExceptionRecord, words: str) -> tuple[str, str, float]:
     worded = category_from_words(exc.type, words)
     if worded is not None and decisive(*worded):
         return worded[0], worded[1], WORDED_CONFIDENCE
-    hit = area_of_frames([fr.file for fr in exc.frames])
+    hit = area_of_trace(exc.frames)
     if hit is not None and hit[0] not in VAGUE:
         where = f"it was raised in {_short_path(hit[1])}, {hit[0]} code"
         if worded is None:
@@ -352,21 +352,33 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
         [ln for ln in scan.lines if not ln.level and ERRORISH_RE.search(ln.text) is not None
          and (fragment or ERRORISH_START_RE.match(ln.text) is not None)]
     guess = fragment_guess(scan, harmless_lines | used_lines) if scan.lines_total <= GUESS_LINES else None
+    # The first error line, unless a later one names its subsystem (in its words, or by the C++ source that
+    # logged it) where the first does not: a ticket's "the error shown below" before the library's own lines.
+    picked: tuple[Any, tuple[str, str] | None] | None = None
     for ln in errorish:
         if not is_wrapper(ln.text) and ln.no not in harmless_lines \
                 and ln.no not in used_lines and not ln.text.startswith((" ", "Traceback")):
             worded = category_from_words("", ln.text)
-            if worded is None and guess is not None:
-                return guess  # a line whose words name a subsystem says more than one that only says "error"
-            return Diagnosis(
-                category=worded[0] if worded else "environment", signature="generic.error_line",
-                title=f"Unrecognised error: {ln.text[:160]}",
-                confidence=0.25 if worded else 0.15, evidence=[Evidence(ln.no, ln.shown)],
-                facts={"category_guessed_from": worded[1] if worded else "nothing decisive",
-                       "category_decided": bool(worded)},
-                fix=Fix("triage has no rule for this error yet; search upstream for it or file it with "
-                        "`triage report --log FILE`.", None),
-                first_line=ln.no)
+            if worded is None:
+                native = area_of_native(ln.text, ln.src)
+                worded = (native[0], f"it was logged by {native[1]}, {native[0]} code") if native else None
+            if picked is None or (picked[1] is None and worded is not None):
+                picked = (ln, worded)
+            if worded is not None:
+                break
+    if picked is not None:
+        ln, worded = picked
+        if worded is None and guess is not None:
+            return guess  # a line whose words name a subsystem says more than one that only says "error"
+        return Diagnosis(
+            category=worded[0] if worded else "environment", signature="generic.error_line",
+            title=f"Unrecognised error: {ln.text[:160]}",
+            confidence=0.25 if worded else 0.15, evidence=[Evidence(ln.no, ln.shown)],
+            facts={"category_guessed_from": worded[1] if worded else "nothing decisive",
+                   "category_decided": bool(worded)},
+            fix=Fix("triage has no rule for this error yet; search upstream for it or file it with "
+                    "`triage report --log FILE`.", None),
+            first_line=ln.no)
     if guess is not None:
         return guess
     if wrappers:

@@ -32,7 +32,10 @@ for _names, _cat in [
     (("tokenizers", "sentencepiece", "tiktoken", "mistral_common", "jinja2", "blobfile"), "tokenizer_chat_template"),
     (("huggingface_hub", "safetensors", "gguf", "hf_transfer", "hf_xet", "modelscope", "runai_model_streamer",
       "tensorizer", "fastsafetensors"), "model_loading"),
-    (("ray", "nixl", "mooncake", "lmcache", "ucx", "torch_npu"), "distributed"),
+    (("ray", "nixl", "mooncake", "ucx", "torch_npu"), "distributed"),
+    # LMCache is installed beside vLLM for its KV connector, pinned to vLLM's version: one that does not
+    # import is the install (a missing package, or one built for another vLLM)
+    (("lmcache", "lmcache_vllm"), "install_mismatch"),
     (("triton",), "triton_compile"),
     (("vllm", "torch", "torchvision", "numpy", "numba", "pydantic", "fastapi", "uvloop", "msgspec", "zmq",
       "cv", "xgrammar", "outlines", "lm_format_enforcer", "llguidance", "openai", "setuptools",
@@ -44,6 +47,21 @@ for _names, _cat in [
 # Words that name the subsystem whatever raised them; earlier entries win.
 WORDS: list[tuple[tuple[str, ...], str]] = [
     (("invalid device ordinal",), "environment"),
+    # getpass.getuser() -> pwd.getpwuid(): the process runs as a uid with no passwd entry (a container's
+    # arbitrary uid), whichever library asked for the user name (torch's and Triton's cache directories)
+    (("getpwuid(): uid not found", "getpwuid()"), "environment"),
+    # int(CUDA_VISIBLE_DEVICES entry): a MIG or GPU UUID where the code takes device indices
+    (("base 10: 'MIG-", "base 10: 'GPU-", 'base 10: "MIG-', 'base 10: "GPU-'), "environment"),
+    # Messages that say more than the generic words after them ("CUDA error: ...", "compute capability",
+    # "NVIDIA driver"), in the categories the hand rules give them: CUDA's refusal inside a graph capture,
+    # HIP's kernel missing for this GPU, PTX newer than the driver, torch finding no driver at all (no GPU in
+    # the container), vLLM's bfloat16 check on a pre-Ampere GPU.
+    (("operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported",
+      "cudaErrorStreamCaptureInvalidated"), "cudagraph_capture"),
+    (("invalid device function", "hipErrorNoBinaryForGpu"), "unsupported_gpu"),
+    (("provided PTX was compiled with an unsupported toolchain", "cudaErrorUnsupportedPtxVersion"), "cuda_driver"),
+    (("Found no NVIDIA driver on your system",), "environment"),
+    (("Bfloat16 is only supported on GPUs", "bfloat16 is only supported on GPUs"), "dtype_unsupported"),
     # a compiled extension that does not link against what is installed (Linux ld.so, macOS dyld), even
     # a kernel library's own: built against another torch
     (("undefined symbol", "Symbol not found", "symbol lookup error"), "install_mismatch"),
@@ -68,6 +86,8 @@ WORDS: list[tuple[tuple[str, ...], str]] = [
     (("quantiz", "Quantiz", "GPTQ", "gptq", "AWQ", "awq", "FP8", "fp8", "NVFP4", "nvfp4", "MXFP4", "mxfp4",
       "bitsandbytes", "compressed-tensors", "compressed_tensors", "Marlin", "marlin", "weight_scale", "modelopt",
       "group_size",
+      # vLLM's scaled-matmul kernels of quantized layers ("No compiled cutlass_scaled_mm for a compute capability")
+      "cutlass_scaled_mm", "cutlass_moe_mm", "scaled_mm_azp",
       # the tensors only quantized checkpoints hold (GPTQ/AWQ, bitsandbytes, compressed-tensors, FP8)
       "g_idx", "qweight", "qzeros", "absmax", "weight_packed", "weight_zero_point", "input_scale"),
      "quantization"),
@@ -149,6 +169,19 @@ def decisive(category: str, why: str) -> bool:
     return not why.startswith("its message mentions") or category in DECISIVE
 
 
+IMPORT_QUOTED_RE = lazy(r"\b(?:ImportError|ModuleNotFoundError): (?:No module named|cannot import name)",
+                       needles=("ImportError: ", "ModuleNotFoundError: "))
+# vLLM's own packages that hold a kernel library (its FlashAttention build, vendored kernels): one that does
+# not import is that library's build, not vLLM's Python code moving between releases
+KERNEL_IN_VLLM_RE = lazy(r"vllm\.(?:vllm_flash_attn|third_party|cute_utils)\b")
+
+
+def imported_module(message: str) -> str | None:
+    """The dotted module an import error names ("flashinfer.jit", "vllm.vllm_flash_attn.layers")."""
+    m = IMPORTED_RE.search(message)
+    return (m.group("a") or m.group("b") or m.group("c")) if m is not None else None
+
+
 def imported_package(message: str) -> str | None:
     """The top-level package (or the shared library) an import error names."""
     m = IMPORTED_RE.search(message)
@@ -166,11 +199,18 @@ def category_from_words(exc_type: str, message: str, weak: bool = False) -> tupl
     if weak:
         return _search(WEAK_WORDS, message)
     short = exc_type.rsplit(".", 1)[-1]
+    # (an import error quoted in a line of prose or a title reads the same: "ImportError: cannot import ...")
     if short in ("ModuleNotFoundError", "ImportError") or "No module named" in message \
-            or "cannot open shared object file" in message:
+            or "cannot open shared object file" in message or IMPORT_QUOTED_RE.search(message) is not None:
         pkg = imported_package(message)
+        inner = imported_module(message)
+        if pkg == "vllm" and inner and KERNEL_IN_VLLM_RE.match(inner):
+            return "kernel_library", f"vLLM's bundled kernel package {inner} does not import"
         if pkg:
             if pkg.startswith("lib"):
+                if "cannot open shared object file: Permission denied" in message:
+                    # the library is there, the process may not read it (a non-root user, a mount's mode)
+                    return "environment", f"the shared library {pkg} is not readable by this user"
                 if pkg.startswith(("libcuda.so", "libnvidia")):
                     return "environment", f"the NVIDIA driver library {pkg} is not visible (a container without the GPU runtime?)"
                 return "install_mismatch", f"the shared library {pkg} is missing"
@@ -180,6 +220,14 @@ def category_from_words(exc_type: str, message: str, weak: bool = False) -> tupl
             if cat:
                 return cat, f"the package {pkg} does not import"
             return "install_mismatch", f"the package {pkg} does not import"
+    if short == "TypeError" or "TypeError: " in message:
+        call = _call_mismatch(message)
+        if call is not None:
+            return call
+    if short == "AttributeError" or "AttributeError: " in message:
+        attr = _attribute_missing(message)
+        if attr is not None:
+            return attr
     # an exception class of a library names that library ("ray.exceptions.GetTimeoutError")
     if "." in exc_type:
         if exc_type.startswith("torch.distributed."):
@@ -188,6 +236,58 @@ def category_from_words(exc_type: str, message: str, weak: bool = False) -> tupl
         if cat and cat != "install_mismatch":
             return cat, f"the exception type {exc_type}"
     return _search(WORDS, message)
+
+
+ATTR_RE = lazy(r"'(?P<cls>\w+)' object has no attribute '(?P<attr>\w+)'", needles=("object has no attribute",))
+# vLLM's objects that the projects driving it reach into (the engine, its arguments, configs, workers, outputs):
+# an attribute missing there is code written for another vLLM release
+VLLM_OBJECTS = frozenset((
+    "LLM", "LLMEngine", "AsyncLLMEngine", "AsyncLLM", "EngineArgs", "AsyncEngineArgs", "SamplingParams",
+    "VllmConfig", "ModelConfig", "CacheConfig", "ParallelConfig", "SchedulerConfig", "LoadConfig", "DeviceConfig",
+    "EngineCoreClient", "SyncMPClient", "AsyncMPClient", "InprocClient", "MultiprocExecutor", "UniProcExecutor",
+    "Worker", "GPUModelRunner", "ModelRunner", "WorkerWrapperBase", "RequestOutput", "CompletionOutput"))
+MODEL_SIDE_RE = lazy(r"(?:Config|Tokenizer(?:Fast)?|TokenizersBackend|Processor|ImageProcessor)$")
+
+
+# Python's own words for a call that does not fit the callee's signature: the caller was written for another
+# version of the callee ("AsyncEngineArgs.__init__() got an unexpected keyword argument 'disable_log_requests'")
+CALL_RE = lazy(r"(?P<callee>[\w.]+)\(\) (?:got an unexpected keyword argument|got multiple values for (?:keyword )?"
+               r"argument|missing \d+ required (?:positional|keyword-only) arguments?|takes \d+ positional arguments? "
+               r"but)", needles=("() got ", "() missing ", "() takes "))
+
+
+def _call_mismatch(message: str) -> tuple[str, str] | None:
+    """A call that does not fit its callee, placed by the callee: one of vLLM's objects that callers build (the
+    engine's arguments, LLM, SamplingParams: code written for another vLLM release), or a qualified name in code
+    the area map knows ("vllm.model_executor.layers.attention.mla_attention.MLACommonImpl.__init__")."""
+    m = CALL_RE.search(message)
+    if m is None:
+        return None
+    parts = m.group("callee").split(".")
+    owner = parts[-2] if len(parts) >= 2 else ""
+    if owner in VLLM_OBJECTS:
+        return "install_mismatch", f"the call to vLLM's {owner} does not fit its signature (code written for another vLLM release)"
+    if len(parts) >= 3:
+        from triage.catalogue.areas import area_of
+
+        cat = area_of("/".join(parts[:-2]) + ".py")
+        if cat is not None:
+            return cat, f"the call to {'.'.join(parts[-2:])} ({'.'.join(parts[:-2])}, {cat} code) does not fit its signature"
+    return None
+
+
+def _attribute_missing(message: str) -> tuple[str, str] | None:
+    """An attribute missing on an object whose class says whose it is: vLLM's own (another vLLM release), or a
+    model's config, tokenizer or processor from transformers (its version and vLLM's do not match)."""
+    m = ATTR_RE.search(message)
+    if m is None:
+        return None
+    cls, attr = m.group("cls"), m.group("attr")
+    if cls in VLLM_OBJECTS:
+        return "install_mismatch", f"vLLM's {cls} has no attribute {attr} (code written for another vLLM release)"
+    if MODEL_SIDE_RE.search(cls) is not None:
+        return "model_support", f"the model's {cls} (transformers) has no attribute {attr}"
+    return None
 
 
 def _search(table: list[tuple[tuple[str, ...], str]], message: str) -> tuple[str, str] | None:

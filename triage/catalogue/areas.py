@@ -9,9 +9,18 @@ path comes first.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 # (fragment of a file path, category). Frames give absolute paths (".../site-packages/vllm/...");
 # the catalogue gives package-relative ones ("vllm/..."); both contain these fragments.
 AREAS: list[tuple[str, str]] = [
+    # Python's own user lookup (getpass.getuser -> pwd.getpwuid): a process whose uid has no passwd entry
+    # (a container run as an arbitrary uid) fails in whatever called it (torch's, Triton's cache dirs)
+    ("/getpass.py", "environment"),
+    ("/pynvml.py", "environment"),  # the NVML bindings: the driver library and the devices it sees
+    ("/pynvml/", "environment"),
+    ("/amdsmi/", "environment"),
     ("vllm/spec_decode/", "speculative_decoding"),
     ("vllm/v1/spec_decode/", "speculative_decoding"),
     ("/spec_decode/", "speculative_decoding"),  # vllm/v1/worker/gpu/spec_decode/ (0.2x's model runner)
@@ -31,6 +40,15 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/model_executor/kernels/", "kernel_library"),
     ("vllm/kernels/", "kernel_library"),
     ("vllm/_aiter_ops.py", "kernel_library"),  # ROCm's AITER kernels
+    ("vllm/_ipex_ops.py", "kernel_library"),  # Intel's kernels (IPEX, XPU), TileLang's, CuTe helpers
+    ("vllm/_xpu_ops.py", "kernel_library"),
+    ("vllm/_tilelang_ops.py", "kernel_library"),
+    ("vllm/cute_utils/", "kernel_library"),
+    ("vllm/tilelang_utils/", "kernel_library"),
+    # linear-attention and Mamba kernels (Triton), beside the same vendored under third_party/
+    ("vllm/model_executor/layers/fla/ops/", "kernel_library"),
+    ("vllm/model_executor/layers/mamba/ops/", "kernel_library"),
+    ("vllm/model_executor/layers/lightning_attn.py", "kernel_library"),
     ("vllm/model_executor/layers/sparse_attn_indexer.py", "attention_backend"),
     ("vllm/attention/", "attention_backend"),
     ("vllm/v1/attention/", "attention_backend"),
@@ -65,6 +83,10 @@ AREAS: list[tuple[str, str]] = [
     ("transformers/models/auto/", "model_support"),
     ("transformers/dynamic_module_utils.py", "model_support"),
     ("transformers/utils/import_utils.py", "install_mismatch"),
+    # the connector factories look a --kv-transfer-config / --ec-transfer-config name up: an unknown or
+    # renamed connector is a launch setting, not the transfer itself
+    ("vllm/distributed/kv_transfer/kv_connector/factory.py", "engine_config"),
+    ("vllm/distributed/ec_transfer/ec_connector/factory.py", "engine_config"),
     ("vllm/distributed/", "distributed"),
     ("vllm/utils/nccl.py", "distributed"),  # finding and loading libnccl (0.2x)
     ("vllm/executor/ray", "distributed"),
@@ -75,6 +97,18 @@ AREAS: list[tuple[str, str]] = [
     ("torch/distributed", "distributed"),
     ("torch/multiprocessing", "distributed"),
     ("ray/", "distributed"),
+    # KV-transfer engines of disaggregated serving (NIXL, Mooncake): networking between instances
+    ("nixl/", "distributed"),
+    ("nixl_cu12/", "distributed"),
+    ("nixl_cu13/", "distributed"),
+    ("mooncake/", "distributed"),
+    ("lmcache/", "distributed"),  # LMCache's connector moves KV blocks between instances and tiers
+    # structured-output (guided decoding) backends: a grammar or schema the request or launch asked for
+    ("xgrammar/", "engine_config"),
+    ("outlines/", "engine_config"),
+    ("outlines_core/", "engine_config"),
+    ("lm_format_enforcer/", "engine_config"),
+    ("llguidance/", "engine_config"),
     ("multiprocessing/", "distributed"),
     ("vllm/compilation/cuda_graph", "cudagraph_capture"),
     ("cuda_graph", "cudagraph_capture"),
@@ -91,12 +125,16 @@ AREAS: list[tuple[str, str]] = [
     ("torch/_inductor", "triton_compile"),
     ("torch/_dynamo", "triton_compile"),
     ("vllm/compilation/", "triton_compile"),
+    ("vllm/triton_utils/", "triton_compile"),
     ("vllm/v1/core/kv_cache", "kv_cache_memory"),
     ("kv_cache_utils", "kv_cache_memory"),
     ("vllm/core/block", "kv_cache_memory"),
     ("vllm/v1/kv_cache_interface.py", "kv_cache_memory"),
     ("kv_cache_manager", "kv_cache_memory"),
     ("vllm/v1/kv_offload/", "kv_cache_memory"),
+    ("vllm/v1/simple_kv_offload/", "kv_cache_memory"),
+    ("vllm/v1/core/block_pool.py", "kv_cache_memory"),
+    ("vllm/v1/kv_cache_spec_registry.py", "kv_cache_memory"),
     ("vllm/multimodal/", "model_support"),
     # per-model packages (vllm/models/<model>/<vendor>/...): their own kernels, else model code
     ("/nvidia/ops/", "kernel_library"),
@@ -107,6 +145,9 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/model_executor/layers/rotary_embedding", "model_support"),
     ("transformers/", "model_support"),
     ("vllm/lora/", "engine_config"),
+    ("vllm/adapter_commons/", "engine_config"),  # LoRA and prompt adapters (0.6-0.9)
+    ("vllm/prompt_adapter/", "engine_config"),
+    ("vllm/plugins/lora_resolvers/", "engine_config"),
     ("vllm/v1/structured_output/", "engine_config"),
     ("vllm/model_executor/guided_decoding/", "engine_config"),
     ("tool_parsers/", "engine_config"),
@@ -115,7 +156,14 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/sampling_params.py", "engine_config"),  # a request's sampling or pooling parameters
     ("vllm/pooling_params.py", "engine_config"),
     ("vllm/snapshot/", "environment"),  # process snapshots (CRIU): host tools and kernel features
-    ("vllm/platforms/", "unsupported_gpu"),
+    # The platform layer finds the devices (NVML, amdsmi, visible-device variables, the CPU build) and
+    # imports vllm._C: most of what it raises is the host's; its capability and backend checks are said in
+    # words (STRONG/WEAK, OVERRIDES) that move it on.
+    ("vllm/platforms/", "environment"),
+    ("vllm/utils/network_utils.py", "environment"),  # ports and host addresses
+    ("vllm/utils/numa_utils.py", "environment"),
+    ("vllm/utils/system_utils.py", "environment"),
+    ("vllm/v1/executor/vllm_net_devices.py", "distributed"),
     ("torch/cuda/", "cuda_driver"),
     ("torch/_ops.py", "install_mismatch"),
     ("torch/library.py", "install_mismatch"),
@@ -143,6 +191,31 @@ AREAS[:0] = [(f"{site}/{lib}/", "kernel_library") for lib in _KERNEL_TREES
 AREAS[:0] = [(f"{lib}/{lib}/", "kernel_library") for lib in _KERNEL_TREES] + [
     ("aiter/jit/", "kernel_library"), ("aiter/ops/", "kernel_library")]
 # --- end kern2
+
+# vLLM's packages deliberately left out of the map: code that runs (or passes on) every kind of failure, so
+# that a frame or message there names no subsystem (a deeper frame, the message's words or the word model
+# decide instead). Every vLLM module the catalogue holds is either in AREAS or under one of these
+# (tests/test_areas.py checks it against the mined releases).
+UNPLACED: tuple[str, ...] = (
+    # the model runners and workers: they run model code, kernels, sampling and capture alike
+    "vllm/worker/", "vllm/v1/worker/", "vllm/executor/", "vllm/v1/executor/", "vllm/forward_context.py",
+    # model layers shared by every model (linear, embeddings, norms, poolers, samplers, MLA, Mamba, indexers):
+    # what they refuse is a weight, a shape, a kernel or a setting of any kind
+    "vllm/model_executor/layers/", "vllm/model_executor/custom_op.py", "vllm/model_executor/hw_agnostic/",
+    "vllm/model_executor/parameter.py", "vllm/model_executor/utils.py", "vllm/model_executor/determinism/",
+    "vllm/model_executor/offloader/", "vllm/ir/", "vllm/scalar_type.py",
+    # scheduling, requests, inputs and outputs: prompts, tokens and multimodal data of every kind pass here
+    "vllm/core/", "vllm/v1/core/", "vllm/inputs/", "vllm/sequence.py", "vllm/outputs.py", "vllm/v1/outputs.py",
+    "vllm/v1/request.py", "vllm/logits_process.py", "vllm/logprobs.py", "vllm/v1/sample/", "vllm/v1/pool/",
+    "vllm/v1/hisparse/", "vllm/v1/watermarking/", "vllm/connections.py",
+    # helpers and plumbing (utilities, memory allocators, plugins' loader, serialisation, the CLI's entry)
+    "vllm/utils.py", "vllm/utils/", "vllm/v1/utils.py", "vllm/v1/serial_utils.py", "vllm/device_allocator/",
+    "vllm/plugins/", "vllm/env_override.py", "vllm/__init__.py", "vllm/scripts.py", "vllm/grpc/",
+    "vllm/v1/fault_tolerance/",
+    # observability and assets: they log, they do not fail a launch
+    "vllm/logger.py", "vllm/logging_utils/", "vllm/tracing.py", "vllm/tracing/", "vllm/profiler/", "vllm/usage/",
+    "vllm/v1/metrics/", "vllm/v1/stats/", "vllm/version.py", "vllm/collect_env.py", "vllm/assets/",
+)
 
 # Exception types that name their subsystem whatever module raised them.
 TYPE_AREAS: dict[str, str] = {
@@ -190,6 +263,9 @@ STRONG: list[tuple[tuple[str, ...], str]] = [
       "address already in use"), "environment"),
     (("no kernel image is available", "minimum capability", "minimum compute capability"), "unsupported_gpu"),
     (("Bfloat16 is only supported", "bfloat16 is only supported"), "dtype_unsupported"),
+    # Triton's language front-end refusing an FP8 type the GPU lacks ("fp8e4nv data type is not supported on CUDA
+    # arch < 89"): the kernel's dtype, not a compiler failure
+    (("data type is not supported on CUDA arch",), "dtype_unsupported"),
     (("driver version is insufficient", "NVIDIA driver on your system is too old", "forward compatibility",
       "provided PTX was compiled with an unsupported toolchain"), "cuda_driver"),
     (("operation not permitted when stream is capturing", "stream is capturing"), "cudagraph_capture"),
@@ -206,6 +282,14 @@ STRONG: list[tuple[tuple[str, ...], str]] = [
 OVERRIDES: list[tuple[str, tuple[str, ...], str]] = [
     # ensure_divisibility: heads, layers or sizes that tensor/pipeline parallelism cannot split evenly
     ("vllm/distributed/utils.py", ("is not divisible by",), "engine_config"),
+]
+# The platform layer (environment code): its import of vllm._C and its device-capability and backend checks
+OVERRIDES += [
+    ("vllm/platforms/", ("vllm._C", "package was not found", "requires intel_extension_for_pytorch"),
+     "install_mismatch"),
+    ("vllm/platforms/", ("GCN arch", "ROCm architecture", "is only supported on gfx"), "unsupported_gpu"),
+    ("vllm/platforms/", ("torch distributed backend",), "distributed"),
+    ("vllm/platforms/", ("backend", "MLA", "Sparse Attention", "vit attention"), "attention_backend"),
 ]
 # --- mcfg: loader code inside the models package ---
 OVERRIDES += [
@@ -233,8 +317,17 @@ VAGUE = {"engine_config", "environment", "model_support", "install_mismatch"}
 _ANCHORED = [("/" + f if "/" in f and not f.startswith(("/", "_")) else f, c) for f, c in AREAS]
 
 
+# Ray ships a job's own code to its workers under its session folder ("/tmp/ray/session_<id>/runtime_resources/
+# working_dir_files/_ray_pkg_<hash>/trinity/..."): that path is the job's package, not Ray's code.
+RAY_SHIPPED_RE = re.compile(r"^.*/runtime_resources/(?:working_dir_files|py_modules_files)/[^/]+/")
+
+
+def _norm(path: str) -> str:
+    return RAY_SHIPPED_RE.sub("/", "/" + path.replace("\\", "/").lstrip("/"))
+
+
 def area_of(path: str) -> str | None:
-    p = "/" + path.replace("\\", "/").lstrip("/")
+    p = _norm(path)
     for frag, cat in _ANCHORED:
         if frag in p:
             return cat
@@ -301,7 +394,7 @@ PASS_THROUGH += (  # type: ignore[assignment]
 
 
 def pass_through(path: str) -> bool:
-    p = "/" + path.replace("\\", "/").lstrip("/")
+    p = _norm(path)
     return any(frag in p for frag in PASS_THROUGH) or p.endswith(("/vllm", "/__main__.py"))
 
 
@@ -317,4 +410,42 @@ def area_of_frames(files: list[str]) -> tuple[str, str] | None:
         cat = area_of(f)
         if cat is not None:
             return cat, f
+    return None
+
+
+def area_of_trace(frames: list[Any]) -> tuple[str, str] | None:
+    """area_of_frames for a traceback's frames (objects with .file and .func), except an import chain: when the
+    innermost frame runs a module's top level ("<module>"), the traceback is the chain of imports that led to
+    a failing import, and the packages doing the importing (the CLI, the engine arguments, the attention
+    package) say nothing about what failed."""
+    if not frames or frames[-1].func == "<module>":
+        return None
+    return area_of_frames([f.file for f in frames])
+
+
+# C++ libraries log in glog's form ("E0911 06:19:37.204734  3746 rdma_transport.cpp:426] RdmaTransport: No available
+# RNIC"; Ray's "[2025-... E 322780 345750] raylet_client.cc:199: " is read by logread): the source file names the
+# library, whose subsystem a line that says only "Failed to open device" does not.
+GLOG_RE = re.compile(r"^\s*[DIWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ (?P<src>[\w./-]+\.(?:cc|cpp|cxx|c|h)):\d+\]")
+NATIVE_SOURCES: list[tuple[tuple[str, ...], str]] = [
+    # Mooncake's transfer engine and transports, NIXL and UCX, Ray's core (raylet, GCS, core worker, object
+    # store), gRPC under them, torch's c10d stores and process groups: moving data between processes and nodes
+    (("rdma_", "transfer_engine", "tcp_transport", "nvlink_transport", "topology.cpp", "nixl", "ucx", "raylet",
+      "gcs_", "core_worker", "node_manager", "object_manager", "plasma", "grpc", "TCPStore", "ProcessGroup",
+      "socket.cpp", "c10d"), "distributed"),
+    (("nvml",), "environment"),
+]
+
+
+def area_of_native(text: str, src: str = "") -> tuple[str, str] | None:
+    """(category, source file) for a C++ library's log line (glog's form, or a logger's source already read),
+    when the file belongs to a library of one subsystem; else None."""
+    m = GLOG_RE.match(text)
+    name = m.group("src") if m is not None else src.split(":", 1)[0]
+    if not name.endswith((".cc", ".cpp", ".cxx", ".c", ".h")):
+        return None
+    base = name.rsplit("/", 1)[-1]
+    for needles, cat in NATIVE_SOURCES:
+        if any(n in base for n in needles):
+            return cat, base
     return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from triage.catalogue.areas import area_of, area_of_frames, category_for
+from triage.catalogue.areas import area_of, area_of_trace, category_for
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord, phase_of
@@ -145,7 +145,7 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
     if category is None:
         # Where the message lives says nothing (a module of several kinds, or unmapped): the
         # exception's frames or words may, else the kind of message is all there is (said quietly).
-        hit = area_of_frames([f.file for f in exc.frames]) if exc is not None else None
+        hit = area_of_trace(exc.frames) if exc is not None else None
         worded = words(exc_type, text) if words is not None else None
         if hit is not None:
             category, guessed = hit[0], f"the traceback's innermost frame that is not plumbing ({hit[1].rsplit('/', 1)[-1]})"
@@ -235,7 +235,7 @@ def from_frames(scan: Scan, words: Any = None, failed: Any = None) -> Diagnosis 
         typed = _by_head_type(tb, words) if tb.type and words is not None else None
         if typed is not None:
             return typed
-        hit = area_of_frames([f.file for f in tb.frames])
+        hit = area_of_trace(tb.frames)
         if hit is None:
             worded = _worded_before(scan, tb, words, failed) if words is not None and failed is not None else None
             if worded is not None:
@@ -262,7 +262,29 @@ def from_frames(scan: Scan, words: Any = None, failed: Any = None) -> Diagnosis 
                     "failed; capture the whole output (`vllm serve ... 2>&1 | tee vllm.log`) to see the message.",
                     None),
             first_line=tb.line.no)
-    return _by_words(scan, unplaced) if unplaced is not None else None
+    if unplaced is None:
+        return None
+    return _by_words(scan, unplaced) or _import_chain(unplaced)
+
+
+def _import_chain(tb: ExceptionRecord) -> Diagnosis | None:
+    """A traceback cut inside a chain of imports (every frame a module's top level): something did not import,
+    which is mostly the install (a missing or mismatched package, a build for another platform); a guess."""
+    if not tb.frames or tb.frames[-1].func != "<module>":
+        return None
+    short = _module_of(tb.frames[-1].file)
+    return Diagnosis(
+        category="install_mismatch", signature="catalogue.cut_traceback",
+        title=f"Failed while importing {short}; the error message itself is cut off",
+        confidence=CONF_STEP, evidence=[Evidence(tb.line.no, tb.line.shown)],
+        facts={"raised_at": f"{short}:{tb.frames[-1].line} at import",
+               "category_guessed_from": "a traceback of imports only (a package that does not import)",
+               "category_decided": False},
+        explanation=["category install_mismatch: likely, because the traceback is a chain of imports cut before "
+                     "its message: a package did not import, which is mostly the install"],
+        fix=Fix("The traceback ends before its exception line, inside an import. Capture the whole output "
+                "(`vllm serve ... 2>&1 | tee vllm.log`) to see which package failed to import and why.", None),
+        first_line=tb.line.no)
 
 
 CONF_CUT_WORDS = 0.3

@@ -155,11 +155,19 @@ WORD_CONFIDENCE = 0.35
 FALLBACKS = ("generic.", "catalogue.")
 
 
+def _decisive_line(d: Any) -> bool:
+    """An error line that names what failed to import (exception_words: the package, the shared library),
+    said low only because no exception carries it: the package decides, not the words around it. (A line
+    that only mentions a subsystem stays open to the model: "compute capability" is said of dtypes too.)"""
+    return d.signature == "generic.error_line" and bool(d.facts.get("category_decided")) \
+        and not str(d.facts.get("category_guessed_from", "its message mentions")).startswith("its message mentions")
+
+
 def reconsider(scan: Scan, d: Any, model: dict[str, Any] | None = None) -> Any:
     """The fallback's diagnosis `d`, its category replaced by the word model's when the model clearly
     disagrees (see the levels above); said as a guess, with the words that led it."""
     if not d.signature.startswith(FALLBACKS) or d.confidence > PLACED \
-            or (d.signature.startswith("generic.") and d.confidence >= DECIDED):
+            or (d.signature.startswith("generic.") and d.confidence >= DECIDED) or _decisive_line(d):
         return d
     g = guess(scan, GUESSED_P if d.confidence <= GUESSED else PLACED_P, model)
     if g is None or g[0] == d.category:
