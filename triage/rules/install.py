@@ -319,7 +319,7 @@ def _module_api_mismatch(scan: Scan) -> Diagnosis | None:
     for ln in scan.lines:
         m = SPLIT_NAME_RE.search(ln.text)
         f = SPLIT_FROM_RE.match(next_row_text(scan, ln.no)) if m else None
-        if f and not re.match(r"vllm\.(?:_|vllm_flash_attn)", f.group("mod")):
+        if m and f and not re.match(r"vllm\.(?:_|vllm_flash_attn)", f.group("mod")):
             # the message as one line, so that the rule's first pattern reads it
             joined = re.search(MODULE_API_MISMATCH.patterns[0],
                                f"cannot import name '{m.group('name')}' from '{f.group('mod')}'")
