@@ -55,6 +55,8 @@ MODULES = [
     "d2_multinode",
     # p2: a non-CUDA platform's vllm._C warning, amdsmi without device access, a package against another's release
     "p2_platforms",
+    # i3: libraries around vLLM whose releases do not fit each other (kernels vs transformers, vLLM-Omni vs vLLM)
+    "i3_versions",
 ]
 
 

@@ -204,6 +204,14 @@ DEPENDENCY_CONFLICT: Rule = Rule(signature="install.dependency_conflict", catego
              "a vendor image (NGC, vllm-ascend, ROCm) use the vLLM build made for that image.",
          facts=_conflict_facts,
          patterns=[PIP_REQUIRES_RE.pattern,
+                   # pip's other report of the same (operations/check.py at install time, `pip check`)
+                   r"(?P<pkg>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])?) (?P<ver>\d[\w.+\-!]*) requires (?P<req>.{1,120}?), which "
+                   r"is not installed",
+                   r"(?P<pkg>[A-Za-z][\w.\-]*) (?P<ver>\d[\w.+\-!]*) has requirement (?P<req>.{1,120}?), but you have "
+                   r"(?P<have>.{1,120}?)\.?$",
+                   # the same said in a ticket's prose, for vLLM's own pin: "vllm 0.25.1 requires openai 2.25"
+                   r"\b(?P<pkg>vllm) (?P<ver>\d[\w.+\-]*) requires (?P<req>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])? ?"
+                   r"(?:[<>=!~]=?)? ?\d[\w.*]*)\s*$",
                    # pip 20.3+ (src/pip/_internal/operations/check.py, resolution/resolvelib/factory.py)
                    r"pip's dependency resolver does not currently take into account all the packages that are installed",
                    r"Cannot install .{1,300} because these package versions have conflicting dependencies",
