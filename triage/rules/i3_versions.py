@@ -10,11 +10,16 @@
   (vllm_omni/version.py, warn_if_misaligned_vllm_version: "vLLM and vLLM-Omni appear to have mismatched
   major/minor versions"); the import error that follows (a vLLM module vLLM-Omni imports was moved or
   renamed) is that mismatch. The warning alone, on a server that came up, is not a failure.
+- A library vLLM loads (lm-format-enforcer, outlines, peft, a platform plugin...) imports a transformers name
+  the installed transformers removed or does not have yet (transformers 4.49 removed LogitsWarper): the
+  traceback's importing frame is that library's file, not vLLM's and not a model's remote code, so the
+  release that does not fit is the library's (or transformers' for it), not vLLM's transformers range.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
@@ -72,4 +77,69 @@ OMNI_VLLM_MISALIGNED: Rule = Rule(
     title="vLLM-Omni and vLLM come from different releases", fix="",
     playbook="install-mismatch", confidence=0.9, check=lambda scan, env: _omni_misaligned(scan))
 
-RULES = [KERNELS_VERSION_REQUIRED, OMNI_VLLM_MISALIGNED]
+
+TRANSFORMERS_API_RE = re.compile(r"cannot import name '(?P<name>\w+)' from 'transformers(?:\.[\w.]+)?'|"
+                                 r"module 'transformers(?:\.[\w.]+)?' has no attribute '(?P<attr>\w+)'")
+SITE_PACKAGE_RE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[A-Za-z_]\w*)/")
+# a frame that only passes the import on (transformers' lazy modules), and importers that are not a library of
+# their own: vLLM itself (its transformers range: model_support), a model's remote code
+PASSING = ("transformers",)
+NOT_A_LIBRARY = ("vllm", "transformers_modules")
+PIP_NAMES = {"lmformatenforcer": "lm-format-enforcer", "sklearn": "scikit-learn", "outlines_core": "outlines-core"}
+
+
+FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line \d+')
+FRAME_ROWS = 4  # the importing frame's row and its source row stand right above the error
+
+
+def library_importing_transformers(scan: Scan) -> tuple[Any, str, str] | None:
+    """(the error's line, the library, the transformers name) when a third-party library's own file failed to
+    import a transformers name; None otherwise (vLLM's or a model's import, or no frame to tell)."""
+    lines = scan.lines
+    for i, ln in enumerate(lines):
+        m = TRANSFORMERS_API_RE.search(ln.text)
+        if m is None or ln.level in ("INFO", "WARNING", "DEBUG"):
+            continue
+        # the innermost frame of its traceback, else the frame row printed right above it
+        frames = next((e.frames for e in scan.exceptions if e.line.no == ln.no and e.frames), None)
+        if frames:
+            path = frames[-1].file
+        else:
+            frame = next((fm for p in reversed(lines[max(0, i - FRAME_ROWS):i])
+                          for fm in [FRAME_RE.search(p.text)] if fm), None)
+            if frame is None:
+                continue
+            path = frame.group("file")
+        path = path.replace("\\", "/")
+        pm = SITE_PACKAGE_RE.search(path)
+        if pm is None or pm.group("pkg") in PASSING or pm.group("pkg") in NOT_A_LIBRARY:
+            continue  # the user's own script, vLLM, a model's remote code, or a frame that only passes it on
+        return ln, pm.group("pkg"), m.group("name") or m.group("attr")
+    return None
+
+
+def _library_transformers(scan: Scan) -> Diagnosis | None:
+    got = library_importing_transformers(scan)
+    if got is None:
+        return None
+    ln, pkg, name = got
+    pip_name = PIP_NAMES.get(pkg, pkg.replace("_", "-"))
+    return Diagnosis(
+        category="install_mismatch", signature="install.library_transformers_mismatch",
+        title=f"{pip_name} does not fit the installed transformers (it imports {name}, which this transformers "
+              "does not have)",
+        confidence=0.9, evidence=[Evidence(ln.no, ln.shown)],
+        facts={"package": pip_name, "name": name},
+        fix=Fix(f"{pip_name} was written for another transformers release than the one installed (transformers "
+                "removes and renames names between releases, e.g. LogitsWarper in 4.49): upgrade it to a release made "
+                f"for this transformers (`pip install -U {pip_name}`), or install a transformers version that both "
+                f"{pip_name} and your vLLM accept (`pip show vllm` lists vLLM's range).", "install-mismatch"),
+        first_line=ln.no)
+
+
+LIBRARY_TRANSFORMERS_MISMATCH: Rule = Rule(
+    signature="install.library_transformers_mismatch", category="install_mismatch",
+    title="A library around vLLM does not fit the installed transformers", fix="",
+    playbook="install-mismatch", confidence=0.9, check=lambda scan, env: _library_transformers(scan))
+
+RULES = [KERNELS_VERSION_REQUIRED, OMNI_VLLM_MISALIGNED, LIBRARY_TRANSFORMERS_MISMATCH]
