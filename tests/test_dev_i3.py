@@ -62,6 +62,12 @@ def test_omni_warning_then_a_failed_import_names_the_pair(failure):
     assert (d.facts["omni_version"], d.facts["vllm_version"]) == ("0.18.0", "0.19.0")
 
 
+def test_omni_warning_wrapped_by_a_terminal_still_names_the_pair():
+    wrapped = OMNI_WARNING.replace("appear to have mismatched", "appear to have\nmismatched")
+    d = first(wrapped + "ModuleNotFoundError: No module named 'vllm.inputs.preprocess'\n")
+    assert (d.signature, d.facts["omni_version"]) == ("install.omni_vllm_misaligned", "0.18.0")
+
+
 @pytest.mark.parametrize("after", [
     "",  # the warning alone
     "INFO:     Application startup complete.\n",  # a locked pair that runs despite the warning

@@ -39,7 +39,9 @@ KERNELS_VERSION_REQUIRED: Rule = Rule(
     patterns=[r"Either a revision or a version must be specified(?!, not both)"],
     playbook="install-mismatch", confidence=0.9)
 
-OMNI_WARNING_RE = re.compile(r"vLLM and vLLM-Omni appear to have mismatched major/minor versions")
+# the warning's head, or (its head wrapped or cut away by the paste) the rows naming the two versions
+OMNI_WARNING_RE = re.compile(r"vLLM and vLLM-Omni appear to have|have mismatched major/minor versions|"
+                             r"-->\s*vLLM-Omni version ")
 OMNI_VERSION_RE = re.compile(r"-->\s*(?P<who>vLLM-Omni|vLLM) version (?P<ver>\S+)")
 # what follows the warning when the mismatch broke the start: a traceback, an import or attribute error
 FAILED_RE = re.compile(r"Traceback \(most recent call last\)|(?:ModuleNotFound|Import|Attribute|Type)Error\b")
@@ -56,7 +58,7 @@ def _omni_misaligned(scan: Scan) -> Diagnosis | None:
     failed = next((ln for ln in later if FAILED_RE.search(ln.text)), None)
     if failed is None:
         return None
-    versions = {m.group("who"): m.group("ver") for ln in later if ln.no <= warn.no + VERSION_ROWS
+    versions = {m.group("who"): m.group("ver") for ln in [warn, *later] if ln.no <= warn.no + VERSION_ROWS
                 for m in [OMNI_VERSION_RE.search(ln.text)] if m}
     omni, vllm = versions.get("vLLM-Omni", "?"), versions.get("vLLM", "?")
     detail = f"vLLM-Omni {omni} with vLLM {vllm}" if versions else "vLLM-Omni and vLLM of different releases"
