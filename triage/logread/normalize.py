@@ -111,6 +111,9 @@ TORCHSERVE_RE = lazy(r"\S+ \[[A-Z]+ ?\] \S+ MODEL_LOG - ")
 RAY_REPEAT_RE = lazy(r"\s*\[repeated \d+x across cluster\]\s*$")
 # run: a rendered quote copied with its bar (chat and terminal markdown renderers print "▎ " for "> ")
 QUOTE_BARS = "\u258e\u258d\u258c\u258f"
+# A ticket's markdown heading made of the exception line ("# AttributeError: Qwen2Tokenizer has no attribute ..."):
+# the marks go, the message stays (only before an exception's name: a shell comment keeps its "#").
+MD_HEADING_RE = lazy(r"#{1,6} +(?=(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning)\b:)")
 
 # A GitHub paste as an indented code block (or inside an indented fence): spaces before a prefix.
 # (Compose's "name | " must look like a compose service here, not like source code "flags |= x".)
@@ -167,6 +170,9 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
         s = s[2:] if s[1:2] == " " else s[1:]
     if s[:1] == "`" and s[-1:] == "`" and len(s) > 2 and s.count("`") == 2:
         s = s[1:-1]  # a whole log line quoted as markdown inline code in a ticket's prose: its text is the line
+    if s[:1] == "#":
+        m = MD_HEADING_RE.match(s)
+        s = s[m.end():] if m else s
     if s[:1] == " ":
         m = _INDENTED_PREFIX_RE.match(s)
         if m:

@@ -37,6 +37,7 @@ _RUNS = re.compile(rb"#+")  # on a first key's miss only: "pid=4188" and "pid=34
 # A traceback's first line is always read: it opens that process's traceback, and a chained exception
 # prints the same first line again.
 _TB_HEAD = b"Traceback (most recent"
+_FRAME_HEAD = b'File "'
 # Lines whose numbers are facts, not noise: the machine's rows (one per GPU, "GPU 0: ...", "GPU 1: ..."),
 # the compute capability, and PREFILTER's words with a number in them ("blocks: 0,": the same line with
 # another number is no hit). Each different message among them is read (by_text).
@@ -140,6 +141,10 @@ class Scanner:
             if seen is not None:
                 seen[0] += 1
                 seen[2] = no
+                if _FRAME_HEAD in raw:
+                    # the same frame (another line of the same file) in another traceback: that traceback
+                    # needs it too, or its exception is left without the frames that say who raised it
+                    self._tb.feed(seen[3])
                 return seen[3]
             if _TB_HEAD in raw:
                 key = None

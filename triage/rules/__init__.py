@@ -69,6 +69,8 @@ MODULES = [
     "m2_transformers_backend_pp",
     # mix3: serving wrappers calling vLLM's entrypoint internals, Dynamo's vLLM import, Triton's mma -> mma layout assert
     "mix3_wrappers",
+    # i3: libraries around vLLM whose releases do not fit each other (kernels vs transformers, vLLM-Omni vs vLLM)
+    "i3_versions",
 ]
 
 

@@ -204,6 +204,14 @@ DEPENDENCY_CONFLICT: Rule = Rule(signature="install.dependency_conflict", catego
              "a vendor image (NGC, vllm-ascend, ROCm) use the vLLM build made for that image.",
          facts=_conflict_facts,
          patterns=[PIP_REQUIRES_RE.pattern,
+                   # pip's other report of the same (operations/check.py at install time, `pip check`)
+                   r"(?P<pkg>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])?) (?P<ver>\d[\w.+\-!]*) requires (?P<req>.{1,120}?), which "
+                   r"is not installed",
+                   r"(?P<pkg>[A-Za-z][\w.\-]*) (?P<ver>\d[\w.+\-!]*) has requirement (?P<req>.{1,120}?), but you have "
+                   r"(?P<have>.{1,120}?)\.?$",
+                   # the same said in a ticket's prose, for vLLM's own pin: "vllm 0.25.1 requires openai 2.25"
+                   r"\b(?P<pkg>vllm) (?P<ver>\d[\w.+\-]*) requires (?P<req>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])? ?"
+                   r"(?:[<>=!~]=?)? ?\d[\w.*]*)\s*$",
                    # pip 20.3+ (src/pip/_internal/operations/check.py, resolution/resolvelib/factory.py)
                    r"pip's dependency resolver does not currently take into account all the packages that are installed",
                    r"Cannot install .{1,300} because these package versions have conflicting dependencies",
@@ -295,7 +303,11 @@ RULES += [PLATFORM_BUILD_MISMATCH]
 # "cannot import name", "module ... has no attribute", a missing submodule: the importing code and the
 # installed package come from different releases (vLLM pins torch exactly; a plugin or a model's remote code
 # is built for one vLLM release; NumPy 2 removed aliases). Kernel libraries are kernels.library_api_mismatch's.
-API_MODULES = r"(?:torch|torchvision|torchaudio|xformers|numpy|vllm|pydantic|huggingface_hub)"
+# (triton: torch pins one triton release, and triton moves its internals between releases: "cannot import name
+# 'AttrsDescriptor' / 'triton_key' from 'triton.compiler.compiler'")
+API_MODULES = r"(?:torch|torchvision|torchaudio|xformers|numpy|vllm|pydantic|huggingface_hub|triton)"
+# vLLM logs a failed import of its Triton MoE kernels and carries on without them (on other platforms always)
+LOGGED_TRITON_KERNELS = "Failed to import Triton kernels"
 
 
 def _api_facts(m, line, scan) -> dict:
@@ -314,7 +326,7 @@ SPLIT_FROM_RE = re.compile(rf"^from '?(?P<mod>{API_MODULES}(?:\.[\w.]+)?)'?(?:\s
 
 def _module_api_mismatch(scan: Scan) -> Diagnosis | None:
     d = MODULE_API_MISMATCH.match_lines(scan)
-    if d is not None:
+    if d is not None and not all(LOGGED_TRITON_KERNELS in e.text for e in d.evidence):
         return d
     for ln in scan.lines:
         m = SPLIT_NAME_RE.search(ln.text)

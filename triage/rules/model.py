@@ -10,6 +10,7 @@ from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.lazyre import lazy
 from triage.rules.base import Rule, not_in_passing
+from triage.rules.i3_versions import library_importing_transformers
 from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
 from triage.rules.wrappers import is_wrapper
 
@@ -320,6 +321,17 @@ def _model_class_interface(scan: Scan) -> Diagnosis | None:
     return None
 
 
+
+# (a third-party library's own import of a transformers name is that library's release: i3_versions)
+TRANSFORMERS_IMPORT: Rule = Rule(
+    signature="model_support.transformers_import", category="model_support",
+    title="transformers is too old or too new for this vLLM (cannot import {name})",
+    fix="Install the transformers version this vLLM release requires (`pip show vllm` lists it).",
+    patterns=[r"cannot import name '(?P<name>\w+)' from 'transformers(?:\.[\w.]+)?'",
+              r"transformers(?:>=|==)(?P<name>[\d.]+) is required"],
+    playbook="model-support", confidence=0.85,
+    check=lambda scan, env: None if library_importing_transformers(scan) else TRANSFORMERS_IMPORT.match_lines(scan))
+
 RULES_INTERFACE = [
     Rule(signature="model_support.model_class_interface", category="model_support",
          title="The model class does not take vLLM's model constructor arguments", fix="",
@@ -417,12 +429,7 @@ RULES = [
                    r"\s*(?:模型)?架构"],
          facts=lambda m, line, scan: {} if m.groupdict().get("model_type") else {"model_type": "(cut off)"},
          playbook="model-support", confidence=0.9),
-    Rule(signature="model_support.transformers_import", category="model_support",
-         title="transformers is too old or too new for this vLLM (cannot import {name})",
-         fix="Install the transformers version this vLLM release requires (`pip show vllm` lists it).",
-         patterns=[r"cannot import name '(?P<name>\w+)' from 'transformers(?:\.[\w.]+)?'",
-                   r"transformers(?:>=|==)(?P<name>[\d.]+) is required"],
-         playbook="model-support", confidence=0.85),
+    TRANSFORMERS_IMPORT,
     Rule(signature="model_support.trust_remote_code", category="model_support",
          title="{headline}",
          fix="{advice}", facts=_remote_code_facts,
