@@ -55,6 +55,10 @@ MODULES = [
     "d2_multinode",
     # p2: a non-CUDA platform's vllm._C warning, amdsmi without device access, a package against another's release
     "p2_platforms",
+    # s3: engine features refused at start-up (sleep mode per platform/process, Model Runner V2 pooling tasks)
+    "s3_engine_refusals",
+    # s3: a LoRA adapter applied to the draft model too (V0 speculative decoding)
+    "s3_spec_decode",
 ]
 
 

@@ -559,8 +559,9 @@ RULES = [
          fix="The draft/EAGLE head must share the target's vocabulary and be built for it: use the draft model "
              "published for this target model.",
          patterns=[r"(?P<detail>[Dd]raft (?:model )?vocab(?:ulary)?[ _]size.{0,80})",
-                   # V0 SpecDecodeWorker: the assert itself is the message (the exception line is a bare AssertionError)
-                   r"assert all\((?P<detail>vocab_sizes)\[0\] == vocab_size for vocab_size in vocab_sizes\)",
+                   # V0 SpecDecodeWorker: the assert itself is the message (the exception line is a bare AssertionError);
+                   # threads retell it in prose ("... line 564: asserts all(vocab_sizes[0] == ...)")
+                   r"asserts? all\((?P<detail>vocab_sizes)\[0\] == vocab_size for vocab_size in vocab_sizes\)",
                    r"(?P<detail>EAGLE.{0,40}(?:hidden size|vocab).{0,60}(?:mismatch|does not match))"],
          facts=lambda m, line, scan: {"detail": "the draft and target vocabulary sizes differ"}
          if m.groupdict().get("detail") == "vocab_sizes" else {},

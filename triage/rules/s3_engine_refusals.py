@@ -1,0 +1,50 @@
+"""Engine features vLLM refuses for this process, platform or model runner before serving starts.
+
+Sleep mode (`enable_sleep_mode`, which RL frameworks such as verl, TRL and OpenRLHF turn on for colocated rollout):
+- ModelConfig refuses it where the platform has no sleep-mode allocator: "Sleep mode is only supported on CUDA
+  devices." (config.py, 0.7.x) and "Sleep mode is not supported on current platform." (0.8 .. 0.33, config/model.py,
+  a pydantic "Value error, ..." from 0.10). Users and framework threads retell it as "sleep mode is not supported for
+  AMD devices / on ROCm".
+- The worker's weights memory pool is a per-process singleton (CuMemAllocator, vllm-ascend's CaMemAllocator):
+  a second engine with sleep mode in the same process trips
+  `AssertionError: Sleep mode can only be used for one instance per process.` (gpu_worker.py, 0.7.3 .. 0.33).
+
+Model Runner V2's pooling runner (vllm/v1/worker/gpu/pool/pooling_runner.py, 0.2x) accepts only some pooling tasks:
+"Model Runner V2 supports pooling tasks [...], but this model selects 'embed&token_classify' from [...]. Set ..."
+and "... but this model supports [...]. Set VLLM_USE_V2_MODEL_RUNNER=0 to use this model." Both are the runner's
+limit, not the model's: the legacy runner serves the model.
+"""
+
+from __future__ import annotations
+
+from triage.rules.base import Rule
+
+RULES = [
+    Rule(signature="config.sleep_mode_unsupported_platform", category="engine_config",
+         title="Sleep mode (enable_sleep_mode) is not available on this platform{where}",
+         fix="This vLLM has no sleep-mode allocator for this device: start the engine without enable_sleep_mode "
+             "(`--enable-sleep-mode` off; in verl `actor_rollout_ref.rollout.enable_sleep_mode=False` and "
+             "`actor_rollout_ref.rollout.free_cache_engine=False`), or use a vLLM build whose platform supports sleep "
+             "mode (CUDA, or a newer release/plugin for ROCm or Ascend).",
+         patterns=[r"Sleep mode is (?:only supported on CUDA devices|not supported on current platform)",
+                   # a thread's own wording of the same refusal ("... for AMD devices", "... on ROCm")
+                   r"(?i)\bsleep[ _]mode (?:is )?not supported (?:for|on) (?P<device>AMD|ROCm|NPU|XPU|TPU|CPU|Ascend)\b"],
+         facts=lambda m, line, scan: {"where": f" ({m.group('device')})" if m.groupdict().get("device") else ""},
+         playbook="engine-config", confidence=0.9),
+    Rule(signature="config.sleep_mode_one_instance", category="engine_config",
+         title="Sleep mode allows one vLLM engine per process, and a second one was created",
+         fix="vLLM's sleep-mode memory pool is one per process: create only one LLM/engine with enable_sleep_mode in "
+             "a process (start the other engine in its own process, e.g. a separate Ray actor), or turn sleep mode off "
+             "for the extra engines; delete a finished engine before building the next.",
+         patterns=[r"Sleep mode can only be used for one instance per process"],
+         playbook="engine-config", confidence=0.9),
+    Rule(signature="config.mrv2_pooling_task_unsupported", category="engine_config",
+         title="Model Runner V2 does not run this model's pooling task ({task})",
+         fix="The V2 model runner's pooling support is narrower than the model's: start with "
+             "`VLLM_USE_V2_MODEL_RUNNER=0` (the V1 runner serves it), or pick a task V2 supports for this model "
+             "(one of {supported}) if your requests only need that.",
+         patterns=[r"Model Runner V2 supports pooling tasks (?P<supported>\[[^\]]{0,200}\]), but this model "
+                   r"(?:selects (?P<task>'[^']{1,60}')|supports (?P<tasks>\[[^\]]{0,200}\]))"],
+         facts=lambda m, line, scan: {"task": m.group("task") or f"it supports {m.group('tasks')}"},
+         playbook="engine-config", confidence=0.9),
+]
