@@ -115,3 +115,46 @@ def test_draft_model_vocab_check_of_v1_draft_models():
 def test_lora_rank_placeholder_in_prose():
     d = first("the vLLM backend will fail with the error: `ValueError: LoRA rank XXX is greater than max_lora_rank 16`.\n")
     assert (d.signature, d.category) == ("config.lora_rank", "engine_config")
+
+
+# ---- speculative-config checks (config/speculative.py across releases) -------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "ValueError: num_speculative_tokens:5 must be divisible by n_predict=1\n",
+    "ValueError: A speculative model was provided, but neither `speculative_token_tree` nor `num_speculative_tokens` "
+    "was provided\n",
+    "ValueError: A speculative model was provided, but `num_speculative_tokens` was not provided\n",
+    "ValueError: prompt_lookup_min=5 must be <= prompt_lookup_max=2\n",
+    "ValueError: prompt_lookup_max=0 must be > 0\n",
+    "ValueError: speculative_draft_tensor_parallel_size=4 cannot be other value than 1 or target model "
+    "tensor_parallel_size=8\n",
+])
+def test_speculative_config_checks(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("speculative.config_invalid", "speculative_decoding")
+
+
+def test_draft_tp_fallback_warning_is_not_the_refusal():
+    d = top("WARNING 10-01 10:00:00 [speculative.py:400] MLPSpeculatorPreTrainedModel cannot currently be run with "
+            "tp>1; setting speculative_draft_tensor_parallel_size=1\n")
+    assert d is None or d.confidence <= 0.5
+
+
+# ---- one multimodal item above the step's token budget (encoder_cache_manager) ------------------------------
+
+@pytest.mark.parametrize("text", [
+    "ValueError: Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger than max_num_batched_tokens "
+    "(2048). Please increase max_num_batched_tokens.\n",
+    "ValueError: Chunked MM input disabled but max_tokens_per_mm_item (16384)\nis larger than max_num_batched_tokens "
+    "(2048).\n",
+])
+def test_mm_item_larger_than_batched_tokens(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("config.mm_item_exceeds_batched_tokens", "engine_config")
+    assert "--max-num-batched-tokens" in d.fix.summary
+
+
+def test_forcing_chunked_mm_input_off_is_only_a_warning():
+    d = top("WARNING 06-02 09:14:40 [vllm.py:712] Forcing --disable_chunked_mm_input for models with "
+            "multimodal-bidirectional attention.\n")
+    assert d is None or d.confidence <= 0.5

@@ -717,6 +717,14 @@ RULES += [
                    r"num_speculative_tokens was provided but without speculative model",
                    r"num_speculative_tokens must be provided with speculative model",
                    r"Expected num_speculative_tokens to be greater than zero",
+                   # an MTP/EAGLE head with n_predict layers is reused: the token count must be a multiple (0.9+)
+                   r"num_speculative_tokens:\d+ must be divisible by n_predict=\d+",
+                   r"A speculative model was provided, but (?:neither `speculative_token_tree` nor )?"
+                   r"`num_speculative_tokens`",
+                   # ngram's lookup window (0.8+: "must be > 0", "must be <= prompt_lookup_max=N")
+                   r"prompt_lookup_m(?:in|ax)=-?\d+ must be (?:> 0|<= prompt_lookup_max)",
+                   # a draft model runs with TP 1 or the target's TP, nothing between
+                   r"speculative_draft_tensor_parallel_size=\d+ cannot be other value than 1",
                    r"Either prompt_lookup_max or prompt_lookup_min must be provided when using the ngram method",
                    r"target_model_config must be present for mtp",
                    r"Arctic Inference is required for suffix decoding",

@@ -13,11 +13,17 @@ Model Runner V2's pooling runner (vllm/v1/worker/gpu/pool/pooling_runner.py, 0.2
 "Model Runner V2 supports pooling tasks [...], but this model selects 'embed&token_classify' from [...]. Set ..."
 and "... but this model supports [...]. Set VLLM_USE_V2_MODEL_RUNNER=0 to use this model." Both are the runner's
 limit, not the model's: the legacy runner serves the model.
+
+A multimodal item larger than the step's token budget (v1/core/encoder_cache_manager.py, 0.10+): when chunked MM
+input is off (vLLM forces --disable-chunked-mm-input for bidirectional-attention encoders such as Gemma 3/4), one
+image or audio item must fit in max_num_batched_tokens: "Chunked MM input disabled but max_tokens_per_mm_item (2496)
+is larger than max_num_batched_tokens (2048). Please increase max_num_batched_tokens."
 """
 
 from __future__ import annotations
 
 from triage.rules.base import Rule
+from triage.rules.wrapped import read_wrapped_messages
 
 RULES = [
     Rule(signature="config.sleep_mode_unsupported_platform", category="engine_config",
@@ -47,4 +53,15 @@ RULES = [
                    r"(?:selects (?P<task>'[^']{1,60}')|supports (?P<tasks>\[[^\]]{0,200}\]))"],
          facts=lambda m, line, scan: {"task": m.group("task") or f"it supports {m.group('tasks')}"},
          playbook="engine-config", confidence=0.9),
+    Rule(signature="config.mm_item_exceeds_batched_tokens", category="engine_config",
+         title="One multimodal item ({item_tokens} tokens) does not fit --max-num-batched-tokens ({budget})",
+         fix="Chunked multimodal input is off for this model, so one image/audio item must fit in a step: start with "
+             "`--max-num-batched-tokens {item_tokens}` or more (a power of two such as 4096 or 8192), or lower the "
+             "item size (smaller images, --mm-processor-kwargs) or drop the modality (--limit-mm-per-prompt).",
+         patterns=[r"Chunked MM input disabled but max_tokens_per_mm_item \((?P<item_tokens>\d+)\) is larger than "
+                   r"max_num_batched_tokens \((?P<budget>\d+)\)"],
+         playbook="engine-config", confidence=0.9),
 ]
+
+# a message a paste wrapped over lines still reaches every pattern here
+read_wrapped_messages(RULES)
