@@ -147,6 +147,9 @@ def test_draft_tp_fallback_warning_is_not_the_refusal():
     "(2048). Please increase max_num_batched_tokens.\n",
     "ValueError: Chunked MM input disabled but max_tokens_per_mm_item (16384)\nis larger than max_num_batched_tokens "
     "(2048).\n",
+    # prose quoting it without the exception, wrapped and indented
+    "and hit the refusal:\n\n  Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger\n"
+    "  than max_num_batched_tokens (512).\n",
 ])
 def test_mm_item_larger_than_batched_tokens(text):
     d = first(text)

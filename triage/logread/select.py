@@ -77,6 +77,9 @@ PREFILTER = (
     # rows of Ray's version check that name each side ("... was started with:" then "    Ray: 2.43.0")
     "|Raylet|Missing argument|ray workers to be active|Ray worker starts|RNIC|RDMA resources|was started with"
     # -- end d2
+    # -- s3: the multimodal budget check quoted in prose without its ValueError (one item above the step's tokens)
+    "|max_tokens_per_mm_item"
+    # -- end s3
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -22,8 +22,16 @@ is larger than max_num_batched_tokens (2048). Please increase max_num_batched_to
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
+from triage.logread.scan import Scan
+from triage.model import Diagnosis
 from triage.rules.base import Rule
-from triage.rules.wrapped import read_wrapped_messages
+from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
+
+MM_ITEM_PATTERN = (r"Chunked MM input disabled but max_tokens_per_mm_item \((?P<item_tokens>\d+)\) is larger than "
+                   r"max_num_batched_tokens \((?P<budget>\d+)\)")
 
 RULES = [
     Rule(signature="config.sleep_mode_unsupported_platform", category="engine_config",
@@ -58,10 +66,27 @@ RULES = [
          fix="Chunked multimodal input is off for this model, so one image/audio item must fit in a step: start with "
              "`--max-num-batched-tokens {item_tokens}` or more (a power of two such as 4096 or 8192), or lower the "
              "item size (smaller images, --mm-processor-kwargs) or drop the modality (--limit-mm-per-prompt).",
-         patterns=[r"Chunked MM input disabled but max_tokens_per_mm_item \((?P<item_tokens>\d+)\) is larger than "
-                   r"max_num_batched_tokens \((?P<budget>\d+)\)"],
-         playbook="engine-config", confidence=0.9),
+         patterns=[MM_ITEM_PATTERN], playbook="engine-config", confidence=0.9),
 ]
 
 # a message a paste wrapped over lines still reaches every pattern here
 read_wrapped_messages(RULES)
+
+MM_ITEM_RULE = RULES[-1]
+MM_ITEM_RE = re.compile(MM_ITEM_PATTERN)
+
+
+def _mm_item(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    """The budget message is long: pastes and prose wrap it ("... is larger" / "than max_num_batched_tokens"),
+    with or without the ValueError in front, so it is read joined with the rows after it."""
+    d = MM_ITEM_RULE.match_lines(scan)
+    if d is not None:
+        return d
+    for ln, text in wrapped_texts(scan, "max_tokens_per_mm_item ("):
+        m = MM_ITEM_RE.search(text)
+        if m is not None:
+            return MM_ITEM_RULE.diagnosis(scan, [(ln, m)])
+    return None
+
+
+MM_ITEM_RULE.check = _mm_item
