@@ -161,3 +161,23 @@ def test_forcing_chunked_mm_input_off_is_only_a_warning():
     d = top("WARNING 06-02 09:14:40 [vllm.py:712] Forcing --disable_chunked_mm_input for models with "
             "multimodal-bidirectional attention.\n")
     assert d is None or d.confidence <= 0.5
+
+
+# ---- EAGLE3 on a target without the interface (V1 gpu_model_runner, Model Runner V2 eagle3_utils) ----------
+
+@pytest.mark.parametrize("text", [
+    "RuntimeError: Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested\n",
+    "RuntimeError: Model does not support EAGLE3 interface\n",
+    "RuntimeError: Worker failed with error 'Model does not support EAGLE3 interface but aux_hidden_state_outputs was "
+    "requested', please check the stack trace above for the root cause\n",
+])
+def test_eagle3_target_without_the_interface(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("speculative.eagle3_target_unsupported", "speculative_decoding")
+
+
+def test_a_missing_aux_layer_method_stays_a_drafter_crash():
+    d = first("  File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/spec_decode/eagle.py\", line 900, in "
+              "_get_eagle3_aux_layers\n    self.model.set_aux_hidden_state_layers(aux_layers)\n"
+              "AttributeError: 'Qwen3NextForCausalLM' object has no attribute 'set_aux_hidden_state_layers'\n")
+    assert d.category == "speculative_decoding"

@@ -6,6 +6,12 @@ target-sized LoRA matrices into the draft model's layers: "RuntimeError: The siz
 size of tensor b (4096) ..." with the draft's hidden size on one side (vllm PR 11966 describes it; V1 applies adapters
 to the target only since vllm PR 21068). Without a draft in the launch the same shape error is an adapter made for
 another base model, which this rule leaves to the others.
+
+EAGLE3 heads (and DFlash drafters and method "extract_hidden_states") read the target model's intermediate hidden
+states, which only model classes implementing SupportsEagle3 expose: V1's model runner raises "Model does not support
+EAGLE3 interface but aux_hidden_state_outputs was requested" (v1/worker/gpu_model_runner.py, 0.10+) and Model Runner
+V2 "Model does not support EAGLE3 interface" (v1/worker/gpu/spec_decode/eagle/eagle3_utils.py). The target
+architecture gains the interface release by release (Qwen3-MoE in vllm PR 26485), so it is this vLLM and this target.
 """
 
 from __future__ import annotations
@@ -53,4 +59,12 @@ RULES = [
     Rule(signature="speculative.lora_on_draft", category="speculative_decoding",
          title="A LoRA adapter does not fit the draft model", fix="", check=_lora_on_draft,
          playbook="speculative-decoding", confidence=0.8),
+    Rule(signature="speculative.eagle3_target_unsupported", category="speculative_decoding",
+         title="The target model does not implement the EAGLE3 interface in this vLLM",
+         fix="EAGLE3 (and DFlash, extract_hidden_states) drafting needs the target model class to expose its "
+             "intermediate hidden states (SupportsEagle3), which this vLLM does not do for this architecture: upgrade "
+             "to a vLLM release that supports EAGLE3 for it, use a method this target supports (its MTP head, "
+             "`\"method\": \"ngram\"`), or start without --speculative-config.",
+         patterns=[r"Model does not support EAGLE3 interface"],
+         playbook="speculative-decoding", confidence=0.9),
 ]
