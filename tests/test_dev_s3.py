@@ -181,3 +181,36 @@ def test_a_missing_aux_layer_method_stays_a_drafter_crash():
               "_get_eagle3_aux_layers\n    self.model.set_aux_hidden_state_layers(aux_layers)\n"
               "AttributeError: 'Qwen3NextForCausalLM' object has no attribute 'set_aux_hidden_state_layers'\n")
     assert d.category == "speculative_decoding"
+
+
+# ---- dual-batch overlap on a non-DeepEP all2all backend (config/vllm.py, 0.11 .. later) ----------------------
+
+@pytest.mark.parametrize("text, backend", [
+    ("AssertionError: Microbatching currently only supports the deepep_low_latency all2all backend. naive is not "
+     "supported. To fix set the VLLM_ALL2ALL_BACKEND environment variable to deepep_low_latency and install the DeepEP "
+     "kerenls.\n", "naive"),
+    ("  Value error, Microbatching currently only supports the deepep_low_latency and deepep_high_throughput all2all "
+     "backend. allgather_reducescatter is not supported. To fix use --all2all-backend=deepep_low_latency or "
+     "--all2all-backend=deepep_high_throughput and install the DeepEP kernels. [type=assertion_error, "
+     "input_value=ArgsKwargs((), {'model_co...}), input_type=ArgsKwargs]\n", "allgather_reducescatter"),
+    ("AssertionError: Microbatching currently only supports the deepep_low_latency, deepep_high_throughput, and "
+     "nixl_ep all2all backends. flashinfer_all2allv is not supported.\n", "flashinfer_all2allv"),
+    ("Assertion failed, Microbatching currently only supports the deepep_low_latency,\n"
+     "deepep_high_throughput, and nixl_ep all2all backends. flashinfer_all2allv is not supported\n", None),
+])
+def test_dbo_needs_a_deepep_backend(text, backend):
+    d = first(text)
+    assert (d.signature, d.category) == ("config.dbo_all2all_backend", "engine_config")
+    if backend:
+        assert backend in d.title
+
+
+# ---- sequence parallelism's preconditions (vllm-ascend platform check) ------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "AssertionError: Sequence parallelism is only supported when tp_size > 1.\n",
+    "AssertionError: Sequence parallelism requires enable_expert_parallel=True for MoE models.\n",
+])
+def test_sequence_parallel_preconditions(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("config.sequence_parallel_refused", "engine_config")

@@ -18,6 +18,14 @@ A multimodal item larger than the step's token budget (v1/core/encoder_cache_man
 input is off (vLLM forces --disable-chunked-mm-input for bidirectional-attention encoders such as Gemma 3/4), one
 image or audio item must fit in max_num_batched_tokens: "Chunked MM input disabled but max_tokens_per_mm_item (2496)
 is larger than max_num_batched_tokens (2048). Please increase max_num_batched_tokens."
+
+Dual-batch overlap (--enable-dbo, micro-batching) runs only on DeepEP-style all2all backends (config/vllm.py): "Microbatching
+currently only supports the deepep_low_latency all2all backend. ... set the VLLM_ALL2ALL_BACKEND environment variable"
+(0.11), "... the deepep_low_latency and deepep_high_throughput all2all backend. X is not supported. To fix use
+--all2all-backend=..." (0.12 .. 0.17), "... deepep_high_throughput, and nixl_ep all2all backends." (later).
+Sequence parallelism on vllm-ascend (platform.py) needs TP > 1, and expert parallelism on MoE models: "Sequence
+parallelism is only supported when tp_size > 1.", "Sequence parallelism requires enable_expert_parallel=True for MoE
+models."
 """
 
 from __future__ import annotations
@@ -61,6 +69,27 @@ RULES = [
                    r"(?:selects (?P<task>'[^']{1,60}')|supports (?P<tasks>\[[^\]]{0,200}\]))"],
          facts=lambda m, line, scan: {"task": m.group("task") or f"it supports {m.group('tasks')}"},
          playbook="engine-config", confidence=0.9),
+    Rule(signature="config.dbo_all2all_backend", category="engine_config",
+         title="Dual-batch overlap (--enable-dbo) needs a DeepEP all2all backend{backend_note}",
+         fix="Micro-batching runs only on the all2all backends the message lists: start with "
+             "`--all2all-backend deepep_low_latency` (or deepep_high_throughput; on 0.11 set "
+             "`VLLM_ALL2ALL_BACKEND=deepep_low_latency`) with the DeepEP kernels installed, or drop --enable-dbo.",
+         patterns=[r"Microbatching currently only supports the (?P<supported>[\w, ]{3,120}?) all2all backends?"
+                   r"(?:\. (?P<backend>[\w-]+) is not supported)?",
+                   # the message's first row when a paste broke it after the first backend's name
+                   r"Microbatching currently only supports the deepep_\w+,?\s*$"],
+         facts=lambda m, line, scan: {"backend_note": f" ({m.groupdict()['backend']} is not one)"
+                                      if m.groupdict().get("backend") else ""},
+         playbook="engine-config", confidence=0.9),
+    Rule(signature="config.sequence_parallel_refused", category="engine_config",
+         title="Sequence parallelism cannot run with these parallel sizes ({reason})",
+         fix="Sequence parallelism splits activations across tensor-parallel ranks: enable it only with "
+             "--tensor-parallel-size above 1 and, for a MoE model, with --enable-expert-parallel; otherwise turn it "
+             "off (the pass/flag that enabled it, e.g. the compilation config's enable_sp or the platform's "
+             "sequence-parallel switch).",
+         patterns=[r"Sequence parallelism (?P<reason>is only supported when tp_size > 1|requires "
+                   r"enable_expert_parallel=True for MoE models)"],
+         playbook="engine-config", confidence=0.88),
     Rule(signature="config.mm_item_exceeds_batched_tokens", category="engine_config",
          title="One multimodal item ({item_tokens} tokens) does not fit --max-num-batched-tokens ({budget})",
          fix="Chunked multimodal input is off for this model, so one image/audio item must fit in a step: start with "
