@@ -79,6 +79,9 @@ PREFILTER = (
     # -- end d2
     # -- m2: the launch's own --trust-remote-code (a shell script's continuation line has no other kept word)
     "|trust-remote-code|trust_remote_code"
+    # -- s3: the multimodal budget check quoted in prose without its ValueError (one item above the step's tokens)
+    "|max_tokens_per_mm_item"
+    # -- end s3
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

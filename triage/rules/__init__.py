@@ -71,6 +71,10 @@ MODULES = [
     "mix3_wrappers",
     # i3: libraries around vLLM whose releases do not fit each other (kernels vs transformers, vLLM-Omni vs vLLM)
     "i3_versions",
+    # s3: engine features refused at start-up (sleep mode per platform/process, Model Runner V2 pooling tasks)
+    "s3_engine_refusals",
+    # s3: a LoRA adapter applied to the draft model too (V0 speculative decoding)
+    "s3_spec_decode",
 ]
 
 

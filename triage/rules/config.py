@@ -179,7 +179,8 @@ RULES = [
     Rule(signature="config.lora_rank", category="engine_config",
          title="LoRA adapter rank {rank} exceeds --max-lora-rank {max_rank}",
          fix="Raise --max-lora-rank to at least the adapter's rank.",
-         patterns=[r"LoRA rank (?P<rank>\d+) (?:is greater than|exceeds) max_lora_rank (?P<max_rank>\d+)",
+         # (a thread may write the rank as a placeholder: "LoRA rank XXX is greater than max_lora_rank 16")
+         patterns=[r"LoRA rank (?P<rank>\d+|[A-Z]{1,3}) (?:is greater than|exceeds) max_lora_rank (?P<max_rank>\d+)",
                    r"LoRA rank (?P<rank>\d+) must be less than or equal to (?P<max_rank>\d+)"],
          playbook="engine-config", confidence=0.95),
     Rule(signature="config.tool_choice_flags", category="engine_config",

@@ -597,8 +597,9 @@ RULES = [
          fix="The draft/EAGLE head must share the target's vocabulary and be built for it: use the draft model "
              "published for this target model.",
          patterns=[r"(?P<detail>[Dd]raft (?:model )?vocab(?:ulary)?[ _]size.{0,80})",
-                   # V0 SpecDecodeWorker: the assert itself is the message (the exception line is a bare AssertionError)
-                   r"assert all\((?P<detail>vocab_sizes)\[0\] == vocab_size for vocab_size in vocab_sizes\)",
+                   # V0 SpecDecodeWorker: the assert itself is the message (the exception line is a bare AssertionError);
+                   # threads retell it in prose ("... line 564: asserts all(vocab_sizes[0] == ...)")
+                   r"asserts? all\((?P<detail>vocab_sizes)\[0\] == vocab_size for vocab_size in vocab_sizes\)",
                    r"(?P<detail>EAGLE.{0,40}(?:hidden size|vocab).{0,60}(?:mismatch|does not match))"],
          facts=lambda m, line, scan: {"detail": "the draft and target vocabulary sizes differ"}
          if m.groupdict().get("detail") == "vocab_sizes" else {},
@@ -754,6 +755,14 @@ RULES += [
                    r"num_speculative_tokens was provided but without speculative model",
                    r"num_speculative_tokens must be provided with speculative model",
                    r"Expected num_speculative_tokens to be greater than zero",
+                   # an MTP/EAGLE head with n_predict layers is reused: the token count must be a multiple (0.9+)
+                   r"num_speculative_tokens:\d+ must be divisible by n_predict=\d+",
+                   r"A speculative model was provided, but (?:neither `speculative_token_tree` nor )?"
+                   r"`num_speculative_tokens`",
+                   # ngram's lookup window (0.8+: "must be > 0", "must be <= prompt_lookup_max=N")
+                   r"prompt_lookup_m(?:in|ax)=-?\d+ must be (?:> 0|<= prompt_lookup_max)",
+                   # a draft model runs with TP 1 or the target's TP, nothing between
+                   r"speculative_draft_tensor_parallel_size=\d+ cannot be other value than 1",
                    r"Either prompt_lookup_max or prompt_lookup_min must be provided when using the ngram method",
                    r"target_model_config must be present for mtp",
                    r"Arctic Inference is required for suffix decoding",
