@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from triage import diagnose as dg
-from triage.catalogue.areas import UNPLACED, area_of, area_of_trace, category_for
+from triage.areas import UNPLACED, area_of, area_of_trace, category_for
 from triage.catalogue.store import load as load_catalogue
 from triage.exception_words import category_from_words
 from triage.logread import scan_text
@@ -211,7 +211,7 @@ def test_a_traceback_cut_inside_imports_is_a_guess_at_the_install():
 # ---- error lines: the C++ library that logged one, and which line of a ticket is the error --------------
 
 def test_a_cpp_librarys_glog_line_is_placed_by_its_source_file():
-    from triage.catalogue.areas import area_of_native
+    from triage.areas import area_of_native
 
     assert area_of_native("E0911 06:19:37.204734  3746 rdma_transport.cpp:426] RdmaTransport: No available RNIC") \
         == ("distributed", "rdma_transport.cpp")

@@ -105,7 +105,10 @@ def test_an_info_line_before_a_cut_traceback_is_not_taken_for_its_cause():
                                                   "")
     text = "INFO 03-13 12:01:40 [kernel_warmup.py:69] Warming up FlashInfer attention.\n" + text.split("\n", 1)[1]
     d = _top(text)
-    assert d.confidence <= 0.2 or d.category != "kernel_library"
+    # the word model may still guess from the traceback's own words (said as a guess), never from the INFO line
+    assert all(e.line != 1 for e in d.evidence)
+    assert d.confidence <= 0.2 or d.category != "kernel_library" or (
+        d.confidence <= 0.3 and "flashinfer" not in d.facts.get("category_guessed_from", "").lower())
 
 
 def test_the_module_shown_for_a_frame_is_under_the_last_package_folder():
@@ -150,7 +153,7 @@ def test_an_assert_that_model_sizes_split_over_parallel_ranks_is_the_launch_conf
     ("vllm/utils/nccl.py", "distributed"),
 ])
 def test_the_newest_releases_modules_have_an_area(module, category):
-    from triage.catalogue.areas import area_of
+    from triage.areas import area_of
 
     assert area_of(module) == category
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import run_triage
 
-from triage.catalogue import areas, store
-from triage.catalogue.areas import area_of, category_for
+from triage import areas
+from triage.catalogue import store
+from triage.areas import area_of, category_for
 from triage.diagnose import diagnose
 from triage.logread import scan_text
 from triage.logread.traceback import Frame, phase_of

@@ -10,11 +10,7 @@ from tests.dev_sets import check, first, load, params, top
 DEV, EXPECTED = load("dev-i3")
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
-KNOWN_MISSES: dict[str, str] = {
-    "model_support--vllm-metal-transformers-allowed-layer-types-title.log":
-        "the title's ImportError names no module ('cannot import name 'ALLOWED_LAYER_TYPES'') and the traceback is "
-        "cut inside vLLM's lazy import: nothing in the paste says the name was transformers'",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", params(EXPECTED, KNOWN_MISSES))

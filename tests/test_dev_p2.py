@@ -15,7 +15,11 @@ from triage.logread import scan_text
 DEV, EXPECTED = load("dev-p2")
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
-KNOWN_MISSES: dict[str, str] = {}
+KNOWN_MISSES: dict[str, str] = {
+    "unsupported_gpu--xpu-a770-vllm010-flashattn-cut.log":
+        "the paste stops inside the engine's frames before any error line; only the reporter's prose says the "
+        "FlashAttention backend of the XPU build does not run on the Arc A770",
+}
 
 
 FAILED_LOGS = {n: c for n, c in EXPECTED.items() if c["category"] != "none"}

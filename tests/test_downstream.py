@@ -3,7 +3,7 @@ framework and a vLLM release that do not fit (triage/rules/downstream.py)."""
 
 from __future__ import annotations
 
-from triage.catalogue.areas import area_of_frames
+from triage.areas import area_of_frames
 from triage.diagnose import diagnose
 from triage.logread import scan_text
 from tests.dev_sets import first as top

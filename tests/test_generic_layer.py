@@ -13,7 +13,7 @@ import pytest
 
 from tests.dev_sets import check, load, params
 from tests.dev_sets import first as _top
-from triage.catalogue.areas import area_of_frames, category_for, pass_through
+from triage.areas import area_of_frames, category_for, pass_through
 from triage.diagnose import diagnose
 from triage.logread import scan_text
 
@@ -245,7 +245,7 @@ def test_the_message_of_an_http_error_body_is_looked_up_in_the_catalogue():
     ("vllm/snapshot/runtime.py", "environment"),
 ])
 def test_newer_vllm_layouts_have_an_area(module, category):
-    from triage.catalogue.areas import area_of
+    from triage.areas import area_of
 
     assert area_of(module) == category
 

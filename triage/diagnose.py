@@ -14,7 +14,7 @@ from __future__ import annotations
 from triage.lazyre import lazy
 from typing import Any
 
-from triage.catalogue.areas import TYPE_AREAS, VAGUE, area_of_native, area_of_trace
+from triage.areas import TYPE_AREAS, VAGUE, area_of_native, area_of_trace
 from triage.catalogue.wordclass import reconsider
 from triage.exception_words import category_from_words, decisive, failure_words
 from triage.logread.scan import Scan

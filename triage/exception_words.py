@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from triage.areas import PACKAGES, area_of
 from triage.lazyre import lazy
 
 # "No module named 'flashinfer.jit'", "cannot import name 'X' from 'transformers.models.y' (...)",
@@ -17,32 +18,6 @@ from triage.lazyre import lazy
 IMPORTED_RE = lazy(r"No module named '(?P<a>[\w.]+)'|cannot import name '\w+' from '(?P<b>[\w.]+)'"
                    r"|while importing (?P<c>[\w.]+)|(?P<lib>lib[\w.+-]*\.so[\w.]*): cannot open shared object file",
                    needles=("No module named '", "cannot import name '", "while importing ", "cannot open shared object"))
-
-# top-level package -> category (what its absence or breakage means for a vLLM launch)
-PACKAGES: dict[str, str] = {}
-for _names, _cat in [
-    (("flashinfer", "flash_attn", "vllm_flash_attn", "deep_gemm", "deep_ep", "flash_mla", "flashmla", "xformers",
-      "triton_kernels", "sgl_kernel", "causal_conv1d", "mamba_ssm", "fla", "cutlass", "cuda", "cupy", "pplx_kernels",
-      "nvshmem", "aiter", "apex", "liger_kernel", "fused_moe", "tilelang", "cute", "cutlass_library",
-      "flashinfer_cubin", "flashinfer_jit_cache"), "kernel_library"),
-    (("bitsandbytes", "gptqmodel", "auto_gptq", "awq", "autoawq", "optimum", "compressed_tensors", "modelopt",
-      "quark", "llmcompressor", "hqq", "torchao", "gguf_kernels", "marlin", "exllamav2"), "quantization"),
-    (("transformers", "accelerate", "timm", "open_clip", "qwen_vl_utils", "einops", "librosa", "soundfile",
-      "decord", "av", "torchaudio", "PIL", "cv2"), "model_support"),
-    (("tokenizers", "sentencepiece", "tiktoken", "mistral_common", "jinja2", "blobfile"), "tokenizer_chat_template"),
-    (("huggingface_hub", "safetensors", "gguf", "hf_transfer", "hf_xet", "modelscope", "runai_model_streamer",
-      "tensorizer", "fastsafetensors"), "model_loading"),
-    (("ray", "nixl", "mooncake", "ucx", "torch_npu"), "distributed"),
-    # LMCache is installed beside vLLM for its KV connector, pinned to vLLM's version: one that does not
-    # import is the install (a missing package, or one built for another vLLM)
-    (("lmcache", "lmcache_vllm"), "install_mismatch"),
-    (("triton",), "triton_compile"),
-    (("vllm", "torch", "torchvision", "numpy", "numba", "pydantic", "fastapi", "uvloop", "msgspec", "zmq",
-      "cv", "xgrammar", "outlines", "lm_format_enforcer", "llguidance", "openai", "setuptools",
-      "pkg_resources", "_C", "_moe_C"), "install_mismatch"),
-]:
-    for _n in _names:
-        PACKAGES[_n] = _cat
 
 # Words that name the subsystem whatever raised them; earlier entries win.
 WORDS: list[tuple[tuple[str, ...], str]] = [
@@ -268,8 +243,6 @@ def _call_mismatch(message: str) -> tuple[str, str] | None:
     if owner in VLLM_OBJECTS:
         return "install_mismatch", f"the call to vLLM's {owner} does not fit its signature (code written for another vLLM release)"
     if len(parts) >= 3:
-        from triage.catalogue.areas import area_of
-
         cat = area_of("/".join(parts[:-2]) + ".py")
         if cat is not None:
             return cat, f"the call to {'.'.join(parts[-2:])} ({'.'.join(parts[:-2])}, {cat} code) does not fit its signature"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from triage.catalogue.areas import area_of, area_of_trace, category_for
+from triage.areas import area_of, area_of_trace, category_for
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord, phase_of

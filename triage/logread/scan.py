@@ -38,6 +38,7 @@ _RUNS = re.compile(rb"#+")  # on a first key's miss only: "pid=4188" and "pid=34
 # prints the same first line again.
 _TB_HEAD = b"Traceback (most recent"
 _FRAME_HEAD = b'File "'
+_FRAME_LINE = b'", line '
 # Lines whose numbers are facts, not noise: the machine's rows (one per GPU, "GPU 0: ...", "GPU 1: ..."),
 # the compute capability, and PREFILTER's words with a number in them ("blocks: 0,": the same line with
 # another number is no hit). Each different message among them is read (by_text).
@@ -141,9 +142,10 @@ class Scanner:
             if seen is not None:
                 seen[0] += 1
                 seen[2] = no
-                if _FRAME_HEAD in raw:
+                if _FRAME_HEAD in raw and _FRAME_LINE in raw:
                     # the same frame (another line of the same file) in another traceback: that traceback
-                    # needs it too, or its exception is left without the frames that say who raised it
+                    # needs it too, or its exception is left without the frames that say who raised it (a
+                    # whole frame row only: a wrapped row's first half is the same in many frames)
                     self._tb.feed(seen[3])
                 return seen[3]
             if _TB_HEAD in raw:

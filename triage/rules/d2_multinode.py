@@ -66,7 +66,7 @@ RULES = [
     Rule(signature="distributed.ray_cluster_bringup", category="distributed",
          title="The multi-node Ray cluster did not come up: {step}",
          fix="vLLM needs every node in one Ray cluster before it starts; {advice}.",
-         patterns=[r"Error: Missing argument --(?P<missing>ray_address|ray_cluster_size)",
+         patterns=[r"(?:^|Error: )Missing argument --(?P<missing>ray_address|ray_cluster_size)",
                    r"Ray worker starts timeout, head address: (?P<head>\S+)",
                    r"Waiting for all ray workers to be active timed out"],
          facts=_bringup_facts, playbook="distributed", confidence=0.85),

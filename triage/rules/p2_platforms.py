@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from triage.exception_words import PACKAGES
+from triage.areas import PACKAGES
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, not_in_passing
@@ -74,7 +74,9 @@ AMDSMI_DEVICE_ACCESS: Rule = Rule(
         "user; if amdgpu is not loaded (`lsmod | grep amdgpu`), install or load the driver first.",
     patterns=[rf"AmdSmiLibraryException:?\s*Error code:\s*(?P<code>\d+)\s*\|\s*(?P<status>{AMDSMI_STATUS})",
               # the exception prints its code on the next row: "Error code:\n\t14 | AMDSMI_STATUS_FILE_ERROR"
-              rf"^\s*(?P<code>\d+)\s*\|\s*(?P<status>{AMDSMI_STATUS})\b"],
+              rf"^\s*(?P<code>\d+)\s*\|\s*(?P<status>{AMDSMI_STATUS})\b",
+              # that row under a collector that reads "10 | " as its own prefix (a compose-like service bar)
+              rf"^(?P<status>{AMDSMI_STATUS}) - "],
     playbook="environment", confidence=0.9, check=lambda scan, env: not_in_passing(AMDSMI_DEVICE_ACCESS, scan))
 
 

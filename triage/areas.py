@@ -449,3 +449,30 @@ def area_of_native(text: str, src: str = "") -> tuple[str, str] | None:
         if any(n in base for n in needles):
             return cat, base
     return None
+
+
+# top-level package -> category (what its absence or breakage means for a vLLM launch)
+PACKAGES: dict[str, str] = {}
+for _names, _cat in [
+    (("flashinfer", "flash_attn", "vllm_flash_attn", "deep_gemm", "deep_ep", "flash_mla", "flashmla", "xformers",
+      "triton_kernels", "sgl_kernel", "causal_conv1d", "mamba_ssm", "fla", "cutlass", "cuda", "cupy", "pplx_kernels",
+      "nvshmem", "aiter", "apex", "liger_kernel", "fused_moe", "tilelang", "cute", "cutlass_library",
+      "flashinfer_cubin", "flashinfer_jit_cache"), "kernel_library"),
+    (("bitsandbytes", "gptqmodel", "auto_gptq", "awq", "autoawq", "optimum", "compressed_tensors", "modelopt",
+      "quark", "llmcompressor", "hqq", "torchao", "gguf_kernels", "marlin", "exllamav2"), "quantization"),
+    (("transformers", "accelerate", "timm", "open_clip", "qwen_vl_utils", "einops", "librosa", "soundfile",
+      "decord", "av", "torchaudio", "PIL", "cv2"), "model_support"),
+    (("tokenizers", "sentencepiece", "tiktoken", "mistral_common", "jinja2", "blobfile"), "tokenizer_chat_template"),
+    (("huggingface_hub", "safetensors", "gguf", "hf_transfer", "hf_xet", "modelscope", "runai_model_streamer",
+      "tensorizer", "fastsafetensors"), "model_loading"),
+    (("ray", "nixl", "mooncake", "ucx", "torch_npu"), "distributed"),
+    # LMCache is installed beside vLLM for its KV connector, pinned to vLLM's version: one that does not
+    # import is the install (a missing package, or one built for another vLLM)
+    (("lmcache", "lmcache_vllm"), "install_mismatch"),
+    (("triton",), "triton_compile"),
+    (("vllm", "torch", "torchvision", "numpy", "numba", "pydantic", "fastapi", "uvloop", "msgspec", "zmq",
+      "cv", "xgrammar", "outlines", "lm_format_enforcer", "llguidance", "openai", "setuptools",
+      "pkg_resources", "_C", "_moe_C"), "install_mismatch"),
+]:
+    for _n in _names:
+        PACKAGES[_n] = _cat
