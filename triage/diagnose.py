@@ -420,8 +420,7 @@ def words_guess(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
     and prose, a traceback cut before anything is raised): the word model, learnt from real labelled
     failure logs, reads its words. Only text no logger printed counts as saying so: a healthy start-up's
     lines all carry a level."""
-    told = next((ln for ln in scan.lines if not ln.level and ln.no not in skip_lines and ln.text.strip()
-                 and not ln.text.lstrip().startswith(CODE_START) and failure_words(ln.text)), None)
+    told = next((ln for ln in scan.lines if _says_failed(ln, skip_lines)), None)
     if told is None:
         return None
     from triage.catalogue.wordclass import guess
@@ -445,6 +444,15 @@ def words_guess(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
         first_line=told.no)
 
 
+def _says_failed(ln: Any, skip_lines: set[int]) -> list[str]:
+    """The failure words of a line no logger printed (no level), that is no code, traceback row or wrapper and
+    not already read: how a paste says in its own words that something failed. Empty otherwise."""
+    text = ln.text.strip()
+    if ln.level or not text or ln.no in skip_lines or text.startswith(CODE_START) or is_wrapper(ln.text):
+        return []
+    return failure_words(text)
+
+
 def fragment_guess(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
     """A short paste's most failure-like line, when its words also name a subsystem: a guess said as
     one. Only lines with no log level count (a logger's INFO or WARNING line is how a healthy start-up
@@ -452,12 +460,10 @@ def fragment_guess(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
     a subsystem without saying anything went wrong is not a failure."""
     best: tuple[int, Any, tuple[str, str], list[str]] | None = None
     for ln in scan.lines:
-        text = ln.text.strip()
-        if ln.level or not text or ln.no in skip_lines or text.startswith(CODE_START) or is_wrapper(ln.text):
-            continue
-        said = failure_words(text)
+        said = _says_failed(ln, skip_lines)
         if not said:
             continue
+        text = ln.text.strip()
         worded = category_from_words("", text)
         if worded is None:
             continue
