@@ -218,6 +218,22 @@ def test_rays_cpp_log_prefix_and_daemon_tags_are_peeled():
     assert (ln.text, ln.level) == ("Error pushing mutable object", "ERROR")
 
 
+def test_glog_and_c10_log_prefixes_give_level_and_source():
+    from triage.logread.normalize import parse
+
+    ln = parse(1, "E0911 06:19:37.204720  3746 rdma_transport.cpp:426] RdmaTransport: No available RNIC")
+    assert (ln.text, ln.level, ln.src) == ("RdmaTransport: No available RNIC", "ERROR", "rdma_transport.cpp:426")
+    ln = parse(2, "[rank0]:[W1201 10:12:44.123456 12345 torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1234] "
+                  "Warning: WorkNCCL timed out")
+    assert (ln.level, ln.src, ln.text) == ("WARNING", "torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1234",
+                                           "Warning: WorkNCCL timed out")
+    ln = parse(3, "[E ProcessGroupNCCL.cpp:475] [Rank 0] Watchdog caught collective operation timeout")
+    assert (ln.level, ln.text) == ("ERROR", "[Rank 0] Watchdog caught collective operation timeout")
+    # a word that only looks like a level letter stays text
+    for text in ("E 1234 something", "Exception: boom", "I0911 is not a log line"):
+        assert parse(4, text).level == "" and parse(4, text).text == text
+
+
 def test_a_failed_ray_check_is_a_distributed_failure():
     log = ("(raylet, ip=10.0.0.7) [2025-12-12 15:10:48,697 C 42791 42791] (raylet) x.cc:153:  An unexpected "
            "system state has occurred. You have likely discovered a bug in Ray. Check failed: ok\n")

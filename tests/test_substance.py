@@ -151,3 +151,21 @@ def test_missing_cuda12_runtime_under_a_cuda11_torch_is_a_wheel_mismatch():
     # a library whose soname does not carry the CUDA major (cuDNN 9) is not read as a CUDA version
     d = _one("ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory\n")
     assert d.facts.get("cause") is None and "CUDA 9" not in d.fix.summary
+
+
+def test_torch_from_a_cuda_index_url_is_read_as_its_cuda():
+    d = _one("$ pip install torch==2.8.0 --index-url https://download.pytorch.org/whl/cu129\n"
+             "Traceback (most recent call last):\n"
+             '  File "/usr/local/lib/python3.12/dist-packages/vllm/_custom_ops.py", line 8, in <module>\n'
+             "    import vllm._C\n"
+             "ImportError: libcudart.so.13: cannot open shared object file: No such file or directory\n")
+    assert d.signature == "install.cuda_runtime_lib_missing" and d.facts["torch_cuda"] == "12.9"
+    assert d.facts["cause"] == "wheel_torch_cuda_mismatch"
+
+
+def test_an_old_glibc_is_not_called_a_cpp_runtime():
+    d = _one("ImportError: /lib64/libc.so.6: version `GLIBC_2.32' not found (required by "
+             "/opt/venv/lib/python3.10/site-packages/vllm/_C.abi3.so)\n")
+    assert d.signature == "install.glibc_too_old" and "libstdc++" not in d.fix.summary
+    d = _one("ImportError: /usr/lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found\n")
+    assert d.signature == "install.glibcxx"

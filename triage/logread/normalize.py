@@ -90,6 +90,11 @@ PYLOG_RE = lazy(
 # "[... C 42791 42791] (raylet) experimental_mutable_object_provider.cc:153: ".
 RAY_CPP_RE = lazy(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ (?P<level>[DIWEFC]) \d+ \d+\] (?:\([\w-]+\) )?"
                   r"(?P<src>[\w./-]+\.(?:cc|cpp|h):\d+):\s*")
+# glog / abseil / c10 logging, used by C++ libraries vLLM loads (torch's ProcessGroupNCCL, Mooncake, Triton
+# server, gRPC): "E0911 06:19:37.204720  3746 rdma_context.cpp:70] ", torch's "[W1201 10:12:44.123 12345
+# ProcessGroupNCCL.cpp:1234] " and its older dateless "[E ProcessGroupNCCL.cpp:475] ".
+GLOG_RE = lazy(r"(?:\[(?P<level>[IWEF])(?:\d{4} \d\d:\d\d:\d\d(?:\.\d+)?(?: +\d+)?)? +(?P<src>[\w./+-]+\.(?:cc|cpp|cu|h|py):\d+)\]"
+               r"|(?P<level2>[IWEF])\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ +(?P<src2>[\w./+-]+\.(?:cc|cpp|cu|h|py):\d+)\])\s?")
 # Ray forwards its daemons' output to the driver under their name: "(raylet) ", "(raylet, ip=10.0.0.7) ".
 RAY_DAEMON_RE = lazy(r"\((?P<name>raylet|gcs_server|dashboard|autoscaler|monitor)(?:, ip=(?P<ip>[\w.:-]+))?\)(?: |$)")
 # --- down: loggers of projects that drive vLLM. lm-evaluation-harness: "2024-06-10:18:05:24,757 INFO     [evaluator.py:362] ";
@@ -206,6 +211,13 @@ def parse(no: int, raw: bytes | str, indent: int = 0) -> Line:
             m = RAY_CPP_RE.match(s)
             if m:
                 level, src = _GLOG_LEVELS[m.group("level")], m.group("src")
+                s = s[m.end():]
+                changed = True
+        if not level and (s[:1] in "IWEF" and s[1:5].isdecimal() or s[:1] == "[" and s[1:2] in "IWEF"):
+            m = GLOG_RE.match(s)
+            if m:
+                level = _GLOG_LEVELS[m.group("level") or m.group("level2")]
+                src = m.group("src") or m.group("src2")
                 s = s[m.end():]
                 changed = True
         for may, rx in _PREFIXES:

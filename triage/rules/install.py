@@ -21,10 +21,12 @@ def _torch_cuda(scan) -> str | None:
             return f"{m.group(1)}.{m.group(2)}"
     if f.get("cuda_version"):
         return str(f["cuda_version"])
-    for ln in scan.lines:  # a pip line or a path in the traceback naming torch's build
-        m = re.search(r"torch[-=](?:=)?[\d.]+\+cu(\d+)(\d)\b", ln.text)
+    for ln in scan.lines:  # a pip line or a path naming torch's build, or the PyTorch index it came from
+        m = re.search(r"torch[-=](?:=)?[\d.]+\+cu(\d+)(\d)\b|download\.pytorch\.org/whl/(?:nightly/)?cu(\d+)(\d)\b",
+                      ln.text)
         if m:
-            return f"{m.group(1)}.{m.group(2)}"
+            major, minor = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+            return f"{major}.{minor}"
     return None
 
 
@@ -113,7 +115,17 @@ RULES = [
          title="The C++ runtime is older than a compiled extension needs ({what})",
          fix="An extension was built with a newer GCC than this system's libstdc++: install a newer libstdc++ "
              "(conda install -c conda-forge libstdcxx-ng) or use wheels built for this OS.",
-         patterns=[r"version `(?P<what>GLIBCXX_[\d.]+|GLIBC_[\d.]+|CXXABI_[\d.]+)' not found"],
+         patterns=[r"version `(?P<what>GLIBCXX_[\d.]+|CXXABI_[\d.]+)' not found"],
+         playbook="install-mismatch", confidence=0.9),
+    # libc itself, unlike libstdc++, comes with the OS: no pip or conda package replaces it under a wheel
+    Rule(signature="install.glibc_too_old", category="install_mismatch",
+         title="The system's C library is older than a compiled extension needs ({what})",
+         fix="A wheel here (often vLLM's own vllm._C) was built on a newer Linux than this one, and the OS's glibc "
+             "(`ldd --version`) cannot be upgraded by pip or conda. Run vLLM in its container image "
+             "(`docker run --gpus all vllm/vllm-openai ...`) or on a newer OS, install a release whose wheel targets "
+             "an older glibc (the manylinux_2_NN tag in the wheel's file name is the glibc it needs), or build vLLM "
+             "from source on this machine.",
+         patterns=[r"version `(?P<what>GLIBC_[\d.]+)' not found"],
          playbook="install-mismatch", confidence=0.9),
     Rule(signature="install.numpy_abi", category="install_mismatch",
          title="A module compiled for NumPy 1.x is running under NumPy 2",
