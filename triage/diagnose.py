@@ -87,6 +87,8 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
         fb = unknown(scan, harmless_lines | used) or _unknown_exception(scan, harmless_lines, used)
         if fb is not None:
             fb = reconsider(scan, fb)
+        elif not found:
+            fb = _stalled(scan)
         # a guess that only agrees with what a hand rule already said adds nothing: the rule's words win
         if fb is not None and all(d.category != fb.category for _, d in found):
             found.append((Rule(fb.signature, fb.category, fb.title, "", confidence=fb.confidence), fb))
@@ -238,6 +240,17 @@ def unknown(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
         return diagnose_unknown(scan, skip_lines, is_wrapper, frames=False, words=category_from_words)
     except Exception as exc:  # like a broken rule: the plain fallback still answers
         scan.warnings.append(f"message catalogue failed: {type(exc).__name__}: {exc}")
+        return None
+
+
+def _stalled(scan: Scan) -> Diagnosis | None:
+    """No error anywhere: the step of start-up the log stops in, where vLLM is known to hang."""
+    try:
+        from triage.catalogue.stall import stalled
+
+        return stalled(scan)
+    except Exception as exc:
+        scan.warnings.append(f"start-up step reading failed: {type(exc).__name__}: {exc}")
         return None
 
 

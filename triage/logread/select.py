@@ -82,6 +82,12 @@ PREFILTER = (
     # -- s3: the multimodal budget check quoted in prose without its ValueError (one item above the step's tokens)
     "|max_tokens_per_mm_item"
     # -- end s3
+    # start-up's steps and the server's start (triage.catalogue.stall: the step a log with no error stops in);
+    # each printed once per start-up, never per request
+    "|P2P access cache|using nccl|Found nccl|message queue communication|world size|world_size="
+    "|Starting to load model|checkpoint shards|weights format|Dynamo bytecode|Compiling a graph|compile takes|for vLLM's torch"
+    "|startup complete|Uvicorn running|API server|Available routes|init engine|GPU blocks|KV cache size"
+    "|Maximum concurrency|Memory profiling"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a
