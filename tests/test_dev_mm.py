@@ -91,3 +91,30 @@ def test_a_text_model_in_a_script_stays_a_text_only_option():
     d = first('llm = LLM(model="meta-llama/Llama-3.1-8B-Instruct", limit_mm_per_prompt={"image": 2})\n'
               "ValueError: `limit_mm_per_prompt` is only supported for multimodal models.\n")
     assert (d.signature, d.category) == ("config.mm_option_text_only", "engine_config")
+
+
+def test_the_remote_code_import_warning_is_kept_in_a_full_log():
+    # a log with vLLM's headers is filtered by its words: transformers' check_imports warning carries none of the
+    # error words, and it is the only line that names the package
+    d = first("(APIServer pid=1) INFO 11-24 16:04:10 [model.py:630] Resolved architecture: Ernie4_5_VLMoeForConditionalGeneration\n"
+              "(APIServer pid=1) Encountered exception while importing decord: No module named 'decord'\n"
+              "(APIServer pid=1) Traceback (most recent call last):\n"
+              '(APIServer pid=1)   File "<frozen runpy>", line 198, in _run_module_as_main\n')
+    assert d.signature == "model_support.mm_package_missing" and d.facts["package"] == "decord"
+
+
+# ---- an item larger than the encoder cache: both wordings of input_processor._validate_model_input ---------------
+
+@pytest.mark.parametrize("text, modality, tokens", [
+    ("vllm.exceptions.VLLMValidationError: The decoder prompt contains a(n) video item with length 16758, which "
+     "exceeds the pre-allocated encoder cache size 16384. Please reduce the input size or increase the encoder cache "
+     "size by setting --limit-mm-per-prompt at startup.\n", "video", 16758),
+    ('{"error":{"message":"The decoder prompt contains a(n) audio item with 29537 embedding tokens, which exceeds the '
+     'pre-allocated encoder cache size 2048. Please reduce the input size or increase the encoder cache size by '
+     'setting --limit-mm-per-prompt at startup.","type":"BadRequestError","code":400}}\n', "audio", 29537),
+])
+def test_an_item_over_the_encoder_cache_names_the_budget_to_raise(text, modality, tokens):
+    d = first(text)
+    assert (d.signature, d.category) == ("config.mm_item_exceeds_encoder_cache", "engine_config")
+    assert (d.facts["modality"], d.facts["item_tokens"]) == (modality, tokens)
+    assert f"--max-num-batched-tokens {tokens}" in d.fix.summary

@@ -82,6 +82,10 @@ PREFILTER = (
     # -- s3: the multimodal budget check quoted in prose without its ValueError (one item above the step's tokens)
     "|max_tokens_per_mm_item"
     # -- end s3
+    # -- mm: transformers' check_imports warning for a checkpoint's remote code ("Encountered exception while
+    # importing decord: No module named 'decord'"); vLLM's PlaceholderModule hint quoted without its ImportError
+    "|while importing|Please install"
+    # -- end mm
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -77,6 +77,8 @@ MODULES = [
     "s3_spec_decode",
     # mm: a modality's decoders (vllm[audio], decord, qwen-vl-utils) imported only when that input arrives
     "mm_media",
+    # mm: a multimodal item larger than the encoder cache sized at start-up
+    "mm_encoder",
 ]
 
 
