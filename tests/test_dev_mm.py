@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.dev_sets import check, first, load, params, top
+from triage.diagnose import diagnose
+from triage.logread import scan_text
 
 DEV, EXPECTED = load("dev-mm")
 
@@ -118,3 +120,34 @@ def test_an_item_over_the_encoder_cache_names_the_budget_to_raise(text, modality
     assert (d.signature, d.category) == ("config.mm_item_exceeds_encoder_cache", "engine_config")
     assert (d.facts["modality"], d.facts["item_tokens"]) == (modality, tokens)
     assert f"--max-num-batched-tokens {tokens}" in d.fix.summary
+
+
+# ---- the multimodal path's notes that read like failures ------------------------------------------------------
+
+@pytest.mark.parametrize("text, signature", [
+    # transformers' ProcessorMixin (both quotings across releases)
+    ("Keyword argument `max_pixels` is not a valid argument for this processor and will be ignored.\n",
+     "harmless.processor_kwarg_ignored"),
+    ("Keyword argument min_pixels is not a valid argument for this processor and will be ignored.\n",
+     "harmless.processor_kwarg_ignored"),
+    ("Using a slow image processor as `use_fast` is unset and a slow processor was saved with this model. "
+     "`use_fast=True` will be the default behavior in v4.52, even if the model was saved with a slow processor.\n",
+     "harmless.image_processor_fast_slow"),
+    ("It looks like you are trying to rescale already rescaled images. If the input images have pixel values between "
+     "0 and 1, set `do_rescale=False` to avoid rescaling them again.\n", "harmless.image_processor_fast_slow"),
+    ("WARNING 10-29 17:42:42 model_runner.py:1247] Computed max_num_seqs (min(256, 32768 // 147456)) to be less "
+     "than 1. Setting it to the minimum value of 1.\n", "harmless.mm_profiling_seq_short"),
+])
+def test_multimodal_notes_are_no_failure(text, signature):
+    ds, notes = diagnose(scan_text(text))
+    assert all(d.confidence <= 0.5 for d in ds)
+    assert signature in [n.signature for n in notes]
+
+
+def test_a_profiling_note_does_not_hide_the_oom_after_it():
+    d = first("WARNING 04-27 16:27:59 [profiling.py:245] The sequence length used for profiling (max_num_batched_tokens "
+              "/ max_num_seqs = 20000) is too short to hold the multi-modal embeddings in the worst case (98304 tokens "
+              "in total, out of which {'image': 81920, 'video': 16384} are reserved for multi-modal embeddings).\n"
+              "ERROR 04-27 16:28:02 [engine.py:448] CUDA out of memory. Tried to allocate 800.00 MiB. GPU 0 has a total "
+              "capacity of 15.56 GiB of which 442.62 MiB is free.\n")
+    assert d.category == "gpu_oom"

@@ -85,6 +85,9 @@ PREFILTER = (
     # -- mm: transformers' check_imports warning for a checkpoint's remote code ("Encountered exception while
     # importing decord: No module named 'decord'"); vLLM's PlaceholderModule hint quoted without its ImportError
     "|while importing|Please install"
+    # harmless notes of the multimodal path (rules/mm_media.py HARMLESS): a processor kwarg "will be ignored", the
+    # fast/slow image processor switch
+    "|will be ignored|fast processor|slow image processor|already rescaled"
     # -- end mm
 )
 PREFILTER_RE = lazy(PREFILTER.encode())

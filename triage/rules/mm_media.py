@@ -109,4 +109,24 @@ AUDIO_UNDECODABLE = Rule(
     patterns=[r"Invalid or unsupported audio file\."],
     playbook="model-support", confidence=0.6)
 
-RULES = [MM_PACKAGE_MISSING, AUDIO_UNDECODABLE]
+# What the multimodal path prints on a healthy start-up and reads like a failure: transformers' processor refusing
+# a kwarg vLLM passes to it anyway (max_pixels, fps: processing_utils warns and vLLM's own merge still applies it),
+# the slow/fast image processor switch and the rescale notice, and vLLM's profiling note that the profiled sequence
+# cannot hold the worst-case multimodal embeddings (V0 then sets max_num_seqs to 1; a request may fail later, the
+# start-up does not).
+HARMLESS = [
+    Rule(signature="harmless.processor_kwarg_ignored", category="", harmless=True,
+         title="The HF processor says a multimodal kwarg 'will be ignored' (vLLM still applies it; harmless)",
+         fix="", patterns=[r"Keyword argument `?\w+`? is not a valid argument for this processor and will be ignored"]),
+    Rule(signature="harmless.image_processor_fast_slow", category="", harmless=True,
+         title="transformers notes the fast/slow image processor choice (harmless)",
+         fix="", patterns=[r"Using a slow image processor as `use_fast` is unset",
+                           r"is now loaded as a fast processor by default, even if the model checkpoint was saved",
+                           r"It looks like you are trying to rescale already rescaled images"]),
+    Rule(signature="harmless.mm_profiling_seq_short", category="", harmless=True,
+         title="Profiling cannot fit the worst-case multimodal embeddings in one sequence (a note, not a failure)",
+         fix="", patterns=[r"is too short to hold the multi-modal embeddings in the worst case",
+                           r"Computed max_num_seqs \(min\(\d+, \d+ // \d+\)\) to be less than 1"]),
+]
+
+RULES = [MM_PACKAGE_MISSING, AUDIO_UNDECODABLE, *HARMLESS]
