@@ -151,3 +151,19 @@ def test_a_profiling_note_does_not_hide_the_oom_after_it():
               "ERROR 04-27 16:28:02 [engine.py:448] CUDA out of memory. Tried to allocate 800.00 MiB. GPU 0 has a total "
               "capacity of 15.56 GiB of which 442.62 MiB is free.\n")
     assert d.category == "gpu_oom"
+
+
+@pytest.mark.parametrize("text, install", [
+    # torchvision's video reader names PyAV: the pip package is av, and no audio extra is involved
+    ("ImportError: PyAV is not installed, and is necessary for the video operations in torchvision.\n",
+     "pip install av"),
+    # a ticket's own words
+    ("We're running vllm 0.7.3 latest docker container. It looks like librosa is not installed by default in the "
+     "dockerfile\n", "pip install 'vllm[audio]'"),
+    ("missing install vllm[audio] for https://huggingface.co/fixie-ai/ultravox-v0_5-llama-3_1-8b\n",
+     "pip install 'vllm[audio]'"),
+])
+def test_the_package_said_in_prose_gets_its_install(text, install):
+    d = first(text)
+    assert d.signature == "model_support.mm_package_missing"
+    assert install in d.fix.summary

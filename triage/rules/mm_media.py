@@ -29,19 +29,20 @@ from triage.model import Diagnosis
 from triage.rules.base import Rule
 
 # Import names of the packages a modality or a model's processor needs beside vLLM, and how to get them.
-AUDIO = ("librosa", "soundfile", "av", "pyav", "resampy", "soxr")
+AUDIO = ("librosa", "soundfile", "av", "resampy", "soxr")
+VIDEO_PYAV = ("pyav",)  # torchvision's video reader names PyAV
 VIDEO = ("decord",)
 VISION = ("qwen_vl_utils", "qwen_omni_utils", "keye_vl_utils", "timm", "open_clip")
 _PIP = {"qwen_vl_utils": "qwen-vl-utils", "qwen_omni_utils": "qwen-omni-utils", "keye_vl_utils": "keye-vl-utils",
         "open_clip": "open-clip-torch", "pyav": "av"}
-PACKAGE = "|".join(AUDIO + VIDEO + VISION)
+PACKAGE = "|".join(AUDIO + VIDEO + VIDEO_PYAV + VISION)
 
 
 def _advice(m, line, scan: Scan) -> dict[str, Any]:
     g = m.groupdict()
     extra = g.get("extra")
     package = (g.get("package") or "").strip()
-    if extra is None and package in AUDIO:
+    if extra is None and package.lower() in AUDIO:
         extra = "audio"
     docker = ("vllm/vllm-openai" in scan.joined_text() or "docker" in scan.joined_text().lower())
     image = (" The published vllm/vllm-openai images leave these out on purpose: build on top of yours "
@@ -54,7 +55,7 @@ def _advice(m, line, scan: Scan) -> dict[str, Any]:
         elif extra == "video":
             cmd += " (or `pip install decord`)"
     else:
-        pip = _PIP.get(package, package.replace("_", "-"))
+        pip = _PIP.get(package.lower(), package.replace("_", "-"))
         what = f"the package {package}"
         cmd = f"`pip install {pip}`"
     return {"what": what, "install": f"{cmd}{image}"}
