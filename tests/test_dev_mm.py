@@ -37,6 +37,10 @@ def test_dev_log_through_cli(name):
     # torchvision's video reader without PyAV
     ("ImportError: PyAV is not installed, and is necessary for the video operations in torchvision.\n",
      "the package PyAV"),
+    # transformers' requires_backends (Gemma 3n's timm-backed vision tower)
+    ("ImportError: \nTimmWrapperConfig requires the timm library but it was not found in your environment. You can "
+     "install it with pip:\n`pip install timm`. Please note that you may need to restart your runtime after "
+     "installation.\n", "the package timm"),
     # an audio decoder named alone is the audio extra
     ("ModuleNotFoundError: No module named 'soundfile'\n", "vLLM's audio extra"),
 ])

@@ -9,7 +9,8 @@ transcription or video request fails, and the published images (vllm/vllm-openai
 purpose. A checkpoint's remote code does the same through transformers' `check_imports`
 (dynamic_module_utils): "Encountered exception while importing decord: No module named 'decord'", then
 "This modeling file requires the following packages that were not found in your environment: decord. Run `pip
-install decord`".
+install decord`"; transformers' own classes through requires_backends ("TimmWrapperConfig requires the timm library
+but it was not found in your environment", Gemma 3n's vision tower).
 
 The speech-to-text endpoint hides the import error: `load_audio` fails on the missing decoder (soundfile, then
 PyAV), and serving wraps every failure as "Invalid or unsupported audio file." (0.1x-0.2x, until the install hint
@@ -76,6 +77,9 @@ MM_PACKAGE_MISSING = Rule(
         rf"(?P<package>{PACKAGE})\b",
         # the import itself (a package in no vLLM extra re-raises Python's error; a title may drop the quotes)
         rf"No module named '?(?P<package>{PACKAGE})'?(?![\w.])",
+        # transformers' requires_backends (a processor or a timm-backed vision tower: "TimmWrapperConfig requires the
+        # timm library but it was not found in your environment. You can install it with pip: `pip install timm`")
+        rf"requires the (?P<package>{PACKAGE}) library but it was not found in your environment",
         # torchvision's video reader without PyAV
         r"(?P<package>PyAV) is not installed, and is necessary for the video operations",
         # a thread's own words: "librosa is not installed by default in the dockerfile", "missing install vllm[audio]"
