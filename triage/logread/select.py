@@ -88,6 +88,13 @@ PREFILTER = (
     "|Starting to load model|checkpoint shards|weights format|Dynamo bytecode|Compiling a graph|compile takes|for vLLM's torch"
     "|startup complete|Uvicorn running|API server|Available routes|init engine|GPU blocks|KV cache size"
     "|Maximum concurrency|Memory profiling"
+    # -- mm: transformers' check_imports warning for a checkpoint's remote code ("Encountered exception while
+    # importing decord: No module named 'decord'"); vLLM's PlaceholderModule hint quoted without its ImportError
+    "|while importing|Please install"
+    # harmless notes of the multimodal path (rules/mm_media.py HARMLESS): a processor kwarg "will be ignored", the
+    # fast/slow image processor switch
+    "|will be ignored|fast processor|slow image processor|already rescaled"
+    # -- end mm
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

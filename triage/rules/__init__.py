@@ -75,6 +75,10 @@ MODULES = [
     "s3_engine_refusals",
     # s3: a LoRA adapter applied to the draft model too (V0 speculative decoding)
     "s3_spec_decode",
+    # mm: a modality's decoders (vllm[audio], decord, qwen-vl-utils) imported only when that input arrives
+    "mm_media",
+    # mm: a multimodal item larger than the encoder cache sized at start-up
+    "mm_encoder",
 ]
 
 

@@ -348,6 +348,12 @@ MULTIMODAL_NAME_RE = lazy(
     r"blip|smolvlm|nvlm|glm-?4v|kimi-vl|phi-?4-multimodal")
 
 
+# A script's own name for the checkpoint it hands to LLM(...): MODEL_PATH = "/models/Qwen2.5-Omni-7B", model="..."
+MODEL_ASSIGNED_RE = lazy(r"\b(?:MODEL_(?:PATH|NAME|ID)|model_(?:path|name|id)|model)\s*=\s*[\"']([^\"']+)[\"']")
+# A model id a ticket names in its prose ("the model (Qwen2.5-Omni-7B) is not recognised"): a hyphenated name
+MODEL_ID_RE = lazy(r"(?<![\w./-])(?:[\w.-]+/)?[A-Za-z][\w.]*-[\w.-]*\w")
+
+
 def _model_named(scan: Scan) -> str:
     model = scan.facts.get("model")
     if model:
@@ -355,9 +361,14 @@ def _model_named(scan: Scan) -> str:
     for ln in scan.lines:
         # the command line, or vLLM's own echo of it (Namespace(model='...'), non-default args: {'model': '...'})
         m = re.search(r"vllm serve\s+([^\s-]\S*)|--model[= ](\S+)|\bmodel(?:_tag)?='([^']+)'|'model(?:_tag)?': '([^']+)'",
-                      ln.text)
+                      ln.text) or MODEL_ASSIGNED_RE.search(ln.text)
         if m:
             return next(g for g in m.groups() if g)
+    # no launch names it: a multimodal model id the ticket mentions is the model it is about
+    for ln in scan.lines:
+        for m in MODEL_ID_RE.finditer(ln.text):
+            if MULTIMODAL_NAME_RE.search(m.group()):
+                return m.group()
     return ""
 
 
