@@ -82,6 +82,10 @@ PREFILTER = (
     # -- s3: the multimodal budget check quoted in prose without its ValueError (one item above the step's tokens)
     "|max_tokens_per_mm_item"
     # -- end s3
+    # -- ctr: transformers' / diffusers' warning that the HF cache cannot be created (no error word; the cause of a
+    # failure a pod's arbitrary UID or read-only mount brings)
+    "|your cache folder"
+    # -- end ctr
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -75,6 +75,8 @@ MODULES = [
     "s3_engine_refusals",
     # s3: a LoRA adapter applied to the draft model too (V0 speculative decoding)
     "s3_spec_decode",
+    # ctr: containers and clusters (a Kubernetes Service's *_PORT variable, an HF cache the pod's user cannot write)
+    "ctr_containers",
 ]
 
 

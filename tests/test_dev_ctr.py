@@ -1,0 +1,109 @@
+"""ctr's dev set (tests/logs/dev-ctr/): real logs of vLLM in containers and clusters, through the CLI, and the
+mechanisms that name them, each on the other forms the raising code writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.dev_sets import check, first, load, params, top
+
+DEV, EXPECTED = load("dev-ctr")
+
+# Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
+KNOWN_MISSES: dict[str, str] = {}
+
+
+@pytest.mark.parametrize("name", params(EXPECTED, KNOWN_MISSES))
+def test_dev_log_through_cli(name):
+    check(DEV, name, EXPECTED[name])
+
+
+# ---- a Kubernetes Service's <NAME>_PORT variable read as vLLM's own port ----------------------------------
+
+@pytest.mark.parametrize("text, var, value", [
+    # vllm/envs.py get_vllm_port (0.9+): a URI, and any other non-integer
+    ("ValueError: VLLM_PORT 'tcp://10.0.0.7:8000' appears to be a URI. This may be caused by a Kubernetes service "
+     "discovery issue,check the warning in: https://docs.vllm.ai/en/stable/serving/env_vars.html\n",
+     "VLLM_PORT", "tcp://10.0.0.7:8000"),
+    ("ValueError: VLLM_PORT 'eight-thousand' must be a valid integer\n", "VLLM_PORT", "eight-thousand"),
+    # the Aphrodite fork's copy of the same check
+    ("ValueError: APHRODITE_PORT 'tcp://10.1.2.3:2242' appears to be a URI. This may be caused by a Kubernetes "
+     "service discovery issue.\n", "APHRODITE_PORT", "tcp://10.1.2.3:2242"),
+])
+def test_port_variable_not_a_number_is_the_pod_environment(text, var, value):
+    d = first(text)
+    assert (d.signature, d.category) == ("environment.service_env_port", "environment")
+    assert (d.facts["var"], d.facts["value"]) == (var, value)
+
+
+def test_old_int_parse_of_a_service_uri_names_the_variable_from_the_frame():
+    d = first("    lambda: int(os.getenv('VLLM_PORT', '0'))\n"
+              "ValueError: invalid literal for int() with base 10: 'tcp://10.100.120.175:80'\n")
+    assert d.signature == "environment.service_env_port"
+    assert d.facts["var"] == "VLLM_PORT" and "enableServiceLinks" in d.fix.summary
+
+
+def test_an_int_parse_of_other_text_is_not_a_service_variable():
+    d = top("ValueError: invalid literal for int() with base 10: 'auto'\n")
+    assert d is None or d.signature != "environment.service_env_port"
+
+
+# ---- the HF cache the container's user cannot create -------------------------------------------------------
+
+@pytest.mark.parametrize("warning", [
+    # transformers (utils/hub.py)
+    "There was a problem when trying to write in your cache folder (/.cache/huggingface/hub). You should set the "
+    "environment variable TRANSFORMERS_CACHE to a writable directory.",
+    # diffusers
+    "There was a problem when trying to write in your cache folder (/.cache/huggingface/diffusers). Please, ensure "
+    "the directory exists and can be written to.",
+])
+def test_cache_warning_before_a_failure_names_the_cache(warning):
+    # the traceback that follows is cut before its message (as pod logs and pastes often are)
+    d = first(warning + "\nTraceback (most recent call last):\n"
+              '  File "/usr/local/lib/python3.10/dist-packages/huggingface_hub/file_download.py", line 1371, in '
+              "hf_hub_download\n    os.makedirs(os.path.dirname(blob_path), exist_ok=True)\n"
+              '  File "/usr/lib/python3.10/os.py", line 215, in makedirs\n    makedirs(head, exist_ok=exist_ok)\n')
+    assert (d.signature, d.category) == ("environment.hf_cache_not_writable", "environment")
+    assert d.facts["path"].startswith("/.cache/huggingface/")
+
+
+def test_cache_warning_alone_is_no_failure():
+    d = top("There was a problem when trying to write in your cache folder (/.cache/huggingface/hub). You should "
+            "set the environment variable TRANSFORMERS_CACHE to a writable directory.\n"
+            "INFO 03-31 10:02:11 api_server.py:212] vLLM API server version 0.4.0\n")
+    assert d is None or d.signature != "environment.hf_cache_not_writable"
+
+
+# ---- a permission failure named without its message; a read-only mount ------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "k8s deployment failure vllm OSError: PermissionError\n",
+    "Deploying on an OpenShift 4.18 cluster fails with PermissionError.\n",
+])
+def test_permission_error_named_without_a_path_is_the_environment(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("environment.permission_denied", "environment")
+
+
+def test_a_permission_error_class_mentioned_in_code_is_not_claimed():
+    d = top("    except PermissionError:\n        pass\n")
+    assert d is None or d.signature != "environment.permission_denied"
+
+
+def test_read_only_mount_says_so_and_how_to_mount_it():
+    d = first("OSError: [Errno 30] Read-only file system: '/model-cache/models--meta-llama--Llama-3.1-8B-Instruct'\n")
+    assert d.signature == "environment.permission_denied"
+    assert "read-only" in d.title and "readOnly: false" in d.fix.summary
+
+
+# ---- a port conflict stated in prose -----------------------------------------------------------------------
+
+def test_port_conflict_in_a_title_is_a_port_in_use():
+    d = first("Model instance startup failure due to port conflict with VLLM_PORT from another instance\n")
+    assert (d.signature, d.category) == ("environment.port_in_use", "environment")
+
+
+def test_advice_to_avoid_port_conflicts_is_no_failure():
+    d = top("INFO 01-20 16:32:02 [utils.py:253] To avoid port conflicts, we pop a new port each time\n")
+    assert d is None or d.signature != "environment.port_in_use"
