@@ -63,7 +63,9 @@ CACHE_WARNING = Rule(
 
 def _cache_not_writable(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     # the warning alone is no failure (a model given by local path never needs the cache)
-    failed = scan.exceptions or scan.cut_tracebacks or any(ln.level in ("ERROR", "CRITICAL") for ln in scan.lines)
+    # (a traceback's head counts too: prose after a pasted, cut traceback leaves it neither raised nor cut)
+    failed = scan.exceptions or scan.cut_tracebacks or any(
+        ln.level in ("ERROR", "CRITICAL") or "Traceback (most recent call last)" in ln.text for ln in scan.lines)
     return CACHE_WARNING.match_lines(scan) if failed else None
 
 
