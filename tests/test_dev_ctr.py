@@ -107,3 +107,55 @@ def test_port_conflict_in_a_title_is_a_port_in_use():
 def test_advice_to_avoid_port_conflicts_is_no_failure():
     d = top("INFO 01-20 16:32:02 [utils.py:253] To avoid port conflicts, we pop a new port each time\n")
     assert d is None or d.signature != "environment.port_in_use"
+
+
+def test_a_shell_that_may_not_execute_the_program_is_a_permission_failure():
+    d = first("/bin/sh: 1: vllm: Permission denied\n")
+    assert (d.signature, d.category) == ("environment.permission_denied", "environment")
+    assert d.facts["path"] == "vllm"
+
+
+# ---- CDI device names the runtime cannot resolve ------------------------------------------------------------
+
+@pytest.mark.parametrize("text, device", [
+    ("Error: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=all\n", "nvidia.com/gpu=all"),
+    # docker 25+ / containerd with CDI enabled
+    ("docker: Error response from daemon: CDI device injection failed: unresolvable CDI devices nvidia.com/gpu=0.\n",
+     "nvidia.com/gpu=0"),
+    # a spec generated before a driver update or a device change
+    ('Error: setting up CDI devices: failed to inject devices: failed to stat CDI host device "/dev/dri/renderD129": '
+     "no such file or directory\n", "/dev/dri/renderD129"),
+])
+def test_unresolvable_cdi_device_is_the_host_spec(text, device):
+    d = first(text)
+    assert (d.signature, d.category) == ("environment.cdi_unresolved", "environment")
+    assert d.facts["device"] == device and "nvidia-ctk cdi generate" in d.fix.summary
+
+
+# ---- the kubelet restarting a container whose probe failed --------------------------------------------------
+
+@pytest.mark.parametrize("text, probe", [
+    ("  Normal   Killing    9m   kubelet   Container vllm failed liveness probe, will be restarted\n", "liveness"),
+    ("  Normal   Killing    4m   kubelet   Container vllm failed startup probe, will be restarted\n", "startup"),
+    ('  Warning  Unhealthy  2m (x30 over 7m)  kubelet  Startup probe failed: Get "http://10.1.0.7:8000/health": '
+     "dial tcp 10.1.0.7:8000: connect: connection refused\n", "startup"),
+    ("  Warning  Unhealthy  25m (x3 over 25m)  kubelet  Liveness probe failed: HTTP probe failed with statuscode: 503\n",
+     "liveness"),
+])
+def test_probe_restart_is_the_pod_spec(text, probe):
+    d = first(text)
+    assert (d.signature, d.category) == ("environment.probe_restart", "environment")
+    assert d.facts["probe"] == probe
+
+
+def test_a_readiness_probe_alone_restarts_nothing():
+    d = top('  Warning  Unhealthy  9m (x9 over 11m)  kubelet  Readiness probe failed: Get "http://10.244.0.13:8000/health":'
+            " dial tcp 10.244.0.13:8000: connect: connection refused\n")
+    assert d is None or d.signature != "environment.probe_restart"
+
+
+def test_the_containers_own_failure_outranks_the_probe_that_followed_it():
+    d = first("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+              "23.55 GiB of which 1.12 GiB is free.\n"
+              "  Normal   Killing    9m   kubelet   Container vllm failed liveness probe, will be restarted\n")
+    assert d.signature != "environment.probe_restart"

@@ -85,6 +85,9 @@ PREFILTER = (
     # -- ctr: transformers' / diffusers' warning that the HF cache cannot be created (no error word; the cause of a
     # failure a pod's arbitrary UID or read-only mount brings)
     "|your cache folder"
+    # the kubelet's probe events in a pasted `kubectl describe pod` ("Liveness probe failed: ...", "Container vllm
+    # failed liveness probe, will be restarted"): no error word
+    "|probe failed|probe, will be restarted"
     # -- end ctr
 )
 PREFILTER_RE = lazy(PREFILTER.encode())

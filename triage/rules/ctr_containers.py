@@ -71,3 +71,43 @@ def _cache_not_writable(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
 
 CACHE_WARNING.check = _cache_not_writable
 RULES += [CACHE_WARNING]
+
+
+# ---- CDI: the GPUs named by a Container Device Interface spec -----------------------------------------------
+# podman (`--device nvidia.com/gpu=all`), docker 25+ and containerd resolve the device name against the CDI specs in
+# /etc/cdi and /var/run/cdi, which `nvidia-ctk cdi generate` writes. No spec (or one unreadable, or in a directory
+# the runtime does not read) leaves the name unresolvable; a spec written before a driver update or a device change
+# points at files that are gone.
+RULES += [
+    Rule(signature="environment.cdi_unresolved", category="environment",
+         title="The container runtime cannot resolve the CDI device {device}",
+         fix="Generate the NVIDIA CDI spec on the host and start the container again: "
+             "`sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, then `nvidia-ctk cdi list` must show "
+             "{device}. Regenerate it after every driver update (a stale spec names files that no longer exist); "
+             "rootless podman also needs the spec readable (`chmod a+r`), and a runtime reading another directory "
+             "needs it there (e.g. `podman --cdi-spec-dir=/run/cdi`).",
+         patterns=[r"unresolvable CDI devices? (?P<device>[\w.-]+/[\w.-]+=[\w-]+(?:[.,][\w-]+)*)",
+                   r"failed to stat CDI host device \"(?P<device>[^\"]+)\""],
+         playbook="environment", confidence=0.9),
+]
+
+
+# ---- Kubernetes probes restarting the container -------------------------------------------------------------
+# The kubelet kills a container whose liveness (or startup) probe fails failureThreshold times in a row
+# ("Container <name> failed liveness probe, will be restarted"). vLLM answers /health only once the model is
+# loaded and warmed up (download, weights, torch.compile, CUDA graphs: minutes), so a probe tuned for a web app
+# restarts it before it ever serves. The same events follow a vLLM that crashed, so the rule ranks below any
+# failure the container's own log states.
+RULES += [
+    Rule(signature="environment.probe_restart", category="environment",
+         title="Kubernetes restarted the container: its {probe} probe failed before vLLM answered /health",
+         fix="vLLM needs minutes (download, weights, compile, CUDA graphs) before /health answers: give the pod a "
+             "startupProbe on /health whose failureThreshold x periodSeconds exceeds the load time (e.g. "
+             "failureThreshold: 60, periodSeconds: 10 is 10 minutes) and start the liveness probe after it, or raise "
+             "initialDelaySeconds. If the container's own log (`kubectl logs --previous <pod>`) shows an error "
+             "before the restart, that error is the cause.",
+         patterns=[r"failed (?P<probe>liveness|startup) probe, will be restarted",
+                   r"(?P<probe>Liveness|Startup) probe failed: (?:Get \"[^\"]*/health\"|HTTP probe failed)"],
+         facts=lambda m, line, scan: {"probe": m.group("probe").lower()},
+         playbook="environment", confidence=0.75, secondary=True),
+]

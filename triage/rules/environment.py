@@ -431,6 +431,8 @@ PERMISSION_PATTERNS = [
     r"(?P<path>[^\s`'\"]+\.so[\w.]*): cannot open shared object file: Permission denied",
     r"failed to create directory `(?P<path>[^`]+)`: Permission denied",  # uv
     r"mkdir: cannot create directory ['‘](?P<path>[^'’]+)['’]: Permission denied",
+    # a shell that may not execute the program (a venv or entrypoint not executable by the container's user)
+    r"^(?:/bin/|/usr/bin/)?(?:ba|da)?sh: (?:(?:line )?\d+: )?(?P<path>[^\s:]+): Permission denied",
     # a title or prose naming the exception without its message ("k8s deployment failure vllm OSError: PermissionError")
     r"(?:OSError: |\bwith |\bfails? with )PermissionError\b(?!: \[)(?P<path>)",
 ]
