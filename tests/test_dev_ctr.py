@@ -159,3 +159,35 @@ def test_the_containers_own_failure_outranks_the_probe_that_followed_it():
               "23.55 GiB of which 1.12 GiB is free.\n"
               "  Normal   Killing    9m   kubelet   Container vllm failed liveness probe, will be restarted\n")
     assert d.signature != "environment.probe_restart"
+
+
+# ---- an image that could not be pulled; a pod the kubelet evicted -------------------------------------------
+
+@pytest.mark.parametrize("text, image, why", [
+    ('  Warning  Failed  3m  kubelet  Failed to pull image "vllm/vllm-openai:v9.9.9": rpc error: code = NotFound '
+     'desc = failed to pull and unpack image "docker.io/vllm/vllm-openai:v9.9.9": failed to resolve reference '
+     '"docker.io/vllm/vllm-openai:v9.9.9": docker.io/vllm/vllm-openai:v9.9.9: not found\n',
+     "vllm/vllm-openai:v9.9.9", "no such image or tag"),
+    ("docker: Error response from daemon: pull access denied for myorg/vllm-private, repository does not exist or "
+     "may require 'docker login': denied: requested access to the resource is denied.\n",
+     "myorg/vllm-private", "the registry refused the credentials"),
+    ("docker: failed to register layer: write /usr/local/lib/python3.12/dist-packages/torch/lib/libtorch_cuda.so: "
+     "no space left on device.\n", "the image", "the disk ran out while unpacking the image"),
+])
+def test_image_pull_failure_names_the_image_and_why(text, image, why):
+    d = first(text)
+    assert (d.signature, d.category) == ("environment.image_pull_failed", "environment")
+    assert (d.facts["image"], d.facts["why"]) == (image, why)
+
+
+@pytest.mark.parametrize("text, resource", [
+    ("Message: The node was low on resource: memory. Threshold quantity: 100Mi, available: 92Mi.\n", "memory"),
+    ("  Warning  Evicted  1m  kubelet  Pod ephemeral local storage usage exceeds the total limit of containers 50Gi.\n",
+     "ephemeral local storage"),
+    ('  Warning  Evicted  1m  kubelet  Container vllm exceeded its local ephemeral storage limit "50Gi".\n',
+     "local ephemeral storage"),
+])
+def test_eviction_names_the_resource(text, resource):
+    d = first(text)
+    assert (d.signature, d.category) == ("environment.pod_evicted", "environment")
+    assert d.facts["resource"] == resource

@@ -88,6 +88,8 @@ PREFILTER = (
     # the kubelet's probe events in a pasted `kubectl describe pod` ("Liveness probe failed: ...", "Container vllm
     # failed liveness probe, will be restarted"): no error word
     "|probe failed|probe, will be restarted"
+    # the kubelet's eviction messages (ephemeral storage, memory pressure)
+    "|low on resource|ephemeral local storage"
     # -- end ctr
 )
 PREFILTER_RE = lazy(PREFILTER.encode())

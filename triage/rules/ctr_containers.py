@@ -111,3 +111,60 @@ RULES += [
          facts=lambda m, line, scan: {"probe": m.group("probe").lower()},
          playbook="environment", confidence=0.75, secondary=True),
 ]
+
+
+# ---- the image never ran: the pull failed ----------------------------------------------------------------------
+# vllm/vllm-openai is 10-20 GB unpacked: a node or docker root with too little disk fails while extracting a layer;
+# a tag that does not exist (the image is tagged v0.10.1, not 0.10.1) or a private registry without credentials
+# fails at resolve. The kubelet reports `Failed to pull image "<ref>": <reason>`; docker its daemon's message.
+_PULL_REASONS = [
+    (re.compile(r"no space left on device", re.I), "the disk ran out while unpacking the image",
+     "free or grow the disk that holds the images (docker's data-root, /var/lib/containerd on the node): "
+     "`docker system prune -a` removes unused images; on Kubernetes give the node more ephemeral storage"),
+    (re.compile(r"not found|manifest unknown|NotFound", re.I), "no such image or tag",
+     "check the reference: vLLM's images are tagged with a leading v (`vllm/vllm-openai:v0.10.1`) or `latest`, "
+     "and ROCm builds live in another repository"),
+    (re.compile(r"unauthorized|denied|authentication required|401|403", re.I), "the registry refused the credentials",
+     "log in to the registry (`docker login`), or give the pod an imagePullSecret for a private registry"),
+]
+
+
+def _pull_facts(m: "re.Match[str]", line, scan: Scan) -> dict[str, Any]:
+    gd = m.groupdict()
+    image = gd.get("image") or "the image"
+    text = line.text
+    for rx, why, hint in _PULL_REASONS:
+        if rx.search(text):
+            return {"image": image, "why": why, "hint": hint}
+    return {"image": image, "why": "the registry could not be reached or refused the pull",
+            "hint": "check that the node reaches the registry (proxy, firewall, DNS) and that the reference is right"}
+
+
+RULES += [
+    Rule(signature="environment.image_pull_failed", category="environment",
+         title="The container image {image} could not be pulled ({why})",
+         fix="vLLM never started: {hint}.",
+         patterns=[r"Failed to pull image \"(?P<image>[^\"]+)\"",
+                   r"manifest for (?P<image>\S+) not found",
+                   r"pull access denied for (?P<image>[^,\s]+)",
+                   r"failed to register layer:.{0,300}no space left on device(?P<image>)",
+                   r"write /var/lib/(?:docker|containerd)/\S+: no space left on device(?P<image>)"],
+         facts=_pull_facts, playbook="environment", confidence=0.9),
+]
+
+
+# ---- the kubelet evicting the pod ---------------------------------------------------------------------------------
+# A model downloaded into the container's writable layer (the HF cache under HOME with no volume there) counts
+# against the node's ephemeral storage; past the pod's limit or the node's threshold the kubelet evicts the pod.
+RULES += [
+    Rule(signature="environment.pod_evicted", category="environment",
+         title="Kubernetes evicted the pod ({resource} ran out)",
+         fix="The pod used more {resource} than its limit or the node had left. A model downloaded into the "
+             "container's own filesystem counts as ephemeral storage: mount a PersistentVolume (or a hostPath) for "
+             "the HF cache and point HF_HOME at it, or raise the pod's ephemeral-storage request/limit; for memory, "
+             "raise the memory limit.",
+         patterns=[r"The node was low on resource: (?P<resource>[\w-]+)",
+                   r"Pod (?P<resource>ephemeral local storage) usage exceeds the total limit of containers",
+                   r"Container \S+ exceeded its (?P<resource>local ephemeral storage) limit"],
+         playbook="environment", confidence=0.85),
+]
