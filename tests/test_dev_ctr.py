@@ -191,3 +191,12 @@ def test_eviction_names_the_resource(text, resource):
     d = first(text)
     assert (d.signature, d.category) == ("environment.pod_evicted", "environment")
     assert d.facts["resource"] == resource
+
+
+def test_sagemaker_ping_check_names_the_variant_and_ranks_below_vllms_own_failure():
+    line = ("UnexpectedStatusException: Error hosting endpoint e1: Failed. Reason: The primary container for production "
+            "variant AllTraffic did not pass the ping health check. Please check CloudWatch logs for this endpoint..\n")
+    d = first(line)
+    assert (d.signature, d.facts["variant"]) == ("environment.sagemaker_ping_failed", "AllTraffic")
+    d = first("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n" + line)
+    assert d.signature != "environment.sagemaker_ping_failed"

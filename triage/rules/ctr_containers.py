@@ -168,3 +168,20 @@ RULES += [
                    r"Container \S+ exceeded its (?P<resource>local ephemeral storage) limit"],
          playbook="environment", confidence=0.85),
 ]
+
+
+# ---- SageMaker's health check ------------------------------------------------------------------------------------
+# A SageMaker endpoint sends GET /ping to port 8080 and fails the deployment when the container does not answer
+# within container_startup_health_check_timeout. vLLM serves /ping, but the vllm-openai image listens on 8000 unless
+# told otherwise, and a large model outlasts the default timeout; a vLLM that crashed fails the check too, so the
+# container's own failure (the CloudWatch log) ranks first.
+RULES += [
+    Rule(signature="environment.sagemaker_ping_failed", category="environment",
+         title="SageMaker's /ping health check failed for production variant {variant}",
+         fix="SageMaker calls GET /ping on port 8080: start vLLM with --port 8080 (or use an image whose SageMaker "
+             "entrypoint does), and give large models time with container_startup_health_check_timeout (up to 3600 s) "
+             "and model_data_download_timeout. If the endpoint's CloudWatch log shows vLLM failing, that failure is "
+             "the cause.",
+         patterns=[r"The primary container for production variant (?P<variant>\S+) did not pass the ping health check"],
+         playbook="environment", confidence=0.7, secondary=True),
+]

@@ -441,7 +441,7 @@ PERMISSION_PATTERNS = [
 def _permission_facts(m, line, scan) -> dict:
     path = m.group("path")
     if "Read-only file system" in line.text:
-        return {"path": path, "what": "on a read-only file system",
+        return {"path": path, "what": "the file system is mounted read-only",
                 "hint": ("mount that volume read-write (docker `-v src:dst` without `:ro`, Kubernetes `readOnly: false`), "
                          "or point HF_HOME / HOME at a writable directory; the HF cache needs its .lock and metadata "
                          "files even for a model already downloaded, so a read-only model volume is passed as a local "
