@@ -1,4 +1,6 @@
-"""vLLM in containers and clusters: what the pod's environment, not vLLM's arguments, gets wrong.
+"""vLLM in containers and clusters: what the pod's environment, not vLLM's arguments, gets wrong (a Service's
+port variable, an unwritable HF cache, CDI device names, image pulls, probes, evictions, SageMaker's health check;
+each section below says what the platform does).
 
 Kubernetes injects `<SERVICE>_PORT=tcp://<ip>:<port>` (docker-link style service variables) into every pod of a
 namespace, one per Service. A Service named `vllm` therefore sets VLLM_PORT, which vLLM reads as the base of its
