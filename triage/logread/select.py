@@ -95,6 +95,15 @@ PREFILTER = (
     # fast/slow image processor switch
     "|will be ignored|fast processor|slow image processor|already rescaled"
     # -- end mm
+    # -- ctr: transformers' / diffusers' warning that the HF cache cannot be created (no error word; the cause of a
+    # failure a pod's arbitrary UID or read-only mount brings)
+    "|your cache folder"
+    # the kubelet's probe events in a pasted `kubectl describe pod` ("Liveness probe failed: ...", "Container vllm
+    # failed liveness probe, will be restarted"): no error word
+    "|probe failed|probe, will be restarted"
+    # the kubelet's eviction messages (ephemeral storage, memory pressure)
+    "|low on resource|ephemeral local storage"
+    # -- end ctr
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

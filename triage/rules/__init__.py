@@ -79,6 +79,8 @@ MODULES = [
     "mm_media",
     # mm: a multimodal item larger than the encoder cache sized at start-up
     "mm_encoder",
+    # ctr: containers and clusters (a Kubernetes Service's *_PORT variable, an HF cache the pod's user cannot write)
+    "ctr_containers",
 ]
 
 

@@ -122,7 +122,9 @@ PORT_IN_USE: Rule = Rule(
               r"\[Errno 98\] Address already in use(?P<port>)", r"OSError: \[Errno 98\].{0,40}port (?P<port>\d+)",
               # vLLM's ZMQ sockets (the V0 RPC server, the V1 engine-core and KV-transfer side channels)
               r"ZMQError: Address already in use \(addr='(?:tcp://)?[^']*?:(?P<port>\d+)'\)",
-              r"ZMQError: Address already in use(?P<port>)"],
+              r"ZMQError: Address already in use(?P<port>)",
+              # a title or prose ("startup failure due to port conflict with VLLM_PORT from another instance")
+              r"(?i)\b(?:fail\w*|error|crash\w*)\b.{0,60}\bdue to (?:a )?port conflicts?\b(?P<port>)"],
     facts=lambda m, line, scan: {"port_suffix": f" (port {m.group('port')})" if m.group("port") else ""},
     playbook="environment", confidence=0.95, check=lambda scan, env: _port_in_use(scan))
 
@@ -429,11 +431,25 @@ PERMISSION_PATTERNS = [
     r"(?P<path>[^\s`'\"]+\.so[\w.]*): cannot open shared object file: Permission denied",
     r"failed to create directory `(?P<path>[^`]+)`: Permission denied",  # uv
     r"mkdir: cannot create directory ['‘](?P<path>[^'’]+)['’]: Permission denied",
+    # a shell that may not execute the program (a venv or entrypoint not executable by the container's user)
+    r"^(?:/bin/|/usr/bin/)?(?:ba|da)?sh: (?:(?:line )?\d+: )?(?P<path>[^\s:]+): Permission denied",
+    # a title or prose naming the exception without its message ("k8s deployment failure vllm OSError: PermissionError")
+    r"(?:OSError: |\bwith |\bfails? with )PermissionError\b(?!: \[)(?P<path>)",
 ]
 
 
 def _permission_facts(m, line, scan) -> dict:
     path = m.group("path")
+    if "Read-only file system" in line.text:
+        return {"path": path, "what": "the file system is mounted read-only",
+                "hint": ("mount that volume read-write (docker `-v src:dst` without `:ro`, Kubernetes `readOnly: false`), "
+                         "or point HF_HOME / HOME at a writable directory; the HF cache needs its .lock and metadata "
+                         "files even for a model already downloaded, so a read-only model volume is passed as a local "
+                         "path (the snapshot folder), not as a repo id")}
+    if not path:  # named without its message: the path is not in the log
+        return {"path": "a path the log does not show", "what": "most likely a cache under HOME",
+                "hint": ("point the caches at a writable directory: HOME (or XDG_CACHE_HOME), HF_HOME, VLLM_CACHE_ROOT; "
+                         "in a container mount a writable volume there; on OpenShift set HOME=/tmp or mount an emptyDir")}
     if path.startswith("/root/") or "/root/.local/" in path:
         what = "a file under /root, which a non-root user cannot read"
         hint = ("the image installs Python (or the model) under /root: run it as root, or give the runtime user "
