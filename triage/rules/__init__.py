@@ -75,6 +75,8 @@ MODULES = [
     "s3_engine_refusals",
     # s3: a LoRA adapter applied to the draft model too (V0 speculative decoding)
     "s3_spec_decode",
+    # nm: newest model families: a Mistral tokenizer generation newer than mistral_common, LMCache refusing hybrid KV groups
+    "nm_new_models",
 ]
 
 
