@@ -78,3 +78,25 @@ def test_gguf_architecture_unsupported_whatever_its_name(arch):
     d = first(f"ValueError: GGUF model with architecture {arch} is not supported yet.\n")
     assert (d.signature, d.category) == ("model_loading.gguf_unsupported", "model_loading")
     assert arch in d.title
+
+
+# ---- transformers reading a model's config through a related config class -------------------------------------
+
+@pytest.mark.parametrize("given, used", [("deepseek_v32", "deepseek_v3"), ("kimi_k2", "deepseek_v3"),
+                                         ("qwen3_vl_text", "qwen3_vl")])
+def test_model_type_read_through_another_config_class_is_a_note(given, used):
+    from triage.diagnose import diagnose
+    from triage.logread.scan import scan_text
+
+    text = (f"(APIServer pid=7) You are using a model of type {given} to instantiate a model of type {used}. "
+            "This is not supported for all configurations of models and can yield errors.\n")
+    ds, notes = diagnose(scan_text(text))
+    assert all(d.confidence <= 0.5 for d in ds)
+    assert "harmless.config_model_type_mismatch" in {n.signature for n in notes}
+
+
+def test_the_model_type_note_does_not_hide_the_failure_after_it():
+    d = first("You are using a model of type kimi_k2 to instantiate a model of type deepseek_v3. This is not supported "
+              "for all configurations of models and can yield errors.\n"
+              "ModuleNotFoundError: No module named 'blobfile'\n")
+    assert d.signature != "harmless.config_model_type_mismatch" and d.confidence > 0.5

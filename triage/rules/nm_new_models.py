@@ -16,6 +16,11 @@ a Mamba / linear-attention hybrid (Qwen3-Next, Qwen3.5, Nemotron-H, Kimi Linear)
 its recurrent state in 'align' mode (--enable-prefix-caching --mamba-cache-mode align), and an encoder-decoder
 cache not at all. The vLLM-side refusal of the same setup (the connector turning the hybrid KV cache manager off)
 is config.hybrid_kv_cache_disabled.
+
+Models whose config.json names a model_type that vLLM loads through another config class (DeepSeek-V3.2's
+deepseek_v32 and Kimi K2's kimi_k2 read as deepseek_v3) make transformers' PretrainedConfig warn "You are using a model
+of type X to instantiate a model of type Y. This is not supported for all configurations of models and can yield
+errors." on every healthy start: a note, never the failure.
 """
 
 from __future__ import annotations
@@ -65,4 +70,9 @@ RULES = [
              "connector (OffloadingConnector, MooncakeStoreConnector).",
          patterns=[r"LMCache cannot serve this model's KV cache groups:?\s*(?P<groups>.*)$"],
          facts=_lmcache_groups, playbook="engine-config", confidence=0.92),
+    Rule(signature="harmless.config_model_type_mismatch", category="", harmless=True,
+         title="transformers reads this model's config through a related config class (model type {given} as {used}); "
+               "harmless on its own",
+         fix="", patterns=[r"You are using a model of type (?P<given>[\w.-]+) to instantiate a model of type "
+                           r"(?P<used>[\w.-]*)\. This is not supported for all configurations"]),
 ]
