@@ -81,6 +81,8 @@ MODULES = [
     "mm_encoder",
     # ctr: containers and clusters (a Kubernetes Service's *_PORT variable, an HF cache the pod's user cannot write)
     "ctr_containers",
+    # nm: newest model families: a Mistral tokenizer generation newer than mistral_common, LMCache refusing hybrid KV groups
+    "nm_new_models",
 ]
 
 

@@ -450,7 +450,8 @@ RULES = [
          title="GGUF loading failed ({detail})",
          fix="vLLM's GGUF support is per architecture: use the original HF checkpoint, or pass --tokenizer and "
              "--hf-config-path of the original model, or upgrade vLLM/gguf.",
-         patterns=[r"(?P<detail>GGUF model with architecture \w+ is not supported yet)",
+         patterns=[# GGUF architecture names carry hyphens and dots (ernie4_5-moe, minimax-m2, gpt-oss)
+                   r"(?P<detail>GGUF model with architecture [\w.-]+ is not supported yet)",
                    r"(?P<detail>Unknown gguf model_type: \w+)", r"(?P<detail>No module named 'gguf')",
                    # transformers' GGUF reader before 5.x (modeling_gguf_pytorch_utils.load_gguf_checkpoint)
                    r"(?P<detail>Architecture [\w.-]+ not supported)(?:\s*$|[.'\"])",
