@@ -75,6 +75,8 @@ MODULES = [
     "s3_engine_refusals",
     # s3: a LoRA adapter applied to the draft model too (V0 speculative decoding)
     "s3_spec_decode",
+    # rl: Unsloth's vLLM subprocess dying before ready, unsloth_zoo's ports of vLLM's LoRA managers gone stale
+    "rl_frameworks",
 ]
 
 
