@@ -68,3 +68,20 @@ def test_stale_unsloth_lora_port_is_an_install_mismatch(text):
 def test_vllm_own_lora_manager_without_unsloth_is_not_a_port():
     d = top("AttributeError: 'LRUCacheWorkerLoRAManager' object has no attribute 'get_dummy_lora_warmup_rank'\n")
     assert d is None or d.signature != "downstream.unsloth_lora_port_stale"
+
+
+# ---- a whole log (not a pasted fragment): Unsloth's lines carry no error word and must still be selected ------
+
+_NOISE = "".join(f"INFO 06-03 03:57:{i % 60:02d} [loader.py:12] Loading chunk {i}\n" for i in range(300))
+
+
+def test_unsloth_print_without_raise_is_kept_in_a_whole_log():
+    d = first(_NOISE + "Unsloth: vllm_process failed to load!\n\n--- stdout tail ---\n")
+    assert d.signature == "downstream.unsloth_vllm_process_died"
+
+
+def test_unsloth_banner_is_kept_in_a_whole_log():
+    d = first("==((====))==  Unsloth 2026.6.1: Fast Llama patching. Transformers: 5.10.1. vLLM: 0.21.1.\n" + _NOISE
+              + "(EngineCore_DP0 pid=4120) ERROR 06-09 10:12:44 [core.py:1021] AttributeError: "
+                "'LRUCacheWorkerLoRAManager' object has no attribute 'get_dummy_lora_warmup_rank'\n")
+    assert d.signature == "downstream.unsloth_lora_port_stale"

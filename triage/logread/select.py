@@ -82,6 +82,10 @@ PREFILTER = (
     # -- s3: the multimodal budget check quoted in prose without its ValueError (one item above the step's tokens)
     "|max_tokens_per_mm_item"
     # -- end s3
+    # -- rl: Unsloth's own lines with no error word: its banner (which patched vLLM is running), the vLLM child
+    # dying before its readiness line, and the newer releases' print of the failure without a raise
+    "|Unsloth|readiness message|vllm_process failed"
+    # -- end rl
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a
