@@ -85,3 +85,47 @@ def test_unsloth_banner_is_kept_in_a_whole_log():
               + "(EngineCore_DP0 pid=4120) ERROR 06-09 10:12:44 [core.py:1021] AttributeError: "
                 "'LRUCacheWorkerLoRAManager' object has no attribute 'get_dummy_lora_warmup_rank'\n")
     assert d.signature == "downstream.unsloth_lora_port_stale"
+
+
+# ---- CUDA OOM inside vLLM's sleep-mode (CuMem) allocator ---------------------------------------------------
+
+@pytest.mark.parametrize("text, phase", [
+    # vLLM >= 0.7.3 raises it (csrc/cumem_allocator.cpp: "CUDA Error: %s at %s:%d")
+    ("  File \"/usr/local/lib/python3.10/dist-packages/vllm/device_allocator/cumem.py\", line 207, in wake_up\n"
+     "    create_and_map(handle)\n"
+     "RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62\n", "waking up"),
+    # before 0.7.3 the extension only printed it, then the same handle's "invalid argument" lines
+    ("INFO 02-09 11:02:13 executor_base.py:219] It took 0.53 seconds to wake up.\n"
+     "CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:56\n"
+     "CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:57\n"
+     "CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:64\n", "waking up"),
+    # another build tree, at the first allocation under enable_sleep_mode
+    ("RuntimeError: CUDA Error: out of memory at /tmp/vllm-build/csrc/cumem_allocator.cpp:64\n", "allocating"),
+])
+def test_sleep_mode_allocator_oom_is_gpu_oom(text, phase):
+    d = first(text)
+    assert (d.signature, d.category) == ("oom.sleep_mode_allocator", "gpu_oom")
+    assert d.facts["phase"].startswith(phase)
+
+
+def test_cumem_invalid_argument_alone_is_not_an_oom():
+    d = top("CUDA Error: invalid argument at /workspace/csrc/cumem_allocator.cpp:57\n")
+    assert d is None or d.signature != "oom.sleep_mode_allocator"
+
+
+# ---- a vLLM class's method refusing its caller's arguments, quoted with no traceback --------------------------
+
+@pytest.mark.parametrize("text", [
+    "TypeError: Worker.reload_weights() got an unexpected keyword argument 'weights_iterator'\n",
+    "TypeError: LLM.collective_rpc() got multiple values for argument 'args'\n",
+    "TypeError: AsyncLLM.sleep() missing 1 required positional argument: 'level'\n",
+])
+def test_frameless_vllm_call_typeerror_is_the_callers_release(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("downstream.vllm_api_mismatch", "install_mismatch")
+    assert d.confidence < 0.75 and "called_from" not in d.facts
+
+
+def test_frameless_attribute_error_on_a_vllm_class_is_left_alone():
+    d = top("AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n")
+    assert d is None or d.signature != "downstream.vllm_api_mismatch" or d.facts.get("called_from")

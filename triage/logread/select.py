@@ -83,8 +83,9 @@ PREFILTER = (
     "|max_tokens_per_mm_item"
     # -- end s3
     # -- rl: Unsloth's own lines with no error word: its banner (which patched vLLM is running), the vLLM child
-    # dying before its readiness line, and the newer releases' print of the failure without a raise
-    "|Unsloth|readiness message|vllm_process failed"
+    # dying before its readiness line, and the newer releases' print of the failure without a raise; vLLM's
+    # sleep-mode INFO line ("It took 0.53 seconds to wake up."): the step a sleep-mode allocator OOM came in
+    "|Unsloth|readiness message|vllm_process failed|to wake up"
     # -- end rl
 )
 PREFILTER_RE = lazy(PREFILTER.encode())

@@ -77,6 +77,8 @@ MODULES = [
     "s3_spec_decode",
     # rl: Unsloth's vLLM subprocess dying before ready, unsloth_zoo's ports of vLLM's LoRA managers gone stale
     "rl_frameworks",
+    # rl: CUDA OOM inside vLLM's sleep-mode (CuMem) allocator, at wake_up beside a colocated trainer
+    "rl_sleep_mode",
 ]
 
 
