@@ -104,6 +104,11 @@ PREFILTER = (
     # the kubelet's eviction messages (ephemeral storage, memory pressure)
     "|low on resource|ephemeral local storage"
     # -- end ctr
+    # -- rl: Unsloth's own lines with no error word: its banner (which patched vLLM is running), the vLLM child
+    # dying before its readiness line, and the newer releases' print of the failure without a raise; vLLM's
+    # sleep-mode INFO line ("It took 0.53 seconds to wake up."): the step a sleep-mode allocator OOM came in
+    "|Unsloth|readiness message|vllm_process failed|to wake up"
+    # -- end rl
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

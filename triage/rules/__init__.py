@@ -83,6 +83,10 @@ MODULES = [
     "ctr_containers",
     # nm: newest model families: a Mistral tokenizer generation newer than mistral_common, LMCache refusing hybrid KV groups
     "nm_new_models",
+    # rl: Unsloth's vLLM subprocess dying before ready, unsloth_zoo's ports of vLLM's LoRA managers gone stale
+    "rl_frameworks",
+    # rl: CUDA OOM inside vLLM's sleep-mode (CuMem) allocator, at wake_up beside a colocated trainer
+    "rl_sleep_mode",
 ]
 
 

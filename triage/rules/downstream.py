@@ -93,21 +93,28 @@ def _api_mismatch(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         if not what:
             continue
         hit = _boundary(exc)
-        if hit is None:
+        if hit is None and (exc.frames or exc.short_type != "TypeError"):
             continue
-        pkg, frame = hit
+        # A TypeError quoted with no traceback at all (a ticket, a PR description): a vLLM class's method refusing
+        # its caller's arguments is the caller's release, less sure without the caller's frame.
+        pkg, frame = hit if hit else ("the calling code", None)
+        where = f"{pkg} ({frame.file.rsplit('/', 1)[-1]})" if frame else pkg
         return Diagnosis(
             category="install_mismatch", signature="downstream.vllm_api_mismatch",
-            title=f"{pkg} calls a vLLM API the installed vLLM does not have ({what})",
-            confidence=0.75, evidence=[Evidence(exc.line.no, exc.line.shown)],
+            title=(f"{pkg} calls a vLLM API the installed vLLM does not have ({what})" if frame else
+                   f"The code calling vLLM uses an API the installed vLLM does not have ({what})"),
+            confidence=0.75 if frame else 0.6, evidence=[Evidence(exc.line.no, exc.line.shown)],
             facts={"framework": pkg, "what": what, "exception": exc.type,
-                   "called_from": f"{frame.file}:{frame.line} in {frame.func}"},
-            explanation=[f"{pkg} ({frame.file.rsplit('/', 1)[-1]}) calls into vLLM, and the call fails at once on "
+                   **({"called_from": f"{frame.file}:{frame.line} in {frame.func}"} if frame else {})},
+            explanation=[f"{where} calls into vLLM, and the call fails at once on "
                          f"{what}: the two packages come from releases that do not fit"],
             fix=Fix(f"{pkg} was written against another vLLM release than the one installed: install the vLLM "
                     f"version {pkg} pins (its requirements or install extra, e.g. `pip install '{pkg}[vllm]'`), or a "
                     f"{pkg} release made for this vLLM. Where {pkg} offers it, the older engine may be selected "
-                    "(VLLM_USE_V1=0 on vLLM 0.8-0.10).", "install-mismatch"),
+                    "(VLLM_USE_V1=0 on vLLM 0.8-0.10)." if frame else
+                    "The project calling vLLM was written against another vLLM release than the one installed: "
+                    "install the vLLM version it pins (its requirements or `[vllm]` extra), or a release of the "
+                    "project made for this vLLM.", "install-mismatch"),
             first_line=exc.line.no)
     return None
 
