@@ -82,6 +82,9 @@ PREFILTER = (
     # -- s3: the multimodal budget check quoted in prose without its ValueError (one item above the step's tokens)
     "|max_tokens_per_mm_item"
     # -- end s3
+    # -- oom: a title or prose line saying the device ran out of memory in the reporter's words ("CUDA out of
+    # memory when setting limit_mm_per_prompt"), with no error word of its own
+    "|out of memory"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -75,6 +75,9 @@ MODULES = [
     "s3_engine_refusals",
     # s3: a LoRA adapter applied to the draft model too (V0 speculative decoding)
     "s3_spec_decode",
+    # oom: out of device memory said by NCCL and torch_npu, failures a report states in its own words
+    "oom_devices",
+    "oom_stated",
 ]
 
 
