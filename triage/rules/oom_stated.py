@@ -4,8 +4,9 @@ A thread often keeps only the start of a traceback (cut in execute_model, in det
 only a profiling warning, or only the comments, while its title or prose says what happened: "CUDA OOM on ...",
 "CUDA out of memory when setting limit_mm_per_prompt", "NCCL hangs and causes timeout". The words are the
 reporter's, not vLLM's: each rule here stays silent when a rule reading the log's own lines finds a failure of
-its category, ranks below any sure rule otherwise, and reads only lines that no logger printed: a title (a markdown heading on the first line), a prose line, never a code or traceback row. A
-line that says the failure is avoided or prevented is no statement of it.
+its category, ranks below any sure rule otherwise, and reads only lines that no logger printed: a title (a
+markdown heading on the first line), a prose line, never a code or traceback row. A line that says the failure
+is avoided or prevented is no statement of it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ NOT_STATED_RE = re.compile(r"\b(?:avoid\w*|prevent\w*|instead of|no longer|witho
                            r"is not an?|isn't|wasn't|not caused by)\b", re.I)
 
 GPU_OOM_RE = re.compile(r"\b(?:CUDA|GPU|VRAM|HIP|NPU|XPU)[\s-]*(?:out[\s-]of[\s-]memory|OOM(?:ed|s)?)\b"
-                        r"|\bOutOfMemoryError\b|\bOOM(?:ed|s)?\b.{0,30}\b(?:on|in) (?:the |each |every )?(?:GPUs?|VRAM|device)\b",
+                        r"|\bOutOfMemoryError\b"
+                        r"|\bOOM(?:ed|s)?\b.{0,30}\b(?:on|in) (?:the |each |every )?(?:GPUs?|VRAM|device)\b",
                         re.I)
 NCCL_HANG_RE = re.compile(r"\bNCCL\b.{0,60}?\b(?:hangs?|hung|hanging|stuck|freez\w*|deadlock\w*|timed[\s-]?out|"
                           r"time[\s-]?outs?|watchdog)\b", re.I)
@@ -76,8 +78,11 @@ def _said_by_vllm(scan: Scan, env: dict[str, Any], category: str) -> bool:
     return False
 
 
-def _stated(rule_sig: str, rx: "re.Pattern[str]"):
+def _stated(rule_sig: str, rx: "re.Pattern[str]", needles: tuple[str, ...]):
     def check(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+        joined = scan.joined_text()
+        if not any(n in joined for n in needles):  # most logs: one substring search, no line loop
+            return None
         rule = STATED[rule_sig]
         for ln in scan.lines:
             text = _prose(ln)
@@ -97,17 +102,18 @@ def _stated(rule_sig: str, rx: "re.Pattern[str]"):
 RULES = [
     Rule(signature="oom.stated_in_report", category="gpu_oom",
          title="The report says the GPU ran out of memory (its error lines are not in this text)",
-         fix="Check the full log for the out-of-memory traceback to see the phase; then lower --gpu-memory-utilization, "
-             "--max-num-seqs or --max-num-batched-tokens (and --max-model-len), or for multimodal models "
-             "--limit-mm-per-prompt; a model that does not fit needs more GPUs (--tensor-parallel-size) or a "
+         fix="Check the full log for the out-of-memory traceback to see the phase; then lower "
+             "--gpu-memory-utilization, --max-num-seqs or --max-num-batched-tokens (and --max-model-len), or for "
+             "multimodal models --limit-mm-per-prompt; a model that does not fit needs more GPUs (--tensor-parallel-size) or a "
              "quantized checkpoint.",
-         check=_stated("oom.stated_in_report", GPU_OOM_RE), playbook="gpu-oom", confidence=STATED_CONFIDENCE),
+         check=_stated("oom.stated_in_report", GPU_OOM_RE, ("OOM", "oom", "emory", "EMORY")), playbook="gpu-oom",
+         confidence=STATED_CONFIDENCE),
     Rule(signature="distributed.hang_stated_in_report", category="distributed",
          title="The report says an NCCL collective hung or timed out (its error lines are not in this text)",
          fix="A rank stopped taking part in a collective. Rerun with NCCL_DEBUG=INFO to see the transport; try "
              "--disable-custom-all-reduce, then NCCL_P2P_DISABLE=1 (PCIe GPUs without working peer-to-peer, ACS/IOMMU "
              "on), and check that every rank's GPU is healthy (nvidia-smi, dmesg Xid).",
-         check=_stated("distributed.hang_stated_in_report", NCCL_HANG_RE), playbook="distributed",
-         confidence=STATED_CONFIDENCE),
+         check=_stated("distributed.hang_stated_in_report", NCCL_HANG_RE, ("NCCL", "nccl", "Nccl")),
+         playbook="distributed", confidence=STATED_CONFIDENCE),
 ]
 STATED = {r.signature: r for r in RULES}
