@@ -104,8 +104,8 @@ RULES = [
          title="The report says the GPU ran out of memory (its error lines are not in this text)",
          fix="Check the full log for the out-of-memory traceback to see the phase; then lower "
              "--gpu-memory-utilization, --max-num-seqs or --max-num-batched-tokens (and --max-model-len), or for "
-             "multimodal models --limit-mm-per-prompt; a model that does not fit needs more GPUs (--tensor-parallel-size) or a "
-             "quantized checkpoint.",
+             "multimodal models --limit-mm-per-prompt; a model that does not fit needs more GPUs "
+             "(--tensor-parallel-size) or a quantized checkpoint.",
          check=_stated("oom.stated_in_report", GPU_OOM_RE, ("OOM", "oom", "emory", "EMORY")), playbook="gpu-oom",
          confidence=STATED_CONFIDENCE),
     Rule(signature="distributed.hang_stated_in_report", category="distributed",
