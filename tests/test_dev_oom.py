@@ -107,6 +107,16 @@ def test_a_title_stating_an_nccl_hang(title):
     assert (d.signature, d.category) == ("distributed.hang_stated_in_report", "distributed")
 
 
+@pytest.mark.parametrize("text", [
+    "I set NCCL timeout to 3600 seconds and the server starts fine.\n",
+    "You can increase the NCCL timeout with --distributed-timeout-seconds.\n",
+    "[rank0]: NCCL_IB_TIMEOUT=22 NCCL_DEBUG=INFO\n",
+])
+def test_nccl_timeout_words_that_state_no_hang(text):
+    d = top(text)
+    assert d is None or d.signature != "distributed.hang_stated_in_report"
+
+
 def test_the_watchdog_line_itself_wins_over_the_title():
     d = first("# [Bug]: NCCL timed out during inference\n"
               "[rank1]:[E ProcessGroupNCCL.cpp:523] [Rank 1] Watchdog caught collective operation timeout: "

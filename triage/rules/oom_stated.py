@@ -24,7 +24,9 @@ STATED_CONFIDENCE = 0.55
 CODE_START = ("File ", "Traceback", "raise ", "return ", "assert ", "^", "~", "at ", "$ ", ">>>", "--", "export ",
               "python", "vllm ", "import ", "from ", "def ", "{", "[pip", "[conda")
 NOT_STATED_RE = re.compile(r"\b(?:avoid\w*|prevent\w*|instead of|no longer|without|to reduce|reduc\w+ the risk|"
-                           r"is not an?|isn't|wasn't|not caused by)\b", re.I)
+                           r"is not an?|isn't|wasn't|not caused by)\b"
+                           # a timeout being configured ("set NCCL timeout to 3600", "increase the NCCL timeout")
+                           r"|\b(?:set|setting|increas\w*|rais\w*|longer)\b[^.]{0,30}\btime[\s-]?out", re.I)
 
 GPU_OOM_RE = re.compile(r"\b(?:CUDA|GPU|VRAM|HIP|NPU|XPU)[\s-]*(?:out[\s-]of[\s-]memory|OOM(?:ed|s)?)\b"
                         r"|\bOutOfMemoryError\b"
