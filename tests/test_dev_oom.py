@@ -123,3 +123,20 @@ def test_the_watchdog_line_itself_wins_over_the_title():
               "WorkNCCL(SeqNum=50404, OpType=GATHER, NumelIn=8000, NumelOut=0, Timeout(ms)=600000) ran for 600327 "
               "milliseconds before timing out.\n")
     assert d.signature == "distributed.collective_timeout"
+
+
+@pytest.mark.parametrize("text", [
+    "(EngineCore_DP0 pid=412) INFO 05-07 10:12:44 [mxfp4.py:171] Using MoEPrepareAndFinalizeNoDPEPModular\n"
+    "<process exits with SIGKILL / status 137 — no Python traceback> <kernel OOM-killer reports vllm serve killed>\n",
+    "The container got OOM-killed while loading the safetensors shards.\n",
+    "It was killed by the kernel OOM killer, dmesg shows it.\n",
+])
+def test_the_host_oom_killer_stated_in_prose(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("environment.host_oom_stated_in_report", "environment")
+
+
+def test_the_kernel_line_itself_wins_over_the_prose():
+    d = first("The container got OOM-killed.\n"
+              "[Thu Aug 27 00:39:44 2026] Out of memory: Killed process 3742074 (python3) total-vm:81306880kB\n")
+    assert d.signature == "environment.host_oom_killed"

@@ -2,7 +2,8 @@
 
 A thread often keeps only the start of a traceback (cut in execute_model, in determine_num_available_blocks),
 only a profiling warning, or only the comments, while its title or prose says what happened: "CUDA OOM on ...",
-"CUDA out of memory when setting limit_mm_per_prompt", "NCCL hangs and causes timeout". The words are the
+"CUDA out of memory when setting limit_mm_per_prompt", "NCCL hangs and causes timeout", "<kernel OOM-killer
+reports vllm serve process killed>". The words are the
 reporter's, not vLLM's: each rule here stays silent when a rule reading the log's own lines finds a failure of
 its category, ranks below any sure rule otherwise, and reads only lines that no logger printed: a title (a
 markdown heading on the first line), a prose line, never a code or traceback row. A line that says the failure
@@ -34,6 +35,10 @@ GPU_OOM_RE = re.compile(r"\b(?:CUDA|GPU|VRAM|HIP|NPU|XPU)[\s-]*(?:out[\s-]of[\s-
                         re.I)
 NCCL_HANG_RE = re.compile(r"\bNCCL\b.{0,60}?\b(?:hangs?|hung|hanging|stuck|freez\w*|deadlock\w*|timed[\s-]?out|"
                           r"time[\s-]?outs?|watchdog)\b", re.I)
+
+# the host's kernel OOM killer (host RAM, not the GPU's): "OOM-killed", "killed by the OOM killer", "status 137"
+HOST_OOM_RE = re.compile(r"\bOOM[\s-]?kill(?:er|ed)\b|\bkilled by (?:the )?(?:kernel(?:'s)? |linux )?OOM\b"
+                         r"|\b(?:exit(?:ed)?(?: with)?|status|exit code) 137\b", re.I)
 
 
 def _prose(ln: Line) -> str:
@@ -117,5 +122,12 @@ RULES = [
              "on), and check that every rank's GPU is healthy (nvidia-smi, dmesg Xid).",
          check=_stated("distributed.hang_stated_in_report", NCCL_HANG_RE, ("NCCL", "nccl", "Nccl")),
          playbook="distributed", confidence=STATED_CONFIDENCE),
+    Rule(signature="environment.host_oom_stated_in_report", category="environment",
+         title="The report says the host's OOM killer killed vLLM (host RAM, not GPU memory)",
+         fix="Host RAM ran out: confirm with `dmesg -T | grep -i -B5 'killed process'`; add RAM or swap, lower "
+             "--cpu-offload-gb / --swap-space, load fewer shards at once, and in a container raise its memory "
+             "limit (Docker --memory, Kubernetes resources.limits.memory).",
+         check=_stated("environment.host_oom_stated_in_report", HOST_OOM_RE, ("OOM", "oom", "137")),
+         playbook="environment", confidence=STATED_CONFIDENCE),
 ]
 STATED = {r.signature: r for r in RULES}
