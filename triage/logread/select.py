@@ -109,6 +109,9 @@ PREFILTER = (
     # sleep-mode INFO line ("It took 0.53 seconds to wake up."): the step a sleep-mode allocator OOM came in
     "|Unsloth|readiness message|vllm_process failed|to wake up"
     # -- end rl
+    # -- oom: a title or prose line saying the device ran out of memory in the reporter's words ("CUDA out of
+    # memory when setting limit_mm_per_prompt"), with no error word of its own
+    "|out of memory"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -87,6 +87,9 @@ MODULES = [
     "rl_frameworks",
     # rl: CUDA OOM inside vLLM's sleep-mode (CuMem) allocator, at wake_up beside a colocated trainer
     "rl_sleep_mode",
+    # oom: out of device memory said by NCCL and torch_npu, failures a report states in its own words
+    "oom_devices",
+    "oom_stated",
 ]
 
 

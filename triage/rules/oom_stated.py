@@ -1,0 +1,133 @@
+"""A failure the report states in its own words, when the error lines themselves are not in the text.
+
+A thread often keeps only the start of a traceback (cut in execute_model, in determine_num_available_blocks),
+only a profiling warning, or only the comments, while its title or prose says what happened: "CUDA OOM on ...",
+"CUDA out of memory when setting limit_mm_per_prompt", "NCCL hangs and causes timeout", "<kernel OOM-killer
+reports vllm serve process killed>". The words are the
+reporter's, not vLLM's: each rule here stays silent when a rule reading the log's own lines finds a failure of
+its category, ranks below any sure rule otherwise, and reads only lines that no logger printed: a title (a
+markdown heading on the first line), a prose line, never a code or traceback row. A line that says the failure
+is avoided or prevented is no statement of it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from triage.logread.normalize import Line
+from triage.logread.scan import Scan
+from triage.model import Diagnosis
+from triage.rules.base import Rule
+
+STATED_CONFIDENCE = 0.55
+# Rows that are code, a traceback's, a shell's or a config's, not prose (a heading counts only on line 1)
+CODE_START = ("File ", "Traceback", "raise ", "return ", "assert ", "^", "~", "at ", "$ ", ">>>", "--", "export ",
+              "python", "vllm ", "import ", "from ", "def ", "{", "[pip", "[conda")
+NOT_STATED_RE = re.compile(r"\b(?:avoid\w*|prevent\w*|instead of|no longer|without|to reduce|reduc\w+ the risk|"
+                           r"is not an?|isn't|wasn't|not caused by)\b"
+                           # a timeout being configured ("set NCCL timeout to 3600", "increase the NCCL timeout")
+                           r"|\b(?:set|setting|increas\w*|rais\w*|longer)\b[^.]{0,30}\btime[\s-]?out", re.I)
+
+GPU_OOM_RE = re.compile(r"\b(?:CUDA|GPU|VRAM|HIP|NPU|XPU)[\s-]*(?:out[\s-]of[\s-]memory|OOM(?:ed|s)?)\b"
+                        r"|\bOutOfMemoryError\b"
+                        r"|\bOOM(?:ed|s)?\b.{0,30}\b(?:on|in) (?:the |each |every )?(?:GPUs?|VRAM|device)\b",
+                        re.I)
+NCCL_HANG_RE = re.compile(r"\bNCCL\b.{0,60}?\b(?:hangs?|hung|hanging|stuck|freez\w*|deadlock\w*|timed[\s-]?out|"
+                          r"time[\s-]?outs?|watchdog)\b", re.I)
+
+# the host's kernel OOM killer (host RAM, not the GPU's): "OOM-killed", "killed by the OOM killer", "status 137"
+HOST_OOM_RE = re.compile(r"\bOOM[\s-]?kill(?:er|ed)\b|\bkilled by (?:the )?(?:kernel(?:'s)? |linux )?OOM\b"
+                         r"|\b(?:exit(?:ed)?(?: with)?|status|exit code) 137\b", re.I)
+
+
+def _prose(ln: Line) -> str:
+    """The text of a line that states something in the reporter's words: no logger's level, no code row."""
+    text = ln.text.strip()
+    if ln.level or not text:
+        return ""
+    if text.startswith("#"):
+        # a markdown heading is the thread's title only on the first line; elsewhere it may be a comment in code
+        heading = ln.no == 1 and ln.text.startswith("#") and text[1:2] in (" ", "#")  # not an indented comment
+        return text.lstrip("#").strip() if heading else ""
+    if text.startswith(CODE_START):
+        return ""
+    return text
+
+
+_CATALOGUE: list[Rule] = []
+
+
+def _catalogue() -> list[Rule]:
+    """Every rule of the catalogue's modules, gathered on first need (not at import: the package imports this
+    module while it gathers them)."""
+    if not _CATALOGUE:
+        import importlib
+
+        from triage.rules import MODULES
+
+        for name in MODULES:
+            _CATALOGUE.extend(importlib.import_module(f"triage.rules.{name}").RULES)
+    return _CATALOGUE
+
+
+def _said_by_vllm(scan: Scan, env: dict[str, Any], category: str) -> bool:
+    """Whether a rule that reads the log's own error lines already finds a failure of this category: then the
+    report's words add nothing (and must not outrank that rule's reading of the same failure)."""
+    for r in _catalogue():
+        if r.category != category or r.signature in STATED or r.wrapper or r.harmless:
+            continue
+        try:
+            if r.run(scan, env) is not None:
+                return True
+        except Exception:  # a broken rule is reported by diagnose itself
+            continue
+    return False
+
+
+def _stated(rule_sig: str, rx: "re.Pattern[str]", needles: tuple[str, ...]):
+    def check(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+        joined = scan.joined_text()
+        if not any(n in joined for n in needles):  # most logs: one substring search, no line loop
+            return None
+        rule = STATED[rule_sig]
+        for ln in scan.lines:
+            text = _prose(ln)
+            if not text:
+                continue
+            m = rx.search(text)
+            if m is None or NOT_STATED_RE.search(text):
+                continue
+            if _said_by_vllm(scan, env, rule.category):
+                return None
+            return rule.diagnosis(scan, [(ln, m)], facts={"stated_by": "the report's own words"},
+                                  confidence=STATED_CONFIDENCE)
+        return None
+    return check
+
+
+RULES = [
+    Rule(signature="oom.stated_in_report", category="gpu_oom",
+         title="The report says the GPU ran out of memory (its error lines are not in this text)",
+         fix="Check the full log for the out-of-memory traceback to see the phase; then lower "
+             "--gpu-memory-utilization, --max-num-seqs or --max-num-batched-tokens (and --max-model-len), or for "
+             "multimodal models --limit-mm-per-prompt; a model that does not fit needs more GPUs "
+             "(--tensor-parallel-size) or a quantized checkpoint.",
+         check=_stated("oom.stated_in_report", GPU_OOM_RE, ("OOM", "oom", "emory", "EMORY")), playbook="gpu-oom",
+         confidence=STATED_CONFIDENCE),
+    Rule(signature="distributed.hang_stated_in_report", category="distributed",
+         title="The report says an NCCL collective hung or timed out (its error lines are not in this text)",
+         fix="A rank stopped taking part in a collective. Rerun with NCCL_DEBUG=INFO to see the transport; try "
+             "--disable-custom-all-reduce, then NCCL_P2P_DISABLE=1 (PCIe GPUs without working peer-to-peer, ACS/IOMMU "
+             "on), and check that every rank's GPU is healthy (nvidia-smi, dmesg Xid).",
+         check=_stated("distributed.hang_stated_in_report", NCCL_HANG_RE, ("NCCL", "nccl", "Nccl")),
+         playbook="distributed", confidence=STATED_CONFIDENCE),
+    Rule(signature="environment.host_oom_stated_in_report", category="environment",
+         title="The report says the host's OOM killer killed vLLM (host RAM, not GPU memory)",
+         fix="Host RAM ran out: confirm with `dmesg -T | grep -i -B5 'killed process'`; add RAM or swap, lower "
+             "--cpu-offload-gb / --swap-space, load fewer shards at once, and in a container raise its memory "
+             "limit (Docker --memory, Kubernetes resources.limits.memory).",
+         check=_stated("environment.host_oom_stated_in_report", HOST_OOM_RE, ("OOM", "oom", "137")),
+         playbook="environment", confidence=STATED_CONFIDENCE),
+]
+STATED = {r.signature: r for r in RULES}
