@@ -82,6 +82,11 @@ PREFILTER = (
     # -- s3: the multimodal budget check quoted in prose without its ValueError (one item above the step's tokens)
     "|max_tokens_per_mm_item"
     # -- end s3
+    # -- amd: the Gaudi generation a user or hl-smi names (first-generation Gaudi fails with no word about it)
+    "|Gaudi|HL-205"
+    # an import's missing module quoted without its ModuleNotFoundError (a ticket title, prose)
+    "|No module named"
+    # -- end amd
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

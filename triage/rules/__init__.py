@@ -75,6 +75,9 @@ MODULES = [
     "s3_engine_refusals",
     # s3: a LoRA adapter applied to the draft model too (V0 speculative decoding)
     "s3_spec_decode",
+    # amd: non-CUDA platforms' missing pieces (CPU ISA-gated ops, XPU free-memory query, ROCm kernels compiled out
+    # for Radeon, first-generation Gaudi) and NumPy's removed aliases
+    "amd_platforms",
 ]
 
 
