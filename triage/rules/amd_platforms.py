@@ -149,6 +149,8 @@ RULES = [
              "the alias.",
          patterns=[r"`np\.(?P<attr>\w+)` was removed in the NumPy 2\.0 release",
                    r"`np\.(?P<attr>\w+)` was a deprecated alias for the builtin",
+                   # the line above that explanation (NumPy 1.24+: the aliases of builtins are gone)
+                   r"module 'numpy' has no attribute '(?P<attr>float|int|bool|object|str|complex|long|unicode)'",
                    # the same error retold in a title ("numpy AttributeError: `np.float_` removed")
                    r"[Nn]um[Pp]y\b.{0,40}`np\.(?P<attr>\w+)` (?:was )?removed"],
          playbook="install-mismatch", confidence=0.85),
