@@ -45,6 +45,17 @@ def test_cpu_shm_op_missing_is_tensor_parallel_on_a_cpu_without_it(op):
     assert (d.signature, d.category) == ("distributed.cpu_shm_isa", "distributed")
 
 
+def test_cpu_shm_op_missing_told_in_prose():
+    d = first("init_shm_manager is not implemented when NOT AVX512_FOUND, which makes it impossible to use tensor "
+              "parallel on non-avx512 CPUs\n")
+    assert (d.signature, d.category) == ("distributed.cpu_shm_isa", "distributed")
+
+
+def test_another_op_not_implemented_in_prose_is_not_the_shm_rule():
+    d = top("NotImplementedError: fused_moe is not implemented for this platform\n")
+    assert d is None or d.signature != "distributed.cpu_shm_isa"
+
+
 def test_another_missing_op_stays_mixed_vllm_versions():
     d = first("AttributeError: '_OpNamespace' '_C' object has no attribute 'silu_and_mul'\n")
     assert d.signature == "install.vllm_ops_missing"
@@ -134,6 +145,15 @@ def test_no_platform_on_gaudi_is_missing_gaudi_software(text):
     d = first(text)
     assert (d.signature, d.category) == ("install.platform_build_mismatch", "install_mismatch")
     assert "Gaudi" in d.title
+
+
+def test_no_platform_on_gaudi_is_not_read_as_a_broken_vllm_c():
+    d = first("vllm serve on a Gaudi 3 node:\n"
+              "WARNING 01-27 11:10:30 [interface.py:222] Failed to import from vllm._C: "
+              "ModuleNotFoundError(\"No module named 'vllm._C'\")\n"
+              "INFO 01-27 11:10:30 [__init__.py:243] No platform detected, vLLM is running on UnspecifiedPlatform\n"
+              "RuntimeError: Failed to infer device type\n")
+    assert d.signature == "install.platform_build_mismatch" and "Gaudi" in d.title
 
 
 def test_no_platform_in_a_plain_container_stays_no_gpu_visible():

@@ -84,8 +84,9 @@ PREFILTER = (
     # -- end s3
     # -- amd: the Gaudi generation a user or hl-smi names (first-generation Gaudi fails with no word about it)
     "|Gaudi|HL-205"
-    # an import's missing module quoted without its ModuleNotFoundError (a ticket title, prose)
-    "|No module named"
+    # an import's missing module quoted without its ModuleNotFoundError (a ticket title, prose); an op missing told
+    # in prose ("init_shm_manager is not implemented when NOT AVX512_FOUND")
+    "|No module named|is not implemented"
     # -- end amd
 )
 PREFILTER_RE = lazy(PREFILTER.encode())

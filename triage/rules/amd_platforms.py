@@ -38,14 +38,19 @@ CPU_BACKEND_RE = re.compile(r"detected platform cpu|cpu_worker|cpu_model_runner|
                             r"VLLM_TARGET_DEVICE=cpu|--device[= ]cpu", re.I)
 
 
+# the same missing op told in prose ("init_shm_manager is not implemented when NOT AVX512_FOUND")
+OP_PROSE_RE = re.compile(r"\b(?P<op>\w+) is not (?:implemented|registered|defined|available)\b")
+
+
 def _missing_op(scan: Scan, ops: frozenset[str], shared: frozenset[str] = frozenset()):
     cpu = any(CPU_BACKEND_RE.search(ln.text) for ln in scan.lines)
     for ln in scan.lines:
         m = OP_MISSING_RE.search(ln.text)
-        if m is None:
-            continue
-        op = m.group("op") or m.group("op2")
-        if op in ops or (cpu and op in shared):
+        op = (m.group("op") or m.group("op2")) if m else None
+        if op is None:
+            p = OP_PROSE_RE.search(ln.text)
+            op = p.group("op") if p and p.group("op") in ops else None
+        if op is not None and (op in ops or (cpu and op in shared)):
             return ln, op
     return None
 
@@ -115,7 +120,7 @@ RULES = [
          playbook="quantization", confidence=0.88, check=lambda scan, env: _cpu_w8a8_isa(scan)),
     Rule(signature="distributed.cpu_shm_isa", category="distributed",
          title="This CPU build of vLLM has no shared-memory collectives for tensor parallelism", fix="",
-         patterns=[r"'_OpNamespace' '_C' object has no attribute", r"No such operator _C::"],
+         patterns=[r"'_OpNamespace' '_C' object has no attribute", r"No such operator _C::", r"shm_\w+ is not"],
          playbook="distributed", confidence=0.88, check=lambda scan, env: _cpu_shm_isa(scan)),
     Rule(signature="xpu.free_memory_query_unsupported", category="unsupported_gpu",
          title="This Intel GPU's driver cannot report free memory, which vLLM's XPU worker needs ({device})",

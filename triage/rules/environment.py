@@ -173,8 +173,10 @@ def build_explains_no_platform(scan: Scan):
     if failed is None:
         return None
     sign = next((ln for ln in scan.lines if BUILD_SIGNS_RE.search(ln.text)), None)
-    if sign is None:
-        sign = next((ln for ln in scan.lines if HPU_WORD_RE.search(ln.text)), None)
+    # on Gaudi vllm._C is absent by design (a non-CUDA platform): only the package metadata outranks the machine
+    hpu = next((ln for ln in scan.lines if HPU_WORD_RE.search(ln.text)), None)
+    if hpu is not None and (sign is None or "package was not found" not in sign.text):
+        sign = hpu
     if sign is None and _other_platform(scan) is None and not any(TPU_WORD_RE.search(ln.text) for ln in scan.lines):
         sign = next((ln for ln in scan.lines if CPU_INTENT_RE.search(ln.text)), None)
     return None if sign is None else (failed, sign)
