@@ -188,3 +188,43 @@ def test_missing_module_under_a_private_package_is_api_skew():
 def test_a_missing_private_module_is_not_api_skew():
     d = top("ModuleNotFoundError: No module named 'somepkg.ops._C'\n")
     assert d is None or d.signature != "install.package_api_skew"
+
+
+# ---- ROCm AITER MLA's head count, FP4 before gfx950, attention a platform does not implement ---------------
+
+@pytest.mark.parametrize("text, heads", [
+    ("ERROR 11-22 04:37:16 [multiproc_executor.py:597] AssertionError: Aiter MLA only supports 16 or 128 number of "
+     "heads.\nERROR 11-22 04:37:16 [multiproc_executor.py:597] Provided 32 number of heads.\n", "32"),
+    ("[rank0]: AssertionError: nhead=32 not supported\n", "32"),
+    ("AITER MLA kernels don't support Kimi K2.5 `TP8` yet (num_head=8) and that it only supports "
+     '`"16 or 128 number of heads."`\n', "8"),
+])
+def test_aiter_mla_head_count(text, heads):
+    d = first(text)
+    assert (d.signature, d.category) == ("attention.aiter_mla_num_heads", "attention_backend")
+    assert d.facts["heads"] == heads
+
+
+@pytest.mark.parametrize("text, fmt, arch", [
+    ("RuntimeError: MXFP4 quantization is not supported on gfx942\n", "MXFP4", "gfx942"),
+    ("ValueError: FP4 is not supported on gfx90a\n", "FP4", "gfx90a"),
+])
+def test_fp4_before_gfx950(text, fmt, arch):
+    d = first(text)
+    assert (d.signature, d.category) == ("quant.fp4_needs_gfx950", "quantization")
+    assert (d.facts["fmt"], d.facts["arch"]) == (fmt, arch)
+
+
+def test_fp4_on_gfx950_itself_is_not_this_rule():
+    d = top("RuntimeError: MXFP4 quantization is not supported on gfx950 with this AITER build\n")
+    assert d is None or d.signature != "quant.fp4_needs_gfx950"
+
+
+@pytest.mark.parametrize("text, platform", [
+    ("NotImplementedError: Sparse Attention is not supported on HPU.\n", "HPU"),
+    ("NotImplementedError: Encoder-only attention is not supported on TPU\n", "TPU"),
+])
+def test_attention_a_platform_does_not_implement(text, platform):
+    d = first(text)
+    assert (d.signature, d.category) == ("attention.platform_feature_unsupported", "attention_backend")
+    assert d.facts["platform"] == platform

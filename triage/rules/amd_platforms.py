@@ -14,6 +14,14 @@
   Radeon GPU that reaches it prints "<file>.hip:<line>: <kernel>: Device-side assertion `false' failed."
 - The HPU fork and vllm-gaudi support Gaudi 2 and later; first-generation Gaudi (HL-205) fails inside the Habana
   bridge (PT_LAZY / synapse errors) with nothing in the message about the device.
+- vLLM's ROCM_AITER_MLA backend asserted the per-GPU head count (v1/attention/backends/mla/rocm_aiter_mla.py:
+  "Aiter MLA only supports 16 or 128 number of heads.\nProvided N number of heads.\nTry adjusting
+  tensor_parallel_size value."; AITER's own decode kernel under V0: "nhead=N not supported"); March 2026 (vllm PR
+  35850) relaxed it to 4, 8 and multiples of 16 by repeating heads.
+- FP4 formats need gfx950 (MI350/MI355): AITER's FP4 paths refuse older Instinct GPUs ("MXFP4 quantization is not
+  supported on gfx942"), and VLLM_ROCM_USE_AITER_FP4BMM defaults to on in the releases that added it.
+- Out-of-tree platforms refuse attention variants they do not implement ("NotImplementedError: Sparse Attention
+  is not supported on HPU." in vllm-gaudi).
 - NumPy 2 removed aliases (np.float_, np.complex_, np.NaN, ...): "`np.float_` was removed in the NumPy 2.0
   release. Use `np.float64` instead."; NumPy 1.24 the builtin aliases ("`np.float` was a deprecated alias for the
   builtin `float`"). The code using them was written for an older NumPy (CANN's Python tools need numpy<2).
@@ -25,7 +33,7 @@ import re
 
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.base import Rule
+from triage.rules.base import Rule, next_row_text
 
 OP_MISSING_RE = re.compile(r"'_OpNamespace' '_C' object has no attribute '(?P<op>\w+)'|No such operator _C::(?P<op2>\w+)")
 # CPU-only op names: seen missing, only a CPU build can be meant
@@ -113,6 +121,14 @@ def _gaudi1(scan: Scan) -> Diagnosis | None:
         first_line=min(named.no, failed.no))
 
 
+def _heads(m: re.Match[str], line, scan: Scan) -> str:
+    """The head count: in the match, or on the assertion message's next row ("Provided 32 number of heads.")."""
+    if m.group("heads"):
+        return m.group("heads")
+    nxt = re.search(r"Provided (\d+) number of heads", next_row_text(scan, line.no))
+    return nxt.group(1) if nxt else "not 16 or 128"
+
+
 RULES = [
     Rule(signature="quant.cpu_w8a8_isa", category="quantization",
          title="This CPU build of vLLM has no W8A8 (int8) kernels", fix="",
@@ -146,6 +162,38 @@ RULES = [
          title="vLLM's Gaudi backend does not support first-generation Gaudi", fix="",
          patterns=[r"Gaudi", r"HL-205"], playbook="unsupported-gpu", confidence=0.85,
          check=lambda scan, env: _gaudi1(scan)),
+    Rule(signature="attention.aiter_mla_num_heads", category="attention_backend",
+         title="ROCm's AITER MLA backend does not take this many attention heads per GPU ({heads})",
+         fix="vLLM's ROCM_AITER_MLA backend (and AITER's MLA decode kernel) ran only with 16 or 128 query heads per "
+             "GPU, i.e. the model's heads divided by --tensor-parallel-size. Pick a tensor-parallel size that gives 16 "
+             "or 128 heads per GPU (DeepSeek-V3/R1, 128 heads: TP 1 or 8), or use another MLA backend "
+             "(VLLM_ROCM_USE_AITER_MLA=0, or --attention-backend TRITON_MLA), or upgrade vLLM: since March 2026 "
+             "(vllm PR 35850) the backend also takes 4, 8 and multiples of 16 heads.",
+         patterns=[r"Aiter MLA only supports 16 or 128 number of heads\.?(?:\s*Provided (?P<heads>\d+) number of heads)?",
+                   r"AssertionError: nhead=(?P<heads>\d+) not supported",
+                   # the same refusal retold in prose or a title ("... only supports `"16 or 128 number of heads."`")
+                   r"(?:num_heads?|nhead)=(?P<heads>\d+)\b.{0,300}16 or 128 number of heads",
+                   r"16 or 128 number of heads(?P<heads>)"],
+         facts=lambda m, line, scan: {"heads": _heads(m, line, scan)},
+         playbook="attention-backend", confidence=0.9),
+    Rule(signature="quant.fp4_needs_gfx950", category="quantization",
+         title="{fmt} needs an MI350/MI355 (gfx950); this GPU is {arch}",
+         fix="FP4 formats run natively only on gfx950 (MI350X/MI355X); AITER's FP4 kernels refuse {arch}. With AITER "
+             "enabled, turn its FP4 batched matmul off (`export VLLM_ROCM_USE_AITER_FP4BMM=0`, on by default in the "
+             "releases that added it); for an {fmt} checkpoint on MI300-class GPUs use the FP8 or BF16 version of the "
+             "model, or run it on MI350/MI355.",
+         patterns=[r"(?P<fmt>MXFP4|MXFP6|NVFP4|FP4)\w*(?: quantization)? is not supported on (?P<arch>gfx9[0-4]\w*)"],
+         playbook="quantization", confidence=0.88),
+    Rule(signature="attention.platform_feature_unsupported", category="attention_backend",
+         title="{what} is not implemented on this platform ({platform})",
+         fix="The {platform} backend does not implement {what}, which this model's attention needs (DeepSeek-V3.2 / "
+             "GLM-5 sparse attention, MLA, ...): check the platform plugin's supported-models list for this release "
+             "(vllm-gaudi, vllm-ascend, tpu-inference, the XPU/CPU backend), upgrade the plugin if a newer release "
+             "adds it, or serve the model on GPUs whose backend implements it.",
+         patterns=[r"(?P<what>(?:Sparse|Sliding[- ]window|Multi-head latent|MLA|Cross|Encoder[- ]only|Chunked "
+                   r"prefill|Prefix[- ]caching)?\s?[Aa]ttention(?: \w+)?) is not supported on (?P<platform>HPU|XPU|TPU|"
+                   r"CPU|NPU|Gaudi|Ascend)\b"],
+         playbook="attention-backend", confidence=0.85),
     Rule(signature="install.numpy_removed_alias", category="install_mismatch",
          title="Code written for an older NumPy uses np.{attr}, which the installed NumPy removed",
          fix="A package in this environment (CANN's tools, an older library) still uses `np.{attr}`, which NumPy "
