@@ -228,3 +228,27 @@ def test_attention_a_platform_does_not_implement(text, platform):
     d = first(text)
     assert (d.signature, d.category) == ("attention.platform_feature_unsupported", "attention_backend")
     assert d.facts["platform"] == platform
+
+
+# ---- ROCm platform detection under WSL2 (amdsmi cannot initialise there) -----------------------------------
+
+def test_rocm_under_wsl2_without_a_platform():
+    d = first("Python platform: Linux-5.15.167.4-microsoft-standard-WSL2-x86_64-with-glibc2.35\n"
+              "GPU models and configuration: AMD Radeon RX 7900 XT (gfx1100)\n"
+              "INFO 11-26 10:21:44 __init__.py:187] No platform detected, vLLM is running on UnspecifiedPlatform\n"
+              "RuntimeError: Failed to infer device type\n")
+    assert (d.signature, d.category) == ("environment.rocm_wsl_detection", "environment")
+
+
+def test_nvidia_under_wsl2_is_not_the_rocm_rule():
+    d = first("Python platform: Linux-5.15.167.4-microsoft-standard-WSL2-x86_64-with-glibc2.35\n"
+              "GPU models and configuration: GPU 0: NVIDIA GeForce RTX 4090\n"
+              "RuntimeError: Failed to infer device type\n")
+    assert d.signature != "environment.rocm_wsl_detection"
+
+
+def test_rocm_on_native_linux_is_not_the_wsl_rule():
+    d = first("INFO 04-09 10:00:01 [rocm.py:38] ROCm platform is not available because: amdsmi init failed\n"
+              "GPU models and configuration: AMD Radeon RX 7900 XTX (gfx1100)\n"
+              "RuntimeError: Failed to infer device type\n")
+    assert d.signature != "environment.rocm_wsl_detection"

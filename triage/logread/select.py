@@ -87,6 +87,8 @@ PREFILTER = (
     # an import's missing module quoted without its ModuleNotFoundError (a ticket title, prose); an op missing told
     # in prose ("init_shm_manager is not implemented when NOT AVX512_FOUND")
     "|No module named|is not implemented"
+    # the kernel of a WSL2 machine (collect_env's "Python platform" row): GPU detection differs there
+    "|WSL2"
     # -- end amd
 )
 PREFILTER_RE = lazy(PREFILTER.encode())

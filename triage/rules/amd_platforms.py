@@ -22,6 +22,10 @@
   supported on gfx942"), and VLLM_ROCM_USE_AITER_FP4BMM defaults to on in the releases that added it.
 - Out-of-tree platforms refuse attention variants they do not implement ("NotImplementedError: Sparse Attention
   is not supported on HPU." in vllm-gaudi).
+- vLLM finds ROCm through amdsmi (rocm_platform_plugin: amdsmi_init, then the processor handles). Under WSL2 the
+  Radeon GPU is exposed through /dev/dxg without the amdgpu/KFD driver, amdsmi cannot initialise, and detection
+  ends in "Failed to infer device type" / UnspecifiedPlatform although torch sees the GPU (a torch fallback came
+  with vllm PR 38434).
 - NumPy 2 removed aliases (np.float_, np.complex_, np.NaN, ...): "`np.float_` was removed in the NumPy 2.0
   release. Use `np.float64` instead."; NumPy 1.24 the builtin aliases ("`np.float` was a deprecated alias for the
   builtin `float`"). The code using them was written for an older NumPy (CANN's Python tools need numpy<2).
@@ -34,6 +38,8 @@ import re
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, next_row_text
+from triage.rules.environment import DETECTION_FAILED_RE
+from triage.rules.vendor import vendor
 
 OP_MISSING_RE = re.compile(r"'_OpNamespace' '_C' object has no attribute '(?P<op>\w+)'|No such operator _C::(?P<op2>\w+)")
 # CPU-only op names: seen missing, only a CPU build can be meant
@@ -121,6 +127,29 @@ def _gaudi1(scan: Scan) -> Diagnosis | None:
         first_line=min(named.no, failed.no))
 
 
+WSL_RE = re.compile(r"microsoft-standard-WSL2|\bWSL2?\b")
+
+
+def _rocm_wsl(scan: Scan) -> Diagnosis | None:
+    failed = next((ln for ln in scan.lines if DETECTION_FAILED_RE.search(ln.text)), None)
+    if failed is None or vendor(scan) != "amd":
+        return None
+    wsl = next((ln for ln in scan.lines if WSL_RE.search(ln.text)), None)
+    if wsl is None and not WSL_RE.search(str(scan.facts.get("os") or "") + str(scan.facts.get("platform") or "")):
+        return None
+    ev = [Evidence(failed.no, failed.shown)] + ([Evidence(wsl.no, wsl.shown)] if wsl is not None else [])
+    return Diagnosis(
+        category="environment", signature="environment.rocm_wsl_detection",
+        title="vLLM cannot detect the AMD GPU under WSL2 (its ROCm detection needs amdsmi, which WSL2 does not support)",
+        confidence=0.93, evidence=ev, facts={"detail": "ROCm under WSL2"},
+        fix=Fix("Under WSL2 the Radeon GPU is reached through /dev/dxg, without the amdgpu/KFD driver that amdsmi needs, "
+                "so vLLM's ROCm platform check fails even though torch sees the GPU "
+                "(`python -c 'import torch; print(torch.cuda.is_available())'`). Run vLLM on native Linux with ROCm, or "
+                "use a vLLM release whose ROCm detection falls back to torch when amdsmi is unavailable (vllm PR "
+                "38434), with the WSL2 ROCm driver AMD documents for Radeon.", "environment"),
+        first_line=min(e.line for e in ev))
+
+
 def _heads(m: re.Match[str], line, scan: Scan) -> str:
     """The head count: in the match, or on the assertion message's next row ("Provided 32 number of heads.")."""
     if m.group("heads"):
@@ -194,6 +223,10 @@ RULES = [
                    r"prefill|Prefix[- ]caching)?\s?[Aa]ttention(?: \w+)?) is not supported on (?P<platform>HPU|XPU|TPU|"
                    r"CPU|NPU|Gaudi|Ascend)\b"],
          playbook="attention-backend", confidence=0.85),
+    Rule(signature="environment.rocm_wsl_detection", category="environment",
+         title="vLLM cannot detect the AMD GPU under WSL2", fix="",
+         patterns=[r"Failed to infer device type", r"No platform detected", r"Device string must not be empty"],
+         playbook="environment", confidence=0.93, check=lambda scan, env: _rocm_wsl(scan)),
     Rule(signature="install.numpy_removed_alias", category="install_mismatch",
          title="Code written for an older NumPy uses np.{attr}, which the installed NumPy removed",
          fix="A package in this environment (CANN's tools, an older library) still uses `np.{attr}`, which NumPy "
