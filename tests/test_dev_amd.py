@@ -252,3 +252,22 @@ def test_rocm_on_native_linux_is_not_the_wsl_rule():
               "GPU models and configuration: AMD Radeon RX 7900 XTX (gfx1100)\n"
               "RuntimeError: Failed to infer device type\n")
     assert d.signature != "environment.rocm_wsl_detection"
+
+
+# ---- vLLM's extensions against another torch, told in words ------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "vLLM serve fails on MI300X (gfx942 / TheRock 7.13 & 7.14 nightly): _C ABI mismatch — get_cuda_view_from_cpu_tensor"
+    " / undefined HIP symbols\n",
+    "the compiled _C / _rocm_C extensions fail to import with undefined HIP/c10 symbols\n",
+    "The vLLM resolved for the managed runtime is ABI-incompatible with that runtime's torch\n",
+])
+def test_extension_abi_mismatch_in_words(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("install.extension_abi_prose", "install_mismatch")
+
+
+def test_the_loaders_undefined_symbol_stays_its_own_rule():
+    d = first("ImportError: /opt/venv/lib/python3.12/site-packages/vllm/_C.abi3.so: undefined symbol: "
+              "_ZN3c103hip19getCurrentHIPStreamEa\n")
+    assert d.signature == "install.undefined_symbol"

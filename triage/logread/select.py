@@ -89,6 +89,8 @@ PREFILTER = (
     "|No module named|is not implemented"
     # the kernel of a WSL2 machine (collect_env's "Python platform" row): GPU detection differs there
     "|WSL2"
+    # an extension's ABI mismatch told in words ("_C ABI mismatch", "ABI-incompatible with that runtime's torch")
+    "|ABI"
     # -- end amd
 )
 PREFILTER_RE = lazy(PREFILTER.encode())

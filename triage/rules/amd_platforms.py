@@ -26,6 +26,9 @@
   Radeon GPU is exposed through /dev/dxg without the amdgpu/KFD driver, amdsmi cannot initialise, and detection
   ends in "Failed to infer device type" / UnspecifiedPlatform although torch sees the GPU (a torch fallback came
   with vllm PR 38434).
+- A ROCm wheel resolved for another torch (TheRock runtimes, nightly indexes) is reported in words more often than
+  with the loader's line: "_C ABI mismatch — ... undefined HIP symbols", "_C / _rocm_C extensions fail to import
+  with undefined HIP/c10 symbols" (the loader's own "undefined symbol: X" is install.undefined_symbol's).
 - NumPy 2 removed aliases (np.float_, np.complex_, np.NaN, ...): "`np.float_` was removed in the NumPy 2.0
   release. Use `np.float64` instead."; NumPy 1.24 the builtin aliases ("`np.float` was a deprecated alias for the
   builtin `float`"). The code using them was written for an older NumPy (CANN's Python tools need numpy<2).
@@ -227,6 +230,17 @@ RULES = [
          title="vLLM cannot detect the AMD GPU under WSL2", fix="",
          patterns=[r"Failed to infer device type", r"No platform detected", r"Device string must not be empty"],
          playbook="environment", confidence=0.93, check=lambda scan, env: _rocm_wsl(scan)),
+    Rule(signature="install.extension_abi_prose", category="install_mismatch",
+         title="vLLM's compiled extensions were built for another torch / ROCm than the one installed (told in words)",
+         fix="vLLM's _C / _rocm_C extensions link against one torch build: a vLLM wheel resolved for another torch or "
+             "ROCm (a nightly index, a managed runtime's torch) fails to import them. Install the vLLM build made "
+             "for this torch (the ROCm wheel index or the vllm/vllm-openai-rocm image of the same release), or the "
+             "torch that vLLM release pins, into a clean environment; `python -c 'import vllm._C'` shows the "
+             "undefined symbol.",
+         patterns=[r"(?:vllm\.)?_(?:rocm_)?C\b.{0,120}(?:ABI[- ](?:mismatch|incompatib\w*)|undefined "
+                   r"(?:HIP|c10|CUDA|torch)(?:/\w+)? symbols)",
+                   r"\bABI[- ]incompatible with (?:that|the|this|its)\b"],
+         playbook="install-mismatch", confidence=0.8),
     Rule(signature="install.numpy_removed_alias", category="install_mismatch",
          title="Code written for an older NumPy uses np.{attr}, which the installed NumPy removed",
          fix="A package in this environment (CANN's tools, an older library) still uses `np.{attr}`, which NumPy "
