@@ -112,6 +112,16 @@ PREFILTER = (
     # -- oom: a title or prose line saying the device ran out of memory in the reporter's words ("CUDA out of
     # memory when setting limit_mm_per_prompt"), with no error word of its own
     "|out of memory"
+    # -- amd: the Gaudi generation a user or hl-smi names (first-generation Gaudi fails with no word about it)
+    "|Gaudi|HL-205"
+    # an import's missing module quoted without its ModuleNotFoundError (a ticket title, prose); an op missing told
+    # in prose ("init_shm_manager is not implemented when NOT AVX512_FOUND")
+    "|No module named|is not implemented"
+    # the kernel of a WSL2 machine (collect_env's "Python platform" row): GPU detection differs there
+    "|WSL2"
+    # an extension's ABI mismatch told in words ("_C ABI mismatch", "ABI-incompatible with that runtime's torch")
+    "|ABI"
+    # -- end amd
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -90,6 +90,9 @@ MODULES = [
     # oom: out of device memory said by NCCL and torch_npu, failures a report states in its own words
     "oom_devices",
     "oom_stated",
+    # amd: non-CUDA platforms' missing pieces (CPU ISA-gated ops, XPU free-memory query, ROCm kernels compiled out
+    # for Radeon, first-generation Gaudi) and NumPy's removed aliases
+    "amd_platforms",
 ]
 
 

@@ -164,6 +164,9 @@ CPU_INTENT_RE = re.compile(r"--device[= ]cpu\b|VLLM_TARGET_DEVICE=cpu|device=['\
                            r"|\b(?:on|use|using|run|running|with) (?:a |the |my )?cpu\b(?![-_ ]?(?:offload|blocks|cores))",
                            re.I)
 TPU_WORD_RE = re.compile(r"\btpu\b|libtpu|torch_xla", re.I)
+# Gaudi is detected from software alone (hpu_platform_plugin: habana_frameworks importable; from 0.9 the vllm-gaudi
+# plugin), never from the devices: a Gaudi machine that ends in "Failed to infer device type" lacks that software.
+HPU_WORD_RE = re.compile(r"\bGaudi\s?\d?\b|\bHPU\b|habana", re.I)
 
 
 def build_explains_no_platform(scan: Scan):
@@ -172,6 +175,10 @@ def build_explains_no_platform(scan: Scan):
     if failed is None:
         return None
     sign = next((ln for ln in scan.lines if BUILD_SIGNS_RE.search(ln.text)), None)
+    # on Gaudi vllm._C is absent by design (a non-CUDA platform): only the package metadata outranks the machine
+    hpu = next((ln for ln in scan.lines if HPU_WORD_RE.search(ln.text)), None)
+    if hpu is not None and (sign is None or "package was not found" not in sign.text):
+        sign = hpu
     if sign is None and _other_platform(scan) is None and not any(TPU_WORD_RE.search(ln.text) for ln in scan.lines):
         sign = next((ln for ln in scan.lines if CPU_INTENT_RE.search(ln.text)), None)
     return None if sign is None else (failed, sign)

@@ -7,7 +7,7 @@ import re
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, next_row_text
-from triage.rules.environment import (BUILD_SIGNS_RE, CPU_INTENT_RE, _other_platform, build_explains_no_platform,
+from triage.rules.environment import (BUILD_SIGNS_RE, CPU_INTENT_RE, HPU_WORD_RE, _other_platform, build_explains_no_platform,
                                       native_windows)
 from triage.rules.vendor import vendor
 
@@ -282,6 +282,14 @@ def _platform_build_mismatch(scan: Scan) -> Diagnosis | None:
                "versions in the environment are not the ones this vLLM release pins (a newer nightly breaks it). "
                "Install the TPU requirements of the same vLLM release into a clean environment, or use the "
                "vllm/vllm-tpu image.")
+    elif HPU_WORD_RE.search(t) and not BUILD_SIGNS_RE.search(t):
+        what = "a Gaudi (HPU) machine without vLLM's Gaudi software"
+        fix = ("vLLM recognises Gaudi from its software, not from the devices: the Habana PyTorch bridge "
+               "(habana_frameworks) must import and, from vLLM 0.9 on, the vllm-gaudi plugin must be installed (for "
+               "older releases, the HabanaAI vllm-fork installed as a package). Work inside the Intel Gaudi PyTorch "
+               "container matching the driver (`hl-smi` shows its version), check `python -c 'import "
+               "habana_frameworks.torch'`, then install vLLM for Gaudi as the vllm-gaudi docs say (the vllm-gaudi "
+               "release with the vLLM it pins, or `pip install -e .` in the fork's checkout).")
     elif CPU_INTENT_RE.search(t) and not BUILD_SIGNS_RE.search(t):
         what = "a run meant for the CPU with a vLLM build that has no CPU backend"
         fix = ("vLLM picks its CPU backend only for a CPU build (its version carries +cpu); the PyPI wheel is a CUDA "

@@ -90,8 +90,9 @@ SKEW_RES = [
     re.compile(r"cannot import name '(?P<name>\w+)' from '(?P<mod>(?P<pkg>[A-Za-z]\w*)(?:\.\w+)+)'"),
     # a top-level module named with its installed file: a library, not the user's own package
     re.compile(r"cannot import name '(?P<name>\w+)' from '(?P<mod>(?P<pkg>[A-Za-z]\w*))' \([^)]*[/\\](?:site|dist)-packages[/\\]"),
-    # (a missing "_private" part is a compiled or generated file, not another release's API)
-    re.compile(r"No module named '(?P<mod>(?P<pkg>[A-Za-z]\w*)\.(?!_)[\w.]+)'(?!;)"),
+    # (a missing "_private" part is a compiled or generated file, not another release's API; Python names the
+    # path up to the first part missing, so that part is the last: qwix._src.core is there, ragged_dot is not)
+    re.compile(r"No module named '(?P<mod>(?P<pkg>[A-Za-z]\w*)(?:\.\w+)*\.(?!_)\w+)'(?!;)"),
 ]
 # a project's own folders: an import between them that fails is its own code, not another package's release
 LOCAL_NAMES = frozenset({"models", "model", "utils", "src", "app", "lib", "common", "core", "modules", "tools",
