@@ -228,13 +228,17 @@ def test_failed_wheel_build_of_a_kernel_library_is_that_area():
     ("ImportError: cannot import name 'custom_op' from 'torch.library' (/x/torch/library.py)", "torch.library.custom_op"),
     ("AttributeError: module 'torch.library' has no attribute 'register_fake'", "torch.library.register_fake"),
     ("ModuleNotFoundError: No module named 'torch._inductor.standalone_compile'", "torch._inductor.standalone_compile"),
-    ("AttributeError: module 'numpy' has no attribute 'bool'.", "numpy.bool"),
     ("ImportError: cannot import name 'resolve_obj_by_qualname' from 'vllm.utils' (/x/vllm/utils/__init__.py)",
      "vllm.utils.resolve_obj_by_qualname"),
 ])
 def test_module_api_mismatch(line, what):
     d = top(line + "\n")
     assert (d.signature, d.category) == ("install.module_api_mismatch", "install_mismatch") and what in d.title
+
+
+def test_a_numpy_alias_numpy_removed_is_named_as_such():
+    d = top("AttributeError: module 'numpy' has no attribute 'bool'.\n")
+    assert (d.signature, d.category) == ("install.numpy_removed_alias", "install_mismatch")
 
 
 @pytest.mark.parametrize("line,sig", [

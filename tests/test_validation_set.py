@@ -28,6 +28,8 @@ ENTRIES = [(s, name) for s, index in INDEXES.items() for name in sorted(index)]
 # a session checkout may also keep a list of cited threads beside the worktrees.
 CITED_LISTS = [ROOT.parent / "cited-threads.txt"]
 THREAD = re.compile(r"github\.com/([\w.-]+/[\w.-]+)/(?:issues|pull|discussions)/(\d+)")
+# A forum thread, a blog post or a project page (not a GitHub thread) is named by its address.
+PAGE = re.compile(r"https?://[^\s'\"<>)]+")
 
 
 def _score_module():
@@ -39,6 +41,15 @@ def _score_module():
 
 def _threads(text: str) -> set[tuple[str, str]]:
     return {(repo.lower(), num) for repo, num in THREAD.findall(text)}
+
+
+def _source(source: str) -> tuple[str, str]:
+    """A log's thread: (repo, number) for a GitHub thread, else ("page", its address without a trailing slash)."""
+    threads = _threads(source)
+    if threads:
+        (key,) = threads
+        return key
+    return ("page", source.strip().rstrip("/").lower())
 
 
 def test_both_held_out_sets_exist():
@@ -57,7 +68,7 @@ def test_index_entry_is_complete(folder, name):
     e = INDEXES[folder][name]
     assert e["category"] == "none" or e["category"] in CATEGORIES, e["category"]
     assert name.split("--", 1)[0] == e["category"], "file name starts with its category"
-    assert THREAD.search(e["source"]), "source is a GitHub thread"
+    assert THREAD.search(e["source"]) or PAGE.fullmatch(e["source"].strip()), "source is a thread or a page's address"
     assert str(e.get("date", "")).strip(), "date (or 'unknown')"
     assert len(e.get("root_cause", "")) > 20 and len(e.get("working_fix", "")) > 10
     kws = e.get("cause_keywords") or []
@@ -70,13 +81,13 @@ def test_index_entry_is_complete(folder, name):
 def test_every_thread_used_once_across_all_sets():
     seen: dict[tuple[str, str], str] = {}
     for folder, name in ENTRIES:
-        (key,) = _threads(INDEXES[folder][name]["source"])
+        key = _source(INDEXES[folder][name]["source"])
         assert key not in seen, f"{folder}/{name} and {seen[key]} come from the same thread"
         seen[key] = f"{folder}/{name}"
 
 
 def test_no_thread_shared_with_what_the_rules_were_written_from():
-    validation = {next(iter(_threads(INDEXES[f][n]["source"]))): f"{f}/{n}" for f, n in ENTRIES}
+    validation = {_source(INDEXES[f][n]["source"]): f"{f}/{n}" for f, n in ENTRIES}
     cited: set[tuple[str, str]] = set()
     roots = [ROOT / "tests", ROOT / "triage", ROOT / "playbooks", ROOT / "README.md", SHARED]
     for root in roots:
@@ -85,7 +96,9 @@ def test_no_thread_shared_with_what_the_rules_were_written_from():
             if any(d in p.parents for d in SETS) or p.suffix in {".png", ".gz", ".pyc", ".so"}:
                 continue
             try:
-                cited |= _threads(p.read_text(errors="replace"))
+                text = p.read_text(errors="replace")
+                cited |= _threads(text)
+                cited |= {("page", u.rstrip("/.,").lower()) for u in PAGE.findall(text)}
             except OSError:
                 continue
     for lst in CITED_LISTS:

@@ -36,7 +36,7 @@ MILESTONES = [
           r"|for vLLM's torch\.compile"), COMPILE),
     (lazy(r"Memory profiling takes|Available KV cache memory|# (?:GPU|CPU) blocks|GPU KV cache size"
           r"|Maximum concurrency for"), PAST),
-    (lazy(r"(?:Loading (?:model )?weights|Model loading) took"), PAST),
+    (lazy(r"(?:Loading (?:model )?weights|Model loading) took|checkpoint shards: +100%"), PAST),
     (lazy(r"Starting to load model|Loading (?:safetensors|pt) checkpoint shards|Using model weights format"
           r"|Fetching \d+ files"), LOADING),
     (lazy(r"generating GPU P2P access cache|reading GPU P2P access cache|vLLM is using nccl==|Found nccl from library"
@@ -85,6 +85,8 @@ def stalled(scan: Scan) -> Diagnosis | None:
             break
     if state is None or state == PAST or at is None or last is None:
         return None
+    if not any(ln.level for ln in scan.lines):
+        return None  # a fragment without vLLM's own lines (a progress bar quoted alone) says nothing of a hang
     if scan.lines_total - last.no > TAIL:
         return None
     category, step, fix = STEPS[state]

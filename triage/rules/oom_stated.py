@@ -50,8 +50,8 @@ def _prose(ln: Line) -> str:
         # a markdown heading is the thread's title only on the first line; elsewhere it may be a comment in code
         heading = ln.no == 1 and ln.text.startswith("#") and text[1:2] in (" ", "#")  # not an indented comment
         return text.lstrip("#").strip() if heading else ""
-    if text.startswith(CODE_START):
-        return ""
+    if text.startswith(CODE_START) or "Traceback (most recent call last)" in text:
+        return ""  # (a notebook's traceback head, "OutOfMemoryError    Traceback (most recent call last)")
     return text
 
 
