@@ -86,7 +86,7 @@ PREFILTER = (
     # each printed once per start-up, never per request
     "|P2P access cache|using nccl|Found nccl|message queue communication|world size|world_size="
     "|Starting to load model|checkpoint shards|weights format|Dynamo bytecode|Compiling a graph|compile takes|for vLLM's torch"
-    "|startup complete|Uvicorn running|API server|Available routes|init engine|GPU blocks|KV cache size"
+    "|startup complete|Uvicorn running|API server|Available routes|create kv cache|GPU blocks|KV cache size"
     "|Maximum concurrency|Memory profiling"
     # -- mm: transformers' check_imports warning for a checkpoint's remote code ("Encountered exception while
     # importing decord: No module named 'decord'"); vLLM's PlaceholderModule hint quoted without its ImportError
