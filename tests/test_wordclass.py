@@ -82,6 +82,20 @@ def test_reconsider_overrules_only_an_undecided_fallback():
     assert wordclass.reconsider(scan, hand, TOY).category == "kernel_library"
 
 
+def test_a_fallback_nothing_decided_takes_a_less_sure_guess():
+    # "nccl memory rank": the model leans to distributed, well short of 80%
+    scan = scan_text("RuntimeError: nccl memory rank\n")
+    cat, p, _ = wordclass.guess(scan, 0.0, TOY)
+    assert cat == "distributed" and wordclass.UNDECIDED_P <= p < wordclass.GUESSED_P
+    undecided = _fallback("environment", 0.2)
+    undecided.facts["category_decided"] = False  # the exception type's prior, nothing more
+    assert wordclass.reconsider(scan, undecided, TOY).category == "distributed"
+    # a guess some words decided keeps the model's 80% bar
+    worded = _fallback("environment", 0.25, signature="generic.error_line")
+    worded.facts["category_decided"] = True
+    assert wordclass.reconsider(scan, worded, TOY).category == "environment"
+
+
 def test_the_shipped_model_is_the_trained_one(docs, script):
     """Regenerate with `python scripts/train_wordclass.py` after adding or relabelling a log."""
     with gzip.open(wordclass.DATA, "rt", encoding="utf-8") as f:
