@@ -70,32 +70,27 @@ STEPS = {
 
 def stalled(scan: Scan) -> Diagnosis | None:
     """Where a start-up with no error stopped, when that step is one where vLLM is known to hang."""
-    state, at, last = None, None, None
+    if not any(ln.level for ln in scan.lines):
+        return None  # a fragment without vLLM's own lines (a progress bar quoted alone) says nothing of a hang
+    state, last = None, None
     for ln in scan.lines:
-        t = ln.text
         for rx, step in MILESTONES:
-            m = rx.search(t)
+            m = rx.search(ln.text)
             if m is None:
                 continue
             if step == DISTRIBUTED and (m.group("ws") or m.group("ws2") or "2") == "1":
                 break  # one process: nothing to wait for
-            if step != state or step == PAST:
-                state, at = step, ln
-            last = ln
+            state, last = step, ln
             break
-    if state is None or state == PAST or at is None or last is None:
-        return None
-    if not any(ln.level for ln in scan.lines):
-        return None  # a fragment without vLLM's own lines (a progress bar quoted alone) says nothing of a hang
-    if scan.lines_total - last.no > TAIL:
+    if state is None or state == PAST or last is None or scan.lines_total - last.no > TAIL:
         return None
     category, step, fix = STEPS[state]
+    name = step.split(" (")[0]
     return Diagnosis(
         category=category, signature="generic.stopped_during_startup",
-        title=f"The start-up stops during {step.split(' (')[0]} with no error: it hung there, or the log was cut",
+        title=f"The start-up stops during {name} with no error: it hung there, or the log was cut",
         confidence=CONFIDENCE, evidence=[Evidence(last.no, last.shown)],
-        facts={"step": step.split(" (")[0], "category_guessed_from": f"the step it stopped in ({step})",
-               "category_decided": False},
+        facts={"step": name, "category_guessed_from": f"the step it stopped in ({step})", "category_decided": False},
         explanation=[f"category {category}: likely, because the last thing vLLM printed is the start of {step}, "
                      "with no error and no sign that the server started"],
         fix=Fix(fix, None), first_line=last.no)
