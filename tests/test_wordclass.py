@@ -156,7 +156,30 @@ def test_a_paste_with_no_error_line_is_read_by_its_words_when_it_says_something_
     assert [(d.signature, d.category) for d in ds] == [("generic.words_guess", "distributed")]
     assert ds[0].confidence == WORDS_GUESS_CONFIDENCE and ds[0].facts["category_decided"] is False
     assert ds[0].evidence[0].line == 2 and "frobnicator" in ds[0].facts["category_guessed_from"]
-    assert diagnose(scan_text("Serving the frobnicator on the second node\n"))[0] == []  # nothing failed
-    logged = "INFO 02-14 10:12:44 [core.py:1] the frobnicator fails over to the second node\n"
-    assert diagnose(scan_text(logged))[0] == []
     assert diagnose(scan_text("The frobnicator and the wibble fail on the second node\n"))[0] == []  # unsure
+
+
+def test_a_short_paste_that_never_says_it_failed_is_still_guessed_from_its_words(monkeypatch):
+    """A ticket's title and the command it ran, a few logger lines: someone handed triage this paste as their
+    failure, so the model guesses (its bar lower than for a paste that says what failed, still low in
+    confidence) and quotes the line holding most of the words that led. A long log that never says it failed,
+    a paste of a logger's routine lines only, or one a harmless rule already read, gets no guess."""
+    from triage.diagnose import FRAGMENT_LINES, WORDS_GUESS_CONFIDENCE, diagnose
+
+    toy = wordclass.train([("distributed", {"frobnicator", "zorblat"}), ("distributed", {"frobnicator", "quux"}),
+                           ("gpu_oom", {"wibble", "quux"}), ("gpu_oom", {"wibble", "zorblat"})], min_docs=1)
+    monkeypatch.setattr(wordclass, "_model", toy)
+    paste = "[Bug]: serving on two nodes\nvllm serve big-model --tensor-parallel-size 16\nthe frobnicator on node two\n"
+    ds, _ = diagnose(scan_text(paste))
+    assert [(d.signature, d.category, d.confidence) for d in ds] == \
+        [("generic.words_guess", "distributed", WORDS_GUESS_CONFIDENCE)]
+    assert ds[0].evidence[0].line == 3
+    logged = "INFO 02-14 10:12:44 [core.py:1] the frobnicator waits on the second node\n"
+    assert diagnose(scan_text(logged))[0] == []  # a logger's routine line alone: what a healthy start-up prints
+    long_log = "".join(f"INFO 02-14 10:12:{i % 60:02d} [core.py:1] step {i} of the frobnicator\n"
+                       for i in range(FRAGMENT_LINES + 5))
+    assert diagnose(scan_text(long_log))[0] == []
+    harmless = ("WARNING 11-12 15:27:46 [interface.py:197] Failed to import from vllm._C: "
+                "ModuleNotFoundError(\"No module named 'vllm._C'\")\nthe frobnicator on node two\n")
+    ds, notes = diagnose(scan_text(harmless))
+    assert notes and ds == []

@@ -426,6 +426,7 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
 
 WORDS_GUESS_CONFIDENCE = 0.25
 WORDS_GUESS_P = 0.8
+UNTOLD_P = 0.5
 
 
 def words_guess(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
@@ -433,15 +434,22 @@ def words_guess(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
     and prose, a traceback cut before anything is raised): the word model, learnt from real labelled
     failure logs, reads its words. Only text no logger printed counts as saying so: a healthy start-up's
     lines all carry a level."""
-    told = next((ln for ln in scan.lines if _says_failed(ln, skip_lines)), None)
-    if told is None:
-        return None
-    from triage.catalogue.wordclass import guess
+    from triage.catalogue.wordclass import guess, words
 
-    g = guess(scan, WORDS_GUESS_P)
+    told = next((ln for ln in scan.lines if _says_failed(ln, skip_lines)), None)
+    if told is None and not _untold_failure(scan, skip_lines):
+        return None
+    g = guess(scan, WORDS_GUESS_P if told is not None else UNTOLD_P)
     if g is None:
         return None
     cat, p, led = g
+    if told is None:
+        # a short paste that never says it failed (a ticket's title, a command and what it printed): the line
+        # holding most of the words that led is what the guess rests on
+        told = max((ln for ln in scan.lines if ln.no not in skip_lines and ln.text.strip()),
+                   key=lambda ln: (len(words(ln.text) & set(led)), -ln.no), default=None)
+        if told is None:
+            return None
     kind = cat.replace("_", " ")
     article = "an" if kind[0] in "aeiou" else "a"
     return Diagnosis(
@@ -455,6 +463,17 @@ def words_guess(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
         fix=Fix("triage found no error message here, only words around one. Diagnose the whole start-up log "
                 "(`vllm serve ... 2>&1 | tee vllm.log`), with the exception's line, to get a decided answer.", None),
         first_line=told.no)
+
+
+def _untold_failure(scan: Scan, skip_lines: set[int]) -> bool:
+    """Whether a paste that never says it failed is still taken for a failure's: short (what someone handed
+    triage as their failure), with no line some rule already read as harmless and none of vLLM's start-up
+    progress lines (those are how a healthy start-up reads, its words topical as they are)."""
+    if scan.lines_total > FRAGMENT_LINES:
+        return False
+    from triage.catalogue.stall import progress
+
+    return not any(ln.no in skip_lines or progress(ln.text) for ln in scan.lines)
 
 
 def _says_failed(ln: Any, skip_lines: set[int]) -> list[str]:

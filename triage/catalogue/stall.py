@@ -68,6 +68,11 @@ STEPS = {
 }
 
 
+def progress(text: str) -> bool:
+    """Whether a line is one of vLLM's start-up progress lines (a step begun or done)."""
+    return any(rx.search(text) is not None for rx, _ in MILESTONES)
+
+
 def stalled(scan: Scan) -> Diagnosis | None:
     """Where a start-up with no error stopped, when that step is one where vLLM is known to hang."""
     if not any(ln.level for ln in scan.lines):
