@@ -362,3 +362,30 @@ def test_a_warning_before_a_bare_failure_cascade_names_its_likely_part():
     d = _top(log)
     assert d.signature == "generic.root_cause_missing" and d.category == "kernel_library"
     assert d.confidence <= 0.2 and "warning" in d.facts["category_guessed_from"]
+
+
+RAISED = ("Traceback (most recent call last):\n"
+          '  File "/x/site-packages/vllm/model_executor/layers/quantization/awq.py", line 9, in f\n'
+          "    raise ValueError('frobnication width 7 is not one of 4, 8')\n"
+          "ValueError: frobnication width 7 is not one of 4, 8\n")
+CUT = ("ERROR 01-02 03:04:05 [core.py:1] EngineCore failed to start.\n"
+       "Traceback (most recent call last):\n"
+       '  File "/x/site-packages/vllm/model_executor/layers/quantization/awq.py", line 9, in f\n')
+
+
+@pytest.mark.parametrize("layer, log, named", [
+    ("diagnose_unknown", RAISED, "message catalogue failed"), ("from_frames", CUT, "frame reading failed"),
+])
+def test_a_broken_layer_of_the_fallback_is_a_warning_not_a_crash(monkeypatch, layer, log, named):
+    """A layer that raises (broken data, a bug) is skipped with a warning; the plainer layers still answer."""
+    from triage.catalogue import infer
+
+    def broken(*_a, **_k):
+        raise RuntimeError("data unreadable")
+
+    monkeypatch.setattr(infer, layer, broken)
+    scan = scan_text(log)
+    ds, _ = diagnose(scan)
+    assert any(w.startswith(named + ": RuntimeError: data unreadable") for w in scan.warnings), scan.warnings
+    if log is RAISED:
+        assert ds[0].signature == "generic.unrecognized_exception" and ds[0].category == "quantization"

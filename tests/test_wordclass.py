@@ -183,3 +183,17 @@ def test_a_short_paste_that_never_says_it_failed_is_still_guessed_from_its_words
                 "ModuleNotFoundError(\"No module named 'vllm._C'\")\nthe frobnicator on node two\n")
     ds, notes = diagnose(scan_text(harmless))
     assert notes and ds == []
+
+
+def test_a_cascade_without_its_cause_says_whether_words_decided_it(monkeypatch):
+    """vLLM's wrapper lines alone: nothing decided the category, so the model may guess it at its lowest bar;
+    a warning before the cascade that names a subsystem decides it."""
+    from triage.diagnose import diagnose
+
+    monkeypatch.setattr(wordclass, "_model", TOY)
+    bare = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
+    d = diagnose(scan_text(bare))[0][0]
+    assert d.signature == "generic.root_cause_missing" and d.facts["category_decided"] is False
+    warned = ("WARNING 01-02 03:04:05 [utils.py:1] NCCL failed to initialize: unhandled system error\n" + bare)
+    d = diagnose(scan_text(warned))[0][0]
+    assert d.facts["category_decided"] is True and d.category == "distributed"

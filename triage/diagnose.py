@@ -223,44 +223,39 @@ def _asserted(scan: Scan, exc: ExceptionRecord) -> tuple[str, str, float, dict[s
     """A bare AssertionError (no message) placed by its printed `assert ...` line in vLLM's mined asserts."""
     if exc.short_type != "AssertionError" or exc.message.strip():
         return None
-    try:
-        from triage.catalogue.infer import assert_place
+    from triage.catalogue.infer import assert_place
 
-        return assert_place(scan, exc)
-    except Exception as e:  # like a broken rule: the plain fallback still answers
-        scan.warnings.append(f"assert lookup failed: {type(e).__name__}: {e}")
-        return None
+    return _guarded(scan, "assert lookup", assert_place, scan, exc)
 
 
 def unknown(scan: Scan, skip_lines: set[int]) -> Diagnosis | None:
     """No rule knows it: vLLM's own source may (the mined message catalogue, loaded only now)."""
-    try:
-        from triage.catalogue.infer import diagnose_unknown
+    from triage.catalogue.infer import diagnose_unknown
 
-        return diagnose_unknown(scan, skip_lines, is_wrapper, frames=False, words=category_from_words)
-    except Exception as exc:  # like a broken rule: the plain fallback still answers
-        scan.warnings.append(f"message catalogue failed: {type(exc).__name__}: {exc}")
-        return None
+    return _guarded(scan, "message catalogue", diagnose_unknown, scan, skip_lines, is_wrapper, frames=False,
+                    words=category_from_words)
 
 
 def _stalled(scan: Scan) -> Diagnosis | None:
     """No error anywhere: the step of start-up the log stops in, where vLLM is known to hang."""
-    try:
-        from triage.catalogue.stall import stalled
+    from triage.catalogue.stall import stalled
 
-        return stalled(scan)
-    except Exception as exc:
-        scan.warnings.append(f"start-up step reading failed: {type(exc).__name__}: {exc}")
-        return None
+    return _guarded(scan, "start-up step reading", stalled, scan)
 
 
 def _cut(scan: Scan) -> Diagnosis | None:
-    try:
-        from triage.catalogue.infer import from_frames
+    from triage.catalogue.infer import from_frames
 
-        return from_frames(scan, category_from_words, failure_words)
+    return _guarded(scan, "frame reading", from_frames, scan, category_from_words, failure_words)
+
+
+def _guarded(scan: Scan, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """fn(*args, **kwargs), or None with a warning when it fails: like a broken rule, a broken layer of the
+    fallback must never take the whole diagnosis down (the plainer layers still answer)."""
+    try:
+        return fn(*args, **kwargs)
     except Exception as exc:
-        scan.warnings.append(f"frame reading failed: {type(exc).__name__}: {exc}")
+        scan.warnings.append(f"{what} failed: {type(exc).__name__}: {exc}")
         return None
 
 
@@ -410,6 +405,7 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
         said: dict[str, Any] = {"wrapped_error": quoted} if quoted else {}
         if hint is not None and worded is not None:
             said["category_guessed_from"] = f"a warning before the failure: {worded[1]}"
+        said["category_decided"] = worded is not None
         return Diagnosis(
             category=worded[0] if worded else "environment", signature="generic.root_cause_missing",
             title="vLLM failed to start, but the root cause is not in this log"
