@@ -25,8 +25,14 @@ and clients (openai SDK, LangChain4j, LiteLLM, TRL) paste that body rather than 
   tokenizers' DecodeStream raises OverflowError "out of range integral type conversion attempted", and since
   tokenizers 0.22.1 TypeError "argument 'id': StreamInput must be either an integer or a list of integers",
   which vLLM 0.11.0's guard (OverflowError only) let through (vllm PR 26445 catches both);
-- a structured-output grammar that fails to compile: before vllm PR 47312 the backend's compile_grammar raised
-  inside EngineCore's scheduler and killed the engine, so a pasted traceback holds only those frames.
+- a message order the Mistral tokenizer refuses (--tokenizer-mode mistral): mistral_common's validator raises
+  InvalidMessageStructureException "Unexpected role 'user' after role 'tool'" / "Expected last role User or Tool
+  (or Assistant with prefix True) for serving but got assistant"; vLLM answered 500 until PR 16769 turned it into
+  a ValueError (400) with the same words;
+- a structured-output grammar that fails to compile: the backend's compile (V1 `_async_create_grammar` in 0.8,
+  `compile_grammar` since) raised inside EngineCore and killed the engine (an invalid JSON schema until 0.9.0,
+  CVE-2025-48942 / PR 17623; other compile failures until PR 47312), so a pasted traceback often holds only
+  those frames and xgrammar's C++ check message.
 """
 
 from __future__ import annotations
@@ -64,7 +70,8 @@ _PARSER = re.compile(r"(?P<parser>\w+)_tool_parser\.py")
 
 
 def _parser_facts(m: "re.Match[str]", ln: Any, scan: Scan) -> dict[str, Any]:
-    p = _PARSER.search(ln.text) or _PARSER.search(scan.joined_text())
+    # the logger's source (`[hermes_tool_parser.py:157]`), else a frame of the parser's module
+    p = _PARSER.search(ln.src) or _PARSER.search(ln.shown) or _PARSER.search(scan.joined_text())
     return {"parser": p.group("parser")} if p else {}
 
 
@@ -78,7 +85,7 @@ DETOKENIZER_INVALID_TOKEN = Rule(
     patterns=[r"argument 'id': StreamInput must be either an integer or a list of integers",
               # the older tokenizers' wording; HF decode raises it elsewhere too, so only beside vLLM's detokenizer
               r"OverflowError: out of range integral type conversion attempted"],
-    confidence=0.75, check=lambda scan, env: _detokenizer(scan))
+    playbook="tokenizer-chat-template", confidence=0.75, check=lambda scan, env: _detokenizer(scan))
 
 
 def _detokenizer(scan: Scan) -> Diagnosis | None:
@@ -129,7 +136,7 @@ RULES = [
              "model sampled one of its padded, unused ids: upgrade vLLM (since PR 22471 ids up to the model's vocab "
              "size pass) or decode and re-encode each turn.",
          patterns=[r"Token id (?P<token_id>-?\d+) is out of vocabulary"],
-         playbook=None, confidence=0.8),
+         playbook="tokenizer-chat-template", confidence=0.8),
     Rule(signature="config.tool_call_parse_failed", category="engine_config",
          title="The {parser} tool-call parser could not read the model's output; the call came back as plain text",
          fix="Use the --tool-call-parser the model card names (Qwen3-Coder: qwen3_coder; Llama 3.x JSON calls: "
@@ -140,12 +147,26 @@ RULES = [
                    r"Error trying to handle streaming tool call"],
          facts=_parser_facts, playbook="engine-config", confidence=0.7),
     DETOKENIZER_INVALID_TOKEN,
+    Rule(signature="tokenizer.mistral_message_order", category="tokenizer_chat_template",
+         title="The Mistral tokenizer refuses the order of the request's messages",
+         fix="With --tokenizer-mode mistral, mistral_common checks the roles' order: put an assistant message "
+             "between tool results and the next user message, and end with a user or tool message (an assistant "
+             "one only as a prefix). Fix the client's history, or serve the model with --tokenizer-mode hf and its "
+             "jinja chat template if it has one.",
+         patterns=[r"Unexpected role '(?:Roles\.)?(?P<role>\w+)' after role '(?:Roles\.)?(?P<previous>\w+)'",
+                   r"Expected last role User or Tool \(or Assistant with prefix True\) for serving but got "
+                   r"(?:Roles\.)?(?P<role>\w+)"],
+         playbook="tokenizer-chat-template", confidence=0.8),
     Rule(signature="config.structured_output_compile_crash", category="engine_config",
          title="A structured-output request's grammar failed to compile inside the engine",
          fix="The request's JSON schema/grammar is one the structured-output backend cannot compile (fix or "
-             "simplify it, or pick another backend with --structured-outputs-config.backend). vLLM before PR 47312 "
-             "raised this inside EngineCore and lost the whole engine: upgrade vLLM so it fails only that request.",
+             "simplify it, or pick another backend with --structured-outputs-config.backend). Older vLLM raised "
+             "this inside EngineCore and lost the whole engine (invalid schemas until 0.9.0, CVE-2025-48942; other "
+             "compile failures until PR 47312): upgrade vLLM so it fails only that request.",
          patterns=[r"structured_output/backend_\w+\.py\", line \d+, in compile_grammar",
-                   r"xgrammar/compiler\.py\", line \d+, in compile_(?:json_schema|grammar|regex|structural_tag)"],
+                   r"structured_output/__init__\.py\", line \d+, in _async_create_grammar",
+                   r"xgrammar/compiler\.py\", line \d+, in compile_(?:json_schema|grammar|regex|structural_tag)",
+                   # xgrammar's C++ converters' checks, when the paste kept only the raised line
+                   r"/cpp/(?:json_schema_converter|grammar_parser|regex_converter)\.cc:\d+: Check failed"],
          playbook="engine-config", confidence=0.6),
 ]

@@ -66,6 +66,15 @@ def _tvm_library(scan: Scan, text: str = "") -> tuple[str, str]:
     return next(((name, pkg) for hint, name, pkg in TVM_LIBS if hint in hay), ("a kernel library (TVM-FFI)", "kernel library"))
 
 
+# xgrammar (vLLM's structured-output backend) raises the same TVM-FFI checks from its grammar compilers
+XGRAMMAR_RE = lazy(r"xgrammar|/cpp/(?:json_schema_converter|grammar_\w+|regex_converter|structural_tag\w*)\.cc:",
+                   needles=("xgrammar", "/cpp/"))
+
+
+def _xgrammar_check(scan: Scan, t: str) -> bool:
+    return XGRAMMAR_RE.search(t) is not None or "xgrammar" in scan.joined_text()
+
+
 def _library_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     for ln in scan.lines:
         t = ln.text
@@ -89,6 +98,8 @@ def _library_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                 msg, where = m.group("msg").strip().strip("'"), m.group("file").rsplit("/", 1)[-1]
         if not lib and "Check failed: " in t and _tvm_raised(t):
             m = TVM_CHECK_RE.search(t)
+            if m is not None and _xgrammar_check(scan, t):
+                continue  # the request's grammar refused by xgrammar (rules/api_requests.py), no kernel's
             if m is not None:
                 msg = m.group("msg").strip() or next_row_text(scan, ln.no)
                 if any(w in msg.lower() for w in HEAD_WORDS):
