@@ -193,3 +193,19 @@ def test_prompt_filling_the_context_exactly_is_prompt_too_long():
               "output tokens (at least 1) is longer than the maximum model length of 4096. Make sure that "
               "`max_model_len` is no smaller than the number of text tokens (prompt + requested output tokens).\n")
     assert d.signature == "config.prompt_too_long" and d.facts["max_model_len"] == 4096
+
+
+# ---- logprobs beyond --max-logprobs ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "ValueError: Requested sample logprobs of 21, which is greater than max allowed: 20\n",  # V1 processor
+    "vllm.exceptions.VLLMValidationError: Requested prompt logprobs of 21, which is greater than max allowed: 20 "
+    "(parameter=prompt_logprobs, value=21)\n",
+    "openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': 'Cannot request more than 5 logprobs.', "
+    "'type': 'BadRequestError', 'param': None, 'code': 400}\n",  # 0.4.x OpenAI server
+    "{\"object\":\"error\",\"message\":\"[{'type': 'value_error', 'msg': 'Value error, `prompt_logprobs` must be a "
+    "positive value.'}]\",\"type\":\"BadRequestError\",\"code\":400}\n",
+])
+def test_logprobs_over_the_servers_cap(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("config.logprobs_over_limit", "engine_config")

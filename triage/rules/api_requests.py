@@ -10,6 +10,11 @@ and clients (openai SDK, LangChain4j, LiteLLM, TRL) paste that body rather than 
 - tool choice without tools: the request validator (protocol.py) refuses `tool_choice` when `tools` is absent
   ("When using `tool_choice`, `tools` must be set.", "Tools cannot be empty if tool choice is set to a specific
   tool."), which LiteLLM's hosted_vllm provider sent on every call (litellm#6228);
+- logprobs beyond the server's cap: --max-logprobs (default 20) bounds `logprobs`, `top_logprobs` and
+  `prompt_logprobs` ("Requested sample|prompt logprobs of N, which is greater than max allowed: M", V1; "Cannot
+  request more than N logprobs.", V0, where 0.4.x's OpenAI server also capped at 5 whatever --max-logprobs said
+  until PR 5312), and the request validator refused -1 ("`prompt_logprobs` must be a positive value.") until
+  PR 24956 made it mean the whole vocabulary;
 - a model name the server does not serve: `_check_model` answers 404 "The model `X` does not exist." (X must be
   what /v1/models lists: --served-model-name, or the --model path as given);
 - TRL's GRPO server mode talks to `trl vllm-serve`, whose extra routes (/get_world_size/, /init_communicator/)
@@ -118,6 +123,17 @@ RULES = [
              "tool_choice in drop_params.",
          patterns=[r"When using `tool_choice`, `tools` must be set",
                    r"Tools cannot be empty if tool choice is set to a specific tool"],
+         playbook="engine-config", confidence=0.85),
+    Rule(signature="config.logprobs_over_limit", category="engine_config",
+         title="The request asks for more logprobs than this vLLM server allows",
+         fix="Ask for at most --max-logprobs (default 20) logprobs/top_logprobs/prompt_logprobs, or restart vLLM with "
+             "a larger --max-logprobs (-1: no cap, memory grows with it). vLLM 0.4.x's OpenAI server capped at 5 "
+             "whatever the flag said (fixed in 0.5.0), and -1 for the whole vocabulary needs a vLLM with PR 24956 "
+             "plus --max-logprobs -1.",
+         patterns=[r"Requested (?P<kind>sample|prompt) logprobs of (?P<requested>-?\d+), which is greater than max "
+                   r"allowed: (?P<max_logprobs>-?\d+)",
+                   r"Cannot request more than (?P<max_logprobs>\d+) logprobs",
+                   r"`(?P<kind>prompt_logprobs|logprobs|top_logprobs)` must be a positive value"],
          playbook="engine-config", confidence=0.85),
     Rule(signature="config.model_not_served", category="engine_config",
          title="The request names model `{model}`, which this vLLM server does not serve",
