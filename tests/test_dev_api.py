@@ -209,3 +209,11 @@ def test_prompt_filling_the_context_exactly_is_prompt_too_long():
 def test_logprobs_over_the_servers_cap(text):
     d = first(text)
     assert (d.signature, d.category) == ("config.logprobs_over_limit", "engine_config")
+
+
+def test_xgrammar_named_in_the_start_up_config_leaves_a_kernel_check_to_the_library():
+    d = first("INFO 12-20 20:08:03 llm_engine.py:234] Initializing an LLM engine (v0.6.6) with config: "
+              "decoding_config=DecodingConfig(guided_decoding_backend='xgrammar')\n"
+              "  File \"/x/flashinfer/prefill.py\", line 10, in plan\n"
+              "RuntimeError: Check failed: (num_qo_heads % num_kv_heads == 0) is false: group size\n")
+    assert d.signature == "kernels.library_check_failed"

@@ -66,13 +66,16 @@ def _tvm_library(scan: Scan, text: str = "") -> tuple[str, str]:
     return next(((name, pkg) for hint, name, pkg in TVM_LIBS if hint in hay), ("a kernel library (TVM-FFI)", "kernel library"))
 
 
-# xgrammar (vLLM's structured-output backend) raises the same TVM-FFI checks from its grammar compilers
-XGRAMMAR_RE = lazy(r"xgrammar|/cpp/(?:json_schema_converter|grammar_\w+|regex_converter|structural_tag\w*)\.cc:",
-                   needles=("xgrammar", "/cpp/"))
+# xgrammar (vLLM's structured-output backend) raises the same TVM-FFI checks from its grammar compilers: its C++
+# converters' files on the line, or its Python frames in the paste (not the bare word: start-up configs print
+# guided_decoding_backend='xgrammar' in every log)
+XGRAMMAR_CHECK_RE = lazy(r"/cpp/(?:json_schema_converter|grammar_\w+|regex_converter|structural_tag\w*)\.cc:",
+                         needles=("/cpp/",))
+XGRAMMAR_FRAME_RE = lazy(r"xgrammar/\w+\.py\b|structured_output/backend_xgrammar\.py", needles=("xgrammar",))
 
 
 def _xgrammar_check(scan: Scan, t: str) -> bool:
-    return XGRAMMAR_RE.search(t) is not None or "xgrammar" in scan.joined_text()
+    return XGRAMMAR_CHECK_RE.search(t) is not None or XGRAMMAR_FRAME_RE.search(scan.joined_text()) is not None
 
 
 def _library_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
