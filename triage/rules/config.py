@@ -314,6 +314,9 @@ RULES += [
          fix="Send shorter prompts (or fewer max_tokens), or restart with a larger --max-model-len if the "
              "model and the KV-cache memory allow it.",
          patterns=[r"The decoder prompt \(length (?P<prompt>\d+)\) is longer than the maximum model length of (?P<max_model_len>\d+)",
+                   # V1 input_processor (newer releases): a prompt exactly max_model_len long leaves no room for one output token
+                   r"The decoder prompt \(length (?P<prompt>\d+)\) plus the number of requested output tokens "
+                   r"\(at least 1\) is longer than the maximum model length of (?P<max_model_len>\d+)",
                    r"maximum context length is (?P<max_model_len>\d+) tokens\. However, you requested (?P<prompt>\d+) tokens",
                    # 0.10-0.19 "your request has N input tokens", 0.32+ "your prompt contains N input tokens"
                    r"maximum context length is (?P<max_model_len>\d+) tokens\. However, your (?:request has|prompt contains) (?P<prompt>\d+) input tokens",

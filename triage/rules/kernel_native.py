@@ -66,6 +66,18 @@ def _tvm_library(scan: Scan, text: str = "") -> tuple[str, str]:
     return next(((name, pkg) for hint, name, pkg in TVM_LIBS if hint in hay), ("a kernel library (TVM-FFI)", "kernel library"))
 
 
+# xgrammar (vLLM's structured-output backend) raises the same TVM-FFI checks from its grammar compilers: its C++
+# converters' files on the line, or its Python frames in the paste (not the bare word: start-up configs print
+# guided_decoding_backend='xgrammar' in every log)
+XGRAMMAR_CHECK_RE = lazy(r"/cpp/(?:json_schema_converter|grammar_\w+|regex_converter|structural_tag\w*)\.cc:",
+                         needles=("/cpp/",))
+XGRAMMAR_FRAME_RE = lazy(r"xgrammar/\w+\.py\b|structured_output/backend_xgrammar\.py", needles=("xgrammar",))
+
+
+def _xgrammar_check(scan: Scan, t: str) -> bool:
+    return XGRAMMAR_CHECK_RE.search(t) is not None or XGRAMMAR_FRAME_RE.search(scan.joined_text()) is not None
+
+
 def _library_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     for ln in scan.lines:
         t = ln.text
@@ -89,6 +101,8 @@ def _library_error(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                 msg, where = m.group("msg").strip().strip("'"), m.group("file").rsplit("/", 1)[-1]
         if not lib and "Check failed: " in t and _tvm_raised(t):
             m = TVM_CHECK_RE.search(t)
+            if m is not None and _xgrammar_check(scan, t):
+                continue  # the request's grammar refused by xgrammar (rules/api_requests.py), no kernel's
             if m is not None:
                 msg = m.group("msg").strip() or next_row_text(scan, ln.no)
                 if any(w in msg.lower() for w in HEAD_WORDS):
