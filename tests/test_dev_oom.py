@@ -91,10 +91,16 @@ def test_oom_words_that_state_no_oom(text):
 
 
 def test_vllm_own_oom_line_wins_over_the_title():
-    d = first("# CUDA OOM on startup\n"
-              "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.19 GiB. GPU 0 has a total capacity of "
-              "24.00 GiB of which 14.71 MiB is free.\n")
-    assert d.signature == "oom.cuda_out_of_memory"
+    """The title's statement yields to the rule that reads the same failure in the log's lines: it is dropped,
+    not only ranked below it."""
+    from triage.diagnose import diagnose
+    from triage.logread import scan_text
+
+    ds, _ = diagnose(scan_text("# CUDA OOM on startup\n"
+                               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.19 GiB. GPU 0 has a "
+                               "total capacity of 24.00 GiB of which 14.71 MiB is free.\n"))
+    assert ds[0].signature == "oom.cuda_out_of_memory"
+    assert "oom.stated_in_report" not in [d.signature for d in ds]
 
 
 @pytest.mark.parametrize("title", [

@@ -78,6 +78,9 @@ def diagnose(scan: Scan, env: dict[str, Any] | None = None) -> tuple[list[Diagno
             continue
         found.append((rule, d))
     found = [(r, d) for r, d in found if not _only_harmless(d, harmless_lines)]
+    # what the report says in its own words yields to a rule that reads the same failure in the log's lines
+    read = {d.category for r, d in found if not r.stated}
+    found = [(r, d) for r, d in found if not (r.stated and d.category in read)]
     found = _dedupe_same_line(found)
     levels = {ln.no: ln.level for ln in scan.lines if ln.level}
     raised = raised_lines(scan)

@@ -56,6 +56,9 @@ class Rule:
     harmless: bool = False  # recognised, but not a failure (reported as a note)
     secondary: bool = False  # usually the consequence of another failure (demoted in ranking)
     wrapper: bool = False  # a cascade wrapper: never a diagnosis on its own
+    # the report's own words about the failure (a title, prose): dropped when a rule reading the log's lines
+    # finds a failure of the same category (its reading is better than the reporter's summary)
+    stated: bool = False
     emits: tuple[str, ...] = ()  # other signatures a custom check may return (besides `signature`)
     # Per pattern: a literal the text must contain for the regex to have a chance, the clauses it
     # must satisfy (one literal of each; see triage.regexlit), both derived from the pattern, and the

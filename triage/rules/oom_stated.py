@@ -4,8 +4,8 @@ A thread often keeps only the start of a traceback (cut in execute_model, in det
 only a profiling warning, or only the comments, while its title or prose says what happened: "CUDA OOM on ...",
 "CUDA out of memory when setting limit_mm_per_prompt", "NCCL hangs and causes timeout", "<kernel OOM-killer
 reports vllm serve process killed>". The words are the
-reporter's, not vLLM's: each rule here stays silent when a rule reading the log's own lines finds a failure of
-its category, ranks below any sure rule otherwise, and reads only lines that no logger printed: a title (a
+reporter's, not vLLM's: each rule here is `stated` (diagnose drops it when a rule reading the log's own lines
+finds a failure of its category), ranks below any sure rule otherwise, and reads only lines that no logger printed: a title (a
 markdown heading on the first line), a prose line, never a code or traceback row. A line that says the failure
 is avoided or prevented is no statement of it.
 """
@@ -55,36 +55,6 @@ def _prose(ln: Line) -> str:
     return text
 
 
-_CATALOGUE: list[Rule] = []
-
-
-def _catalogue() -> list[Rule]:
-    """Every rule of the catalogue's modules, gathered on first need (not at import: the package imports this
-    module while it gathers them)."""
-    if not _CATALOGUE:
-        import importlib
-
-        from triage.rules import MODULES
-
-        for name in MODULES:
-            _CATALOGUE.extend(importlib.import_module(f"triage.rules.{name}").RULES)
-    return _CATALOGUE
-
-
-def _said_by_vllm(scan: Scan, env: dict[str, Any], category: str) -> bool:
-    """Whether a rule that reads the log's own error lines already finds a failure of this category: then the
-    report's words add nothing (and must not outrank that rule's reading of the same failure)."""
-    for r in _catalogue():
-        if r.category != category or r.signature in STATED or r.wrapper or r.harmless:
-            continue
-        try:
-            if r.run(scan, env) is not None:
-                return True
-        except Exception:  # a broken rule is reported by diagnose itself
-            continue
-    return False
-
-
 def _stated(rule_sig: str, rx: "re.Pattern[str]", needles: tuple[str, ...]):
     def check(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         joined = scan.joined_text()
@@ -98,8 +68,6 @@ def _stated(rule_sig: str, rx: "re.Pattern[str]", needles: tuple[str, ...]):
             m = rx.search(text)
             if m is None or NOT_STATED_RE.search(text):
                 continue
-            if _said_by_vllm(scan, env, rule.category):
-                return None
             return rule.diagnosis(scan, [(ln, m)], facts={"stated_by": "the report's own words"},
                                   confidence=STATED_CONFIDENCE)
         return None
@@ -114,20 +82,20 @@ RULES = [
              "multimodal models --limit-mm-per-prompt; a model that does not fit needs more GPUs "
              "(--tensor-parallel-size) or a quantized checkpoint.",
          check=_stated("oom.stated_in_report", GPU_OOM_RE, ("OOM", "oom", "emory", "EMORY")), playbook="gpu-oom",
-         confidence=STATED_CONFIDENCE),
+         confidence=STATED_CONFIDENCE, stated=True),
     Rule(signature="distributed.hang_stated_in_report", category="distributed",
          title="The report says an NCCL collective hung or timed out (its error lines are not in this text)",
          fix="A rank stopped taking part in a collective. Rerun with NCCL_DEBUG=INFO to see the transport; try "
              "--disable-custom-all-reduce, then NCCL_P2P_DISABLE=1 (PCIe GPUs without working peer-to-peer, ACS/IOMMU "
              "on), and check that every rank's GPU is healthy (nvidia-smi, dmesg Xid).",
          check=_stated("distributed.hang_stated_in_report", NCCL_HANG_RE, ("NCCL", "nccl", "Nccl")),
-         playbook="distributed", confidence=STATED_CONFIDENCE),
+         playbook="distributed", confidence=STATED_CONFIDENCE, stated=True),
     Rule(signature="environment.host_oom_stated_in_report", category="environment",
          title="The report says the host's OOM killer killed vLLM (host RAM, not GPU memory)",
          fix="Host RAM ran out: confirm with `dmesg -T | grep -i -B5 'killed process'`; add RAM or swap, lower "
              "--cpu-offload-gb / --swap-space, load fewer shards at once, and in a container raise its memory "
              "limit (Docker --memory, Kubernetes resources.limits.memory).",
          check=_stated("environment.host_oom_stated_in_report", HOST_OOM_RE, ("OOM", "oom", "137")),
-         playbook="environment", confidence=STATED_CONFIDENCE),
+         playbook="environment", confidence=STATED_CONFIDENCE, stated=True),
 ]
 STATED = {r.signature: r for r in RULES}
