@@ -93,6 +93,11 @@ MODULES = [
     # amd: non-CUDA platforms' missing pieces (CPU ISA-gated ops, XPU free-memory query, ROCm kernels compiled out
     # for Radeon, first-generation Gaudi) and NumPy's removed aliases
     "amd_platforms",
+    # cn: the Chinese ecosystem's version gates (MiniCPM-V's version dispatch, the rope_scaling factor assert,
+    # remote SentencePiece tokenizers under transformers 4.34+) and platforms (vllm-ascend 0.7's prefix-cache
+    # refusal, ModelScope's download checksum)
+    "cn_versions",
+    "cn_platforms",
 ]
 
 

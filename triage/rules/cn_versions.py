@@ -1,0 +1,102 @@
+"""Version gates the Chinese-ecosystem models meet in vLLM and transformers.
+
+- vLLM dispatches MiniCPM-V by the checkpoint's `version` (vllm/model_executor/models/minicpmv.py) and refuses one
+  it has no class for: "Currently, MiniCPMV only supports versions 2.0, 2.5, and 2.6" (0.5.4 .. 0.10.0), then
+  "Currently, MiniCPMV only supports versions 2.0, 2.5, 2.6, 4.0. Got version: (4, 5)" (the supported list is
+  built from _SUPPORT_VERSION since 0.10.1; 4.0 arrived in 0.10.1, 4.5 in 0.10.2). The model is newer than vLLM.
+- vLLM's max-length check (config.py _get_and_verify_max_len, 0.2 .. 0.6) asserts `"factor" in rope_scaling`
+  for any rope_scaling it does not special-case: a model whose config uses a newer RoPE form, or a config a newer
+  transformers rewrote (4.45.0.dev0 turned Qwen2-VL's `mrope` into `default`), has none. The log shows only the
+  source line and a bare AssertionError.
+- transformers 4.34 made PreTrainedTokenizer.__init__ add special tokens, which calls get_vocab() before the
+  remote tokenizers of ChatGLM2/3, Baichuan, InternLM or Yayi have loaded their SentencePiece model: their
+  tokenization_*.py then fails with "'ChatGLMTokenizer' object has no attribute 'tokenizer'" (or 'sp_model',
+  'sp_tokenizer'), or a paste ends inside get_vocab under _add_tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from triage.logread.normalize import Line
+from triage.logread.scan import Scan
+from triage.model import Diagnosis, Evidence, Fix
+from triage.rules.base import Rule
+
+
+def _minicpmv_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
+    got = f"{m.group('major')}.{m.group('minor')}" if m.group("major") else ""
+    return {"version": got, "got": f" (MiniCPM-V {got})" if got else ""}
+
+
+MINICPMV_VERSION = Rule(
+    signature="model_support.minicpmv_version_unsupported", category="model_support",
+    title="This vLLM does not know the checkpoint's MiniCPM-V version{got}; it supports {supported}",
+    fix="vLLM picks the MiniCPM-V implementation by the checkpoint's version and this release predates it: upgrade "
+        "vLLM (`pip install -U vllm`; MiniCPM-V 4.0 needs v0.10.1, 4.5 needs v0.10.2 or later), or serve a MiniCPM-V "
+        "version this release lists.",
+    patterns=[r"Currently, MiniCPMV only supports versions (?P<supported>\d\.\d(?:,? (?:and )?\d\.\d)*)"
+              r"(?:\. Got version: \((?P<major>\d+), (?P<minor>\d+)\))?"],
+    facts=_minicpmv_facts, playbook="model-support", confidence=0.9)
+
+ROPE_FACTOR = Rule(
+    signature="model_support.rope_scaling_factor_missing", category="model_support",
+    title="This vLLM's max-length check needs a rope_scaling 'factor' the model's config does not have",
+    fix="This vLLM asserts that the config's rope_scaling has a factor, and the model's RoPE form (or the form the "
+        "installed transformers rewrote it into) has none: install the transformers version your vLLM release pins "
+        "or that the model's README names (Qwen2-VL on vLLM 0.6.1: the commit Qwen pins), or upgrade vLLM to a "
+        "release that supports the model.",
+    patterns=[r"assert [\"']factor[\"'] in rope_scaling"],
+    playbook="model-support", confidence=0.85)
+
+# The attributes remote SentencePiece tokenizers set in __init__ after calling super().__init__() (ChatGLM2/3:
+# self.tokenizer, Baichuan/InternLM/Yayi: self.sp_model, ChatGLM-6B: self.sp_tokenizer).
+REMOTE_ATTR_RE = re.compile(r"'(?P<cls>\w+Tokenizer)' object has no attribute '(?P<attr>tokenizer|sp_model|sp_tokenizer)'")
+# Tokenizer classes that exist only as remote code (a fast or in-library tokenizer of that name is another story).
+REMOTE_TOKENIZERS = ("ChatGLMTokenizer", "ChatGLM4Tokenizer", "BaichuanTokenizer", "InternLMTokenizer",
+                     "InternLM2Tokenizer", "YayiTokenizer", "XverseTokenizer", "AquilaTokenizer", "OrionTokenizer")
+TOKENIZER_FIX = ("transformers 4.34 made the tokenizer's __init__ call get_vocab() before the model's own tokenizer "
+                 "code (ChatGLM2/3, Baichuan, InternLM, ...) has loaded its vocabulary: replace tokenization_*.py in "
+                 "the model directory with the current one from the model's repository, or pin transformers below "
+                 "4.34 (`pip install transformers==4.33.2`) if your vLLM release accepts it.")
+
+
+def _remote_tokenizer(scan: Scan) -> Diagnosis | None:
+    joined = scan.joined_text()
+    if "object has no attribute" in joined:
+        for ln in scan.lines:
+            m = REMOTE_ATTR_RE.search(ln.text)
+            if m and (m.group("cls") in REMOTE_TOKENIZERS or "transformers_modules" in joined):
+                return Diagnosis(
+                    category="tokenizer_chat_template", signature=REMOTE_TOKENIZER.signature,
+                    title=f"The model's own tokenizer code ({m.group('cls')}) does not run on this transformers",
+                    confidence=0.9, evidence=[Evidence(ln.no, ln.shown)],
+                    facts={"tokenizer": m.group("cls"), "attribute": m.group("attr")},
+                    fix=Fix(TOKENIZER_FIX, "tokenizer-chat-template"), first_line=ln.no)
+    # A paste that ends inside the remote tokenizer's get_vocab/vocab_size, entered from transformers' _add_tokens
+    # (the message itself cut off).
+    for exc in [*scan.exceptions, *scan.cut_tracebacks]:
+        names = [(f.file, f.func) for f in exc.frames]
+        for i, (file, func) in enumerate(names[:-1]):
+            if func != "_add_tokens" or not file.endswith("tokenization_utils.py"):
+                continue
+            later = [(f, fn) for f, fn in names[i + 1:] if "transformers_modules" in f and "tokenization" in f]
+            if later:
+                where = later[0][0].rsplit("/", 1)[-1]
+                line = exc.line if exc.line is not None else scan.lines[-1]
+                return Diagnosis(
+                    category="tokenizer_chat_template", signature=REMOTE_TOKENIZER.signature,
+                    title=f"The model's own tokenizer code ({where}) fails inside transformers' _add_tokens",
+                    confidence=0.8, evidence=[Evidence(line.no, line.shown)],
+                    facts={"file": where, "function": later[0][1]},
+                    fix=Fix(TOKENIZER_FIX, "tokenizer-chat-template"), first_line=line.no)
+    return None
+
+
+REMOTE_TOKENIZER = Rule(
+    signature="tokenizer.remote_code_transformers_434", category="tokenizer_chat_template",
+    title="The model's own tokenizer code does not run on this transformers", fix=TOKENIZER_FIX,
+    check=lambda scan, env: _remote_tokenizer(scan), playbook="tokenizer-chat-template", confidence=0.9)
+
+RULES = [MINICPMV_VERSION, ROPE_FACTOR, REMOTE_TOKENIZER]
