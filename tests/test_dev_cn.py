@@ -114,6 +114,15 @@ def test_modelscope_checksum_under_tensor_parallel_names_the_concurrent_download
     assert "several vLLM workers" in d.title
 
 
+def test_a_checksum_modelscope_recovered_from_is_no_failure():
+    d = top("2025-04-14 07:29:32,856 - modelscope - ERROR - File /root/.cache/modelscope/hub/models/._____temp/Qwen/"
+            "Qwen2.5-0.5B/vocab.json integrity check failed, expected sha256 signature is ca10d7e9, actual is 87f064d6, "
+            "the download may be incomplete, please try again.\n"
+            "INFO 04-14 07:31:02 [api_server.py:1090] Starting vLLM API server on http://0.0.0.0:8000\n"
+            "INFO:     Application startup complete.\n")
+    assert d is None or d.signature != "model_loading.modelscope_download_corrupt"
+
+
 # ---- an NCCL error typed from a screenshot -------------------------------------------------------------------
 
 @pytest.mark.parametrize("text", [

@@ -8,7 +8,8 @@
   "File <path> integrity check failed, expected sha256 signature is <a>, actual is <b>, the download may be
   incomplete, please try again." (older: "File <path> integrity check failed, the download may be incomplete,
   please try again."), raised as modelscope.hub.errors.FileIntegrityError. With VLLM_USE_MODELSCOPE=True and
-  tensor parallelism, older vLLMs let every worker download into the same temp directory at once.
+  tensor parallelism, older vLLMs let every worker download into the same temp directory at once. Newer ModelScope
+  releases only log the failed check and fetch the file again, so a server that came up afterwards did not die of it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from typing import Any
 
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
+from triage.model import Diagnosis
 from triage.rules.base import Rule
+from triage.rules.install import STARTED_RE
 
 ASCEND_PREFIX_CHUNKED = Rule(
     signature="config.ascend_prefix_chunked_unsupported", category="engine_config",
@@ -39,6 +42,17 @@ def _download_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any
     return {"workers": " (several vLLM workers downloaded it at once)" if concurrent else ""}
 
 
+def _download_corrupt(scan: Scan) -> Diagnosis | None:
+    # (a logged check that ModelScope recovered from: the server came up after it)
+    d = MODELSCOPE_INTEGRITY.match_lines(scan)
+    if d is None:
+        return None
+    last = max(e.line for e in d.evidence)
+    if any(ln.no > last and STARTED_RE.search(ln.text) for ln in scan.lines):
+        return None
+    return d
+
+
 MODELSCOPE_INTEGRITY = Rule(
     signature="model_loading.modelscope_download_corrupt", category="model_loading",
     title="A file downloaded from ModelScope failed its checksum{workers}",
@@ -48,6 +62,7 @@ MODELSCOPE_INTEGRITY = Rule(
         "files into ModelScope's temp directory at once.",
     patterns=[r"File (?P<file>\S+) integrity check failed, (?:expected sha256 signature is|the download may be)",
               r"FileIntegrityError: File (?P<file>\S+) integrity check failed"],
-    facts=_download_facts, playbook="model-loading", confidence=0.9)
+    facts=_download_facts, check=lambda scan, env: _download_corrupt(scan), playbook="model-loading",
+    confidence=0.9)
 
 RULES = [ASCEND_PREFIX_CHUNKED, MODELSCOPE_INTEGRITY]

@@ -36,7 +36,7 @@ MINICPMV_VERSION = Rule(
     fix="vLLM picks the MiniCPM-V implementation by the checkpoint's version and this release predates it: upgrade "
         "vLLM (`pip install -U vllm`; MiniCPM-V 4.0 needs v0.10.1, 4.5 needs v0.10.2 or later), or serve a MiniCPM-V "
         "version this release lists.",
-    patterns=[r"Currently, MiniCPMV only supports versions (?P<supported>\d\.\d(?:,? (?:and )?\d\.\d)*)"
+    patterns=[r"Currently, MiniCPMV only supports versions (?P<supported>\d+\.\d+(?:,? (?:and )?\d+\.\d+)*)"
               r"(?:\. Got version: \((?P<major>\d+), (?P<minor>\d+)\))?"],
     facts=_minicpmv_facts, playbook="model-support", confidence=0.9)
 
