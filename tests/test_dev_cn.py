@@ -133,3 +133,23 @@ def test_nccl_unhandled_system_error_with_or_without_the_space(text):
     d = first(text)
     assert (d.signature, d.category) == ("distributed.nccl_error", "distributed")
     assert d.facts["nccl_error"] == "unhandled system error"
+
+
+# ---- a model newer than vLLM: transformers too old for it, and too new for vLLM once upgraded -------------------
+
+def test_both_transformers_refusals_mean_vllm_is_too_old():
+    d = first("ValueError: The checkpoint you are trying to load has model type `glm4v_moe` but Transformers does not "
+              "recognize this architecture.\n"
+              "ValueError: 'aimv2' is already used by a Transformers config, pick another name.\n")
+    assert (d.signature, d.category) == ("model_support.vllm_older_than_model", "model_support")
+    assert d.facts == {"model_type": "glm4v_moe", "config_clash": "aimv2"}
+
+
+@pytest.mark.parametrize("text", [
+    "ValueError: The checkpoint you are trying to load has model type `qwen3_vl` but Transformers does not recognize "
+    "this architecture.\n",
+    "ValueError: 'aimv2' is already used by a Transformers config, pick another name.\n",
+])
+def test_one_refusal_alone_is_not_the_pinch(text):
+    d = first(text)
+    assert d.signature != "model_support.vllm_older_than_model"

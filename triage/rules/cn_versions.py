@@ -12,6 +12,8 @@
   remote tokenizers of ChatGLM2/3, Baichuan, InternLM or Yayi have loaded their SentencePiece model: their
   tokenization_*.py then fails with "'ChatGLMTokenizer' object has no attribute 'tokenizer'" (or 'sp_model',
   'sp_tokenizer'), or a paste ends inside get_vocab under _add_tokens.
+- A model newer than vLLM: transformers too old for the model type and, once upgraded, clashing with a config vLLM
+  registers itself ("'aimv2' is already used by a Transformers config") — vLLM is the one to upgrade.
 """
 
 from __future__ import annotations
@@ -99,4 +101,38 @@ REMOTE_TOKENIZER = Rule(
     title="The model's own tokenizer code does not run on this transformers", fix=TOKENIZER_FIX,
     check=lambda scan, env: _remote_tokenizer(scan), playbook="tokenizer-chat-template", confidence=0.9)
 
-RULES = [MINICPMV_VERSION, ROPE_FACTOR, REMOTE_TOKENIZER]
+# A model newer than the installed vLLM pinches transformers from both sides: the release vLLM pins does not know
+# the model type (configuration_auto: "model type `qwen3_vl` but Transformers does not recognize this
+# architecture"), and a release that knows it also ships a config vLLM registers itself (vllm/transformers_utils
+# configs -> AutoConfig.register: "'aimv2' is already used by a Transformers config, pick another name"). Both in one
+# log mean no transformers version helps: vLLM is what is too old.
+UNKNOWN_TYPE_RE = re.compile(r"model type [`'\"]?(?P<model_type>[\w.-]+)[`'\"]?\s+but [Tt]ransformers does not recognize")
+CONFIG_CLASH_RE = re.compile(r"'(?P<name>[\w.-]+)' is already used by a Transformers config")
+
+
+def _vllm_older_than_model(scan: Scan) -> Diagnosis | None:
+    joined = scan.joined_text()
+    if "does not recognize" not in joined or "is already used by a Transformers config" not in joined:
+        return None
+    unknown = next(((ln, m) for ln in scan.lines if (m := UNKNOWN_TYPE_RE.search(ln.text))), None)
+    clash = next(((ln, m) for ln in scan.lines if (m := CONFIG_CLASH_RE.search(ln.text))), None)
+    if unknown is None or clash is None:
+        return None
+    model_type, name = unknown[1].group("model_type"), clash[1].group("name")
+    return Diagnosis(
+        category="model_support", signature=VLLM_OLDER.signature,
+        title=f"This vLLM is older than the model ({model_type}): the transformers it pins does not know the model, "
+              f"a newer one clashes with vLLM's own '{name}' config",
+        confidence=0.95, evidence=[Evidence(ln.no, ln.shown) for ln, _ in sorted((unknown, clash), key=lambda x: x[0].no)],
+        facts={"model_type": model_type, "config_clash": name},
+        fix=Fix(VLLM_OLDER.fix, "model-support"), first_line=min(unknown[0].no, clash[0].no))
+
+
+VLLM_OLDER = Rule(
+    signature="model_support.vllm_older_than_model", category="model_support",
+    title="This vLLM is older than the model",
+    fix="No transformers version fixes this: upgrade vLLM to a release that supports the model (`pip install -U vllm`, "
+        "which installs the transformers it pins; Qwen3-VL needs vLLM 0.11 or later) and keep transformers at that pin.",
+    check=lambda scan, env: _vllm_older_than_model(scan), playbook="model-support", confidence=0.95)
+
+RULES = [MINICPMV_VERSION, ROPE_FACTOR, REMOTE_TOKENIZER, VLLM_OLDER]
