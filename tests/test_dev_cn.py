@@ -153,3 +153,13 @@ def test_both_transformers_refusals_mean_vllm_is_too_old():
 def test_one_refusal_alone_is_not_the_pinch(text):
     d = first(text)
     assert d.signature != "model_support.vllm_older_than_model"
+
+
+@pytest.mark.parametrize("text,cls", [
+    ("TypeError: ChatGLMTokenizer._pad() got an unexpected keyword argument 'padding_side'\n", "ChatGLMTokenizer"),
+    ("TypeError: _pad() got an unexpected keyword argument 'padding_side'\n", None),
+])
+def test_remote_tokenizer_pad_without_padding_side(text, cls):
+    d = first(text)
+    assert (d.signature, d.category) == ("tokenizer.remote_code_pad_padding_side", "tokenizer_chat_template")
+    assert d.facts.get("cls") == cls

@@ -12,6 +12,8 @@
   remote tokenizers of ChatGLM2/3, Baichuan, InternLM or Yayi have loaded their SentencePiece model: their
   tokenization_*.py then fails with "'ChatGLMTokenizer' object has no attribute 'tokenizer'" (or 'sp_model',
   'sp_tokenizer'), or a paste ends inside get_vocab under _add_tokens.
+- transformers 4.45 passes padding_side to _pad(): "ChatGLM4Tokenizer._pad() got an unexpected keyword argument
+  'padding_side'" from GLM-4 / ChatGLM3 remote tokenizers written before it.
 - A model newer than vLLM: transformers too old for the model type and, once upgraded, clashing with a config vLLM
   registers itself ("'aimv2' is already used by a Transformers config") — vLLM is the one to upgrade.
 """
@@ -135,4 +137,17 @@ VLLM_OLDER = Rule(
         "which installs the transformers it pins; Qwen3-VL needs vLLM 0.11 or later) and keep transformers at that pin.",
     check=lambda scan, env: _vllm_older_than_model(scan), playbook="model-support", confidence=0.95)
 
-RULES = [MINICPMV_VERSION, ROPE_FACTOR, REMOTE_TOKENIZER, VLLM_OLDER]
+# transformers 4.45 passes padding_side to the tokenizer's _pad(); remote tokenizers that override _pad with the old
+# signature (ChatGLM3, GLM-4's tokenization_chatglm.py before their update) fail on the first padded encode.
+REMOTE_PAD = Rule(
+    signature="tokenizer.remote_code_pad_padding_side", category="tokenizer_chat_template",
+    title="The model's own tokenizer code{cls_in} does not take transformers 4.45's padding_side",
+    fix="transformers 4.45 passes padding_side to the tokenizer's _pad(), which the model's tokenization_*.py overrides "
+        "with the old signature: replace that file in the model directory with the current one from the model's "
+        "repository (ChatGLM3 and GLM-4 were updated). Pinning transformers below 4.45 (4.44.2) only works with a vLLM "
+        "that accepts it (vLLM 0.6.2 and later require 4.45+).",
+    patterns=[r"(?:(?P<cls>\w+Tokenizer)\.)?_pad\(\) got an unexpected keyword argument 'padding_side'"],
+    facts=lambda m, line, scan: {"cls_in": f" ({m.group('cls')})" if m.group("cls") else ""},
+    playbook="tokenizer-chat-template", confidence=0.9)
+
+RULES = [MINICPMV_VERSION, ROPE_FACTOR, REMOTE_TOKENIZER, VLLM_OLDER, REMOTE_PAD]
