@@ -97,6 +97,11 @@ MODULES = [
     # unserved model name, TRL's server routes, out-of-vocabulary prompt ids, tool-call parsing, the detokenizer,
     # structured-output grammars that fail to compile)
     "api_requests",
+    # cn: the Chinese ecosystem's version gates (MiniCPM-V's version dispatch, the rope_scaling factor assert,
+    # remote SentencePiece tokenizers under transformers 4.34+) and platforms (vllm-ascend 0.7's prefix-cache
+    # refusal, ModelScope's download checksum)
+    "cn_versions",
+    "cn_platforms",
 ]
 
 

@@ -119,7 +119,8 @@ RULES = [
          fix="Run with NCCL_DEBUG=INFO to see the failing transport. Common causes: /dev/shm too small (docker "
              "--ipc=host), P2P/IB misconfiguration (try NCCL_P2P_DISABLE=1 or NCCL_IB_DISABLE=1 to confirm), "
              "mismatched NCCL versions between nodes, or a peer process that died first (look above).",
-         patterns=[r"NCCL error(?: in: \S+,|:) (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
+         # (a title typed from a screenshot may lose the space: "NCCLerror: unhandled system error")
+         patterns=[r"NCCL ?error(?: in: \S+,|:) (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
                    r"(?P<nccl_error>ncclSystemError|ncclUnhandledCudaError|ncclInternalError|ncclRemoteError|ncclInvalidUsage)",
                    # (quoted in prose, the warning ends at its closing backtick or a link after it)
                    r"NCCL WARN (?P<nccl_error>[^`\n]+?)(?:`|\s+https?://|\s*$)", r"DistBackendError: NCCL error"],
