@@ -93,6 +93,9 @@ MODULES = [
     # amd: non-CUDA platforms' missing pieces (CPU ISA-gated ops, XPU free-memory query, ROCm kernels compiled out
     # for Radeon, first-generation Gaudi) and NumPy's removed aliases
     "amd_platforms",
+    # dist: the custom all-reduce's CUDA IPC, Ray's GCS out of reach, two ranks on one GPU, HCCL's bootstrap port,
+    # Gloo timeouts, Mooncake KV transfers, ZMQ binding another host's address
+    "dist_cluster",
 ]
 
 

@@ -171,7 +171,9 @@ RULES = [
                    # (not errno 99 "Cannot assign requested address": one of the addresses a name resolves to,
                    # IPv6 ::1 for localhost, tried before the one that works)
                    r"The client socket has failed to connect to(?!.{0,80}errno: 99)",
-                   r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.{0,80}got error"],
+                   r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.{0,80}got error",
+                   # a title or prose naming the errno torch prints ("... the same init port and fail with EADDRINUSE")
+                   r"\b(?:[Ff]ail\w*|[Ee]rror)\b.{0,40}\bEADDRINUSE\b"],
          playbook="distributed", confidence=0.85),
     RAY_GPUS,
     Rule(signature="distributed.ray_actor_died", category="distributed",
