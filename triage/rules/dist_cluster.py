@@ -38,6 +38,7 @@ from typing import Any
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
 from triage.rules.base import Rule
+from triage.rules.cudagraph_frames import BARE_CUDA_ERRORS, CAPTURE_ENDS, CAPTURE_STARTS
 
 # ---- the custom all-reduce's CUDA IPC -------------------------------------------------------------------------
 
@@ -60,12 +61,32 @@ def _custom_ar_facts(m, line, scan) -> dict:
     return {"cuda_error": err, "advice": advice}
 
 
+def _custom_ar(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    d = CUSTOM_AR_IPC.match_lines(scan)
+    if d is None:
+        return None
+    # the graph buffers it registers as CUDA-graph capture ends: inside a capture that never finished the error
+    # is cudagraph.error_during_capture's (for the wordings it reads), which says so and names the custom
+    # all-reduce too
+    first = min(e.line for e in d.evidence)
+    capturing = False
+    for ln in scan.lines:
+        if ln.no >= first:
+            break
+        if any(c in ln.text for c in CAPTURE_ENDS):
+            capturing = False
+        elif any(c in ln.text for c in CAPTURE_STARTS):
+            capturing = True
+    said = next((e.text for e in d.evidence if e.line == first), "")
+    return None if capturing and any(b in said for b in BARE_CUDA_ERRORS) else d
+
+
 CUSTOM_AR_IPC: Rule = Rule(
     signature="distributed.custom_ar_cuda_ipc", category="distributed",
     title="vLLM's custom all-reduce failed a CUDA IPC call ('{cuda_error}')",
     fix="The custom all-reduce shares GPU buffers between the TP workers through CUDA IPC and that failed: {advice}.",
     patterns=[r"(?:Failed: (?:Cuda error )?|Cuda error )\S*custom_all_reduce\.cuh:\d+ '(?P<cuda_error>[^']+)'"],
-    facts=_custom_ar_facts, playbook="distributed", confidence=0.85)
+    facts=_custom_ar_facts, playbook="distributed", confidence=0.85, check=_custom_ar)
 
 
 # ---- Ray's GCS out of reach ----------------------------------------------------------------------------------
