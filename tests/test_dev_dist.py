@@ -204,3 +204,9 @@ def test_custom_all_reduce_error_inside_graph_capture_stays_the_capture_rule():
     d = first("Capturing CUDA graphs (decode, FULL): 100%|██████████| 2/2 [00:00<00:00,  6.11it/s]\n"
               "Failed: Cuda error /workspace/csrc/custom_all_reduce.cuh:164 'invalid argument'\n")
     assert d.signature == "cudagraph.error_during_capture"
+
+
+def test_a_report_of_hanging_at_the_placement_group_is_ray_gpus():
+    d = first("  - vLLM starts with --tensor-parallel-size 2 but only has 1 GPU\n"
+              "  - vLLM hangs with log: Waiting for creating a placement group...\n")
+    assert (d.signature, d.category) == ("distributed.ray_gpus", "distributed")

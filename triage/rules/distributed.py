@@ -82,7 +82,9 @@ RAY_GPUS: Rule = Rule(
               r"(?P<detail>Cannot provide a placement group) (?:of|requiring) .{0,400}within \d+ seconds",
               # ray_utils._wait_until_pg_ready logs this with a doubling interval (10, 30, 70 s ...)
               # until PG_WAIT_TIMEOUT; the first 10 s are normal while a node joins
-              r"(?P<detail>Waiting for creating a placement group) of specs for (?:[3-9]\d|\d{3,}) seconds"],
+              r"(?P<detail>Waiting for creating a placement group) of specs for (?:[3-9]\d|\d{3,}) seconds",
+              # a report saying it hangs there ("vLLM hangs with log: Waiting for creating a placement group...")
+              r"(?i)\bhang\w*\b.{0,40}(?P<detail>Waiting for creating a placement group)"],
     playbook="distributed", confidence=0.85, check=lambda scan, env: _ray_gpus(scan))
 
 
