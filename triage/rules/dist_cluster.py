@@ -55,7 +55,7 @@ def _custom_ar_facts(m, line, scan) -> dict:
         advice = ("an IPC handle opens only on the node that made it: when a TP group spans nodes the custom "
                   "all-reduce cannot work, start with --disable-custom-all-reduce (NCCL does the all-reduce)")
     else:
-        advice = ("start with --disable-custom-all-reduce (NCCL does the all-reduce); if that is needed, check "
+        advice = ("start with --disable-custom-all-reduce (NCCL does the all-reduce); to keep the custom one, check "
                   "that the workers share an IPC namespace (docker --ipc=host), that the driver and NCCL are current, "
                   "and that PYTORCH_CUDA_ALLOC_CONF does not set expandable_segments")
     return {"cuda_error": err, "advice": advice}
