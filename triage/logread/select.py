@@ -122,6 +122,12 @@ PREFILTER = (
     # an extension's ABI mismatch told in words ("_C ABI mismatch", "ABI-incompatible with that runtime's torch")
     "|ABI"
     # -- end amd
+    # -- dist: multi-node causes stated with no error word: Ray's GCS client (glog "W" lines), NCCL's duplicate-GPU
+    # check and torch's errno name quoted in a title, HCCL's bind failure rows, Gloo's buffer timeout, the Mooncake
+    # transfer engine's glog rows naming the peer it could not reach
+    "|GCS|Duplicate GPU|EADDRINUSE|bound already|listen start failed|Timed out waiting"
+    "|connect to segment|connect to target"
+    # -- end dist
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

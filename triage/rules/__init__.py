@@ -102,6 +102,9 @@ MODULES = [
     # refusal, ModelScope's download checksum)
     "cn_versions",
     "cn_platforms",
+    # dist: the custom all-reduce's CUDA IPC, Ray's GCS out of reach, two ranks on one GPU, HCCL's bootstrap port,
+    # Gloo timeouts, Mooncake KV transfers, ZMQ binding another host's address
+    "dist_cluster",
 ]
 
 

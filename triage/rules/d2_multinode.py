@@ -144,7 +144,11 @@ RAY_VERSION_MISMATCH: Rule = Rule(
 
 # ---- Ray Compiled Graphs between pipeline stages ---------------------------------------------------------------
 COMPILED_GRAPH_DIRS = ("/ray/experimental/channel/", "/ray/dag/")
-COMPILED_GRAPH_PROSE_RE = re.compile(r"(?:AssertionError|Error)\b.{0,160}ray/experimental/channel/(?P<where>[\w.]+\.py)")
+COMPILED_GRAPH_PROSE_RE = re.compile(
+    r"(?:AssertionError|Error)\b.{0,160}ray/experimental/channel/(?P<where>[\w.]+\.py)"
+    # an exception quoted without its traceback names the channel class (torch_tensor_accelerator_channel.py,
+    # torch_tensor_nccl_channel.py): "AttributeError: '_TorchTensorAcceleratorChannel' object has no attribute ..."
+    r"|(?:AssertionError|Error)\b.{0,60}'(?P<channel>_?TorchTensor(?:Accelerator|Nccl)Channel)'")
 COMPILED_GRAPH_FIX = (
     "The Ray executor's Compiled Graphs transport between pipeline stages failed: upgrade vLLM (0.20+ replaces it "
     "with RayExecutorV2), or run without Ray Compiled Graphs (--distributed-executor-backend mp across nodes), or "
@@ -163,7 +167,8 @@ def _compiled_graph(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     for ln in scan.lines:
         m = COMPILED_GRAPH_PROSE_RE.search(ln.text)
         if m:
-            return _compiled_graph_diagnosis(ln.no, ln.shown, f"an exception in {m.group('where')}")
+            where = m.group("where") or m.group("channel")
+            return _compiled_graph_diagnosis(ln.no, ln.shown, f"an exception in {where}")
     return None
 
 

@@ -82,7 +82,9 @@ RAY_GPUS: Rule = Rule(
               r"(?P<detail>Cannot provide a placement group) (?:of|requiring) .{0,400}within \d+ seconds",
               # ray_utils._wait_until_pg_ready logs this with a doubling interval (10, 30, 70 s ...)
               # until PG_WAIT_TIMEOUT; the first 10 s are normal while a node joins
-              r"(?P<detail>Waiting for creating a placement group) of specs for (?:[3-9]\d|\d{3,}) seconds"],
+              r"(?P<detail>Waiting for creating a placement group) of specs for (?:[3-9]\d|\d{3,}) seconds",
+              # a report saying it hangs there ("vLLM hangs with log: Waiting for creating a placement group...")
+              r"(?i)\bhang\w*\b.{0,40}(?P<detail>Waiting for creating a placement group)"],
     playbook="distributed", confidence=0.85, check=lambda scan, env: _ray_gpus(scan))
 
 
@@ -155,7 +157,8 @@ RULES = [
                    r"gloo/transport/tcp.{0,80}(?P<detail>Connection refused|Connection reset|timed out)",
                    # any error Gloo's TCP transport reports from its own source ("pair.cc:534] Connection closed by
                    # peer [10.0.0.7]:36271", "Read error", "Socket Timeout"): the peer's link, not vLLM
-                   r"gloo/transport/tcp/\w+\.cc:\d+\] (?P<detail>[A-Za-z][^\[\]]{2,80}?)(?: \[|:? *$)"],
+                   # (its buffer timeout is distributed.gloo_timeout: a peer that never answered, not a link)
+                   r"gloo/transport/tcp/\w+\.cc:\d+\] (?!Timed out waiting)(?P<detail>[A-Za-z][^\[\]]{2,80}?)(?: \[|:? *$)"],
          playbook="distributed", confidence=0.85),
     Rule(signature="distributed.master_port", category="distributed",
          title="torch.distributed could not bind or reach its rendezvous address",
@@ -169,10 +172,13 @@ RULES = [
                    r"The server socket has failed to bind to \S+ \(errno: 98 - Address already in use\)",
                    r"The client socket has timed out after \d+\w* while trying to connect to",
                    # torch's TCPStore client (c10d socket.cpp) and NCCL's unique-id exchange through the store
-                   # (not errno 99 "Cannot assign requested address": one of the addresses a name resolves to,
-                   # IPv6 ::1 for localhost, tried before the one that works)
-                   r"The client socket has failed to connect to(?!.{0,80}errno: 99)",
-                   r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.{0,80}got error"],
+                   # (not errno 99 "Cannot assign requested address" nor 97 "Address family not supported by
+                   # protocol": one of the addresses a name resolves to, IPv6 ::1 for localhost or an IPv4-mapped
+                   # [::ffff:a.b.c.d], tried before the one that works)
+                   r"The client socket has failed to connect to(?!.{0,80}errno: 9[79])",
+                   r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.{0,80}got error",
+                   # a title or prose naming the errno torch prints ("... the same init port and fail with EADDRINUSE")
+                   r"\b(?:[Ff]ail\w*|[Ee]rror)\b.{0,40}\bEADDRINUSE\b"],
          playbook="distributed", confidence=0.85),
     RAY_GPUS,
     Rule(signature="distributed.ray_actor_died", category="distributed",
