@@ -122,6 +122,10 @@ PREFILTER = (
     # an extension's ABI mismatch told in words ("_C ABI mismatch", "ABI-incompatible with that runtime's torch")
     "|ABI"
     # -- end amd
+    # -- pool: sleep mode's refusal of PyTorch expandable segments quoted in a title or prose (`assert
+    # "expandable_segments:True" not in conf`), a causal LM reached by a pooling request told in prose
+    "|expandable_segments|has no attribute 'pooler'"
+    # -- end pool
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

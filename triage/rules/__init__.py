@@ -93,6 +93,11 @@ MODULES = [
     # amd: non-CUDA platforms' missing pieces (CPU ISA-gated ops, XPU free-memory query, ROCm kernels compiled out
     # for Radeon, first-generation Gaudi) and NumPy's removed aliases
     "amd_platforms",
+    # pool: pooling tasks an architecture cannot serve (task/runner refused, a causal LM without a pooler)
+    "pool_pooling",
+    # pool: LoRA kernel limits (punica shapes, batched tokens, vocabulary), vLLM config fields a framework expects,
+    # the sleep-mode allocator (missing extension, expandable segments)
+    "pool_lora",
 ]
 
 

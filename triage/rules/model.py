@@ -11,6 +11,7 @@ from triage.model import Diagnosis, Evidence, Fix
 from triage.lazyre import lazy
 from triage.rules.base import Rule, not_in_passing
 from triage.rules.i3_versions import library_importing_transformers
+from triage.rules.pool_lora import VLLM_CONFIG_CLASSES
 from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
 from triage.rules.wrappers import is_wrapper
 
@@ -828,7 +829,8 @@ CONFIG_ATTR_MISSING: Rule = Rule(
     fix="vLLM reads a config attribute this transformers does not provide (transformers 5 moved RoPE and "
         "other fields; an old transformers lacks new ones): install the transformers version your vLLM "
         "release pins, or upgrade vLLM.",
-    patterns=[r"'(?P<cls>\w+Config)' object has no attribute '(?P<attr>\w+)'"],
+    # vLLM's own config classes (LoRAConfig, ModelConfig, ...) are another vLLM release's code: pool_lora's rule
+    patterns=[r"'(?!" + VLLM_CONFIG_CLASSES + r"')(?P<cls>\w+Config)' object has no attribute '(?P<attr>\w+)'"],
     playbook="model-support", confidence=0.75,
     check=lambda scan, env: not_in_passing(CONFIG_ATTR_MISSING, scan))
 
