@@ -67,11 +67,24 @@ def test_pooler_quoted_in_prose_is_read():
     ("ValueError: When using LoRA, vocab size must be 32000 >= vocab_size <= 257024\n", 257024),
     ("ValueError: When using LoRA, vocab size must be > 32000 and <= 258048\n", 258048),
     ("ValueError: When using LoRA, vocab size must be <= 258048\n", 258048),
+    # a ticket retelling it with "vocab size" for vocab_size
+    ("When using LoRA, vocab size must be 32000 >= vocab size <= 33024\n", 33024),
 ])
 def test_lora_vocab_limit_every_release(text, limit):
     d = first(text)
     assert (d.signature, d.category) == ("lora.vocab_size_limit", "engine_config")
     assert d.facts["limit"] == limit
+
+
+def test_lora_on_a_quantized_model_refused_by_old_vllm():
+    d = first("ValueError: LoRA is not supported with quantized models yet.\n")
+    assert (d.signature, d.category) == ("lora.quantized_base_refused", "engine_config")
+
+
+@pytest.mark.parametrize("method", ["awq", "gptq_marlin", "bitsandbytes", "fp8"])
+def test_quantization_untested_with_lora_is_a_note(method):
+    d = top(f"WARNING 06-14 12:29:50 config.py:976] {method} quantization is not tested with LoRA yet.\n")
+    assert d is None or d.confidence <= 0.5
 
 
 def test_lora_batched_tokens_limit():

@@ -723,7 +723,9 @@ RULES += [
          title="vLLM found no model config it can read (config.json or params.json)",
          fix="Point --model at the folder that holds config.json (HF format) or params.json (Mistral format); "
              "for a Mistral-format checkpoint pass --config-format mistral --load-format mistral --tokenizer-mode "
-             "mistral, for a GGUF file pass --tokenizer (and --hf-config-path) of the original model.",
+             "mistral, for a GGUF file pass --tokenizer (and --hf-config-path) of the original model; a LoRA "
+             "adapter folder (adapter_config.json only) is no model: load the base model with --enable-lora and "
+             "give the adapter with --lora-modules name=path (offline: a LoRARequest).",
          patterns=[r"Could not detect config format for no config file found",
                    r"With config_format 'auto', ensure your model has either config\.json",
                    r"Unknown config format `[\w-]+`",

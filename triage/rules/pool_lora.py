@@ -8,6 +8,8 @@ LoRA in vLLM runs through fixed kernels, and their limits surface as errors that
 - LoRAConfig.verify_with_scheduler_config (0.4 .. 0.5): "Due to limitations of the custom LoRA CUDA kernel,
   max_num_batched_tokens must be <= 65528 when LoRA is enabled." (max_num_batched_tokens defaults to max_model_len
   when chunked prefill is off, so a 128k context trips it).
+- LoRAConfig.verify_with_model_config (0.3.x): "LoRA is not supported with quantized models yet."; from 0.4 AWQ/GPTQ
+  (later bitsandbytes, FP8) only warn "... quantization is not tested with LoRA yet." and go on.
 - LogitsProcessorWithLoRA.create_lora_weights: "When using LoRA, vocab size must be 32000 >= vocab_size <= 33024"
   (early 2024), "... <= 128512", "... <= 257024" (from 0.5.4), "... must be > 32000 and <= 258048" and
   "... must be <= 258048" (2026).
@@ -60,9 +62,17 @@ RULES = [
          fix="vLLM's LoRA logits layer caps the vocabulary size ({limit} in this release; later releases raised it "
              "from 33024 to 128512, 257024 and 258048): upgrade vLLM to one whose limit covers the model's "
              "vocab_size, or merge the adapter into the base weights and serve without --enable-lora.",
-         patterns=[r"When using LoRA, vocab size must be (?:32000 >= vocab_size <= |> 32000 and <= |<= )"
+         # a ticket retelling it may write "vocab size" for vocab_size
+         patterns=[r"When using LoRA, vocab size must be (?:32000 >= vocab[_ ]size <= |> 32000 and <= |<= )"
                    r"(?P<limit>\d+)"],
          playbook="engine-config", confidence=0.9),
+    Rule(signature="lora.quantized_base_refused", category="engine_config",
+         title="This vLLM refuses LoRA on a quantized model",
+         fix="vLLM 0.3.x applies LoRA only to unquantized weights: upgrade vLLM (0.4+ runs LoRA over AWQ/GPTQ, later "
+             "releases over bitsandbytes and FP8 too), or merge the adapter into the full-precision model and "
+             "quantize the merged checkpoint.",
+         patterns=[r"LoRA is not supported with quantized models yet"],
+         playbook="engine-config", confidence=0.85),
     Rule(signature="install.vllm_config_field_missing", category="install_mismatch",
          title="Code written for another vLLM release reads {cls}.{attr}, which this vLLM does not have",
          fix="A framework that drives or patches vLLM (verl, TRL, OpenRLHF, unsloth, ms-swift) expects a different "
@@ -89,3 +99,13 @@ RULES = [
          patterns=[r"(?P<which>c[au]mem) allocator is not available"],
          playbook="install-mismatch", confidence=0.85),
 ]
+
+# LoRAConfig.verify_with_model_config (0.4+) warns, and goes on, for a quantization LoRA was not tested with: the
+# start-up continues, so the warning is no failure.
+HARMLESS = [
+    Rule(signature="harmless.lora_quantization_untested", category="", harmless=True,
+         title="vLLM notes that this quantization is not tested with LoRA (it runs; harmless)",
+         fix="", patterns=[r"\w+ quantization is not tested with LoRA yet"]),
+]
+
+RULES += HARMLESS

@@ -12,7 +12,7 @@ registered (or convertible) for:
 A generative model class that reaches a pooling request anyway has no pooler: the V0 pooling model runner calls
 `self.model.pooler(...)` and torch's Module.__getattr__ raises "'Qwen3ForCausalLM' object has no attribute 'pooler'"
 (Qwen3-Reranker, mxbai-rerank-v2 and reward checkpoints whose config says *ForCausalLM, served with --task score
-before vLLM could convert them). Qwen3-Reranker is served since 0.9.1 through its sequence-classification
+before vLLM could convert them). Qwen3-Reranker is served since 0.9.2 through its sequence-classification
 conversion (`--hf-overrides` with Qwen3ForSequenceClassification, classifier_from_token ["no", "yes"] and
 is_original_qwen3_reranker).
 """
@@ -27,8 +27,7 @@ RULES = [
          fix="The installed vLLM registers this architecture only for {supported}. Use a checkpoint made for the "
              "task (an embedding, reranker or reward model), or upgrade vLLM: 0.6.6+ converts a causal LM for "
              "embedding (`--task embed`), 0.7+ also for classify/reward, and from 0.10 the switch is "
-             "`--runner pooling --convert embed|classify|reward`. A model added after your release needs the newer "
-             "release.",
+             "`--runner pooling --convert embed|classify|reward` (a model added after your release needs a newer one).",
          patterns=[r"does not support the '(?P<task>\w+)' task\. Supported tasks: (?P<supported>\{[^}]{0,200}\})",
                    r"This model does not support `--runner (?P<task>pooling)`"],
          facts=lambda m, line, scan: {"supported": m.groupdict().get("supported")
@@ -37,7 +36,7 @@ RULES = [
     Rule(signature="pooling.model_without_pooler", category="model_support",
          title="{arch} has no pooler: a pooling request (embed/score/rerank) reached a generative model class",
          fix="vLLM built the checkpoint's causal-LM class, which cannot pool. Serve it as a pooling model this vLLM "
-             "supports: for Qwen3-Reranker use vLLM 0.9.1+ with `--hf-overrides '{{\"architectures\": "
+             "supports: for Qwen3-Reranker use vLLM 0.9.2+ with `--hf-overrides '{{\"architectures\": "
              "[\"Qwen3ForSequenceClassification\"], \"classifier_from_token\": [\"no\", \"yes\"], "
              "\"is_original_qwen3_reranker\": true}}'` (or a *-seq-cls conversion of the checkpoint); otherwise "
              "`--task embed|classify|reward` (0.10+: `--runner pooling --convert ...`) on a release that converts "
