@@ -154,3 +154,30 @@ def test_sleep_mode_allocator_missing(text, which):
     d = first(text)
     assert (d.signature, d.category) == ("sleep.allocator_unavailable", "install_mismatch")
     assert d.facts["which"] == which
+
+
+# ---- a request naming a model the server does not serve ---------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    # the server's JSON body (0.2 .. 0.x), the newer nested form, and the openai client's exception
+    '{"object":"error","message":"The model `qwen` does not exist.","type":"NotFoundError","param":null,"code":404}\n',
+    '{"error":{"message":"The model `qwen` does not exist.","type":"NotFoundError","param":"model","code":404}}\n',
+    "openai.NotFoundError: Error code: 404 - {'object': 'error', 'message': 'The model `qwen` does not exist.', "
+    "'type': 'NotFoundError', 'param': None, 'code': 404}\n",
+])
+def test_model_name_not_served(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("serving.model_not_served", "engine_config")
+    assert d.facts["name"] == "qwen"
+
+
+@pytest.mark.parametrize("launch, served", [
+    ("python -m vllm.entrypoints.openai.api_server --model /models/Qwen2-7B --trust-remote-code\n", "/models/Qwen2-7B"),
+    ("vllm serve /models/Qwen2-7B --served-model-name qwen2 --trust-remote-code\n", "qwen2"),
+    ("INFO 03-19 10:00:00 api_server.py:209] args: Namespace(host=None, served_model_name=['qwen2'], model='/m/q')\n",
+     "qwen2"),
+])
+def test_model_not_served_names_what_the_server_serves(launch, served):
+    d = first(launch + '{"object":"error","message":"The model `qwen` does not exist.","type":"NotFoundError"}\n')
+    assert d.signature == "serving.model_not_served"
+    assert d.facts["served"] == served

@@ -98,6 +98,8 @@ MODULES = [
     # pool: LoRA kernel limits (punica shapes, batched tokens, vocabulary), vLLM config fields a framework expects,
     # the sleep-mode allocator (missing extension, expandable segments)
     "pool_lora",
+    # pool: a request naming a model the server does not serve (--served-model-name)
+    "pool_served_name",
 ]
 
 
