@@ -181,3 +181,24 @@ def test_model_not_served_names_what_the_server_serves(launch, served):
     d = first(launch + '{"object":"error","message":"The model `qwen` does not exist.","type":"NotFoundError"}\n')
     assert d.signature == "serving.model_not_served"
     assert d.facts["served"] == served
+
+
+# ---- a PEFT save (adapter, or a merge saved before unwrapping) loaded as the model ---------------------------
+
+@pytest.mark.parametrize("text", [
+    # the V0 loaders' dict lookup, and AutoWeightsLoader (0.7+)
+    "KeyError: 'base_model.model.model.layers.0.mlp.down_proj.lora_A.weight'\n",
+    "KeyError: 'base_model.model.model.layers.0.self_attn.qkv_proj.lora_A.weight'\n",
+    "ValueError: There is no module or parameter named 'base_model.model.model.embed_tokens' in Qwen2ForCausalLM\n",
+    "ValueError: There is no module or parameter named 'base_model' in LlamaForCausalLM\n",
+])
+def test_peft_names_are_an_adapter_loaded_as_the_model(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("model_loading.weight_mismatch", "model_loading")
+    assert d.facts.get("adapter_as_model") and "--lora-modules" in d.fix.summary
+    assert "loader bug" not in d.title
+
+
+def test_a_doubled_name_without_peft_is_still_a_loader_bug():
+    d = first("KeyError: 'model.layers.0.self_attn.qkqkv_proj.weight'\n")
+    assert d.facts.get("loader_bug") and not d.facts.get("adapter_as_model")

@@ -192,10 +192,24 @@ def _drafter_crash(scan: Scan) -> Diagnosis | None:
 DOUBLED_NAME_RE = re.compile(r"(?:^|[._])([a-z]{2,})\1[a-z]*_proj\b|\b([a-z_]{3,})\.\2\.")
 
 
+# PEFT's names for an adapter's tensors ("base_model.model.<layer>.lora_A.weight", lora_embedding_A, a bare
+# "base_model" module): a LoRA adapter (or a checkpoint saved with its adapter unmerged) loaded as the model. Its
+# "base_model.model.model." is PEFT's prefix, not a doubled name.
+PEFT_NAME_RE = re.compile(r"^base_model(?:\.model\.|$)|\.lora_(?:[AB]|embedding_[AB]|magnitude_vector)\b")
+
+
 def _weight_mismatch_facts(m, line, scan) -> dict:
     detail = m.groupdict().get("detail") or ""
     quoted = re.search(r"'([\w.]+)'", detail)
     name = quoted.group(1) if quoted else detail.rsplit(" ", 1)[-1]
+    if PEFT_NAME_RE.search(name):
+        return {"adapter_as_model": True, "param": name,
+                "headline": f"The checkpoint's tensors carry PEFT's names ('{name}'): a LoRA adapter or a PEFT-wrapped "
+                            "save was loaded as the model",
+                "advice": ("vLLM loads plain models. A LoRA adapter goes on top of its base model: serve the base with "
+                           "`--enable-lora --lora-modules name=ADAPTER_DIR` (offline: enable_lora=True and a "
+                           "LoRARequest); a full model must be saved from what peft's merge_and_unload() returns, not "
+                           "from the PeftModel (Unsloth: save_pretrained_merged(..., save_method='merged_16bit')).")}
     dm = DOUBLED_NAME_RE.search(name)
     if dm:
         ver = scan.facts.get("vllm_version")
