@@ -5,13 +5,13 @@ LoRA in vLLM runs through fixed kernels, and their limits surface as errors that
   outside it (a tensor-parallel shard such as 13696/4 = 3424, a vocabulary above the list) fails at the first LoRA
   forward: "RuntimeError: No suitable kernel. h_in=64 h_out=3424 dtype=Float out_dtype=BFloat16". The Triton LoRA
   kernels that replaced them take any shape.
-- LoRAConfig.verify_with_scheduler_config (0.4 .. 0.5): "Due to limitations of the custom LoRA CUDA kernel,
+- LoRAConfig.verify_with_scheduler_config (0.3 .. 0.5): "Due to limitations of the custom LoRA CUDA kernel,
   max_num_batched_tokens must be <= 65528 when LoRA is enabled." (max_num_batched_tokens defaults to max_model_len
   when chunked prefill is off, so a 128k context trips it).
 - LoRAConfig.verify_with_model_config (0.3.x): "LoRA is not supported with quantized models yet."; from 0.4 AWQ/GPTQ
   (later bitsandbytes, FP8) only warn "... quantization is not tested with LoRA yet." and go on.
 - LogitsProcessorWithLoRA.create_lora_weights: "When using LoRA, vocab size must be 32000 >= vocab_size <= 33024"
-  (early 2024), "... <= 128512", "... <= 257024" (from 0.5.4), "... must be > 32000 and <= 258048" and
+  (early 2024), "... <= 128512", "... <= 257024" (mid-2024), "... must be > 32000 and <= 258048" and
   "... must be <= 258048" (2026).
 
 Frameworks that patch vLLM's LoRA manager or worker (verl's hijack of _load_adapter, unsloth_zoo, ms-swift, TRL)
