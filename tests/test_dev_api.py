@@ -83,12 +83,12 @@ def test_auto_tool_choice_without_flags_keeps_its_own_rule():
 ])
 def test_unserved_model_name(text):
     d = first(text)
-    assert (d.signature, d.category) == ("config.model_not_served", "engine_config")
+    assert (d.signature, d.category) == ("serving.model_not_served", "engine_config")
 
 
 def test_model_not_found_names_the_model():
     d = first("openai.NotFoundError: Error code: 404 - {'message': 'The model `gpt-4o` does not exist.'}\n")
-    assert d.facts["model"] == "gpt-4o" and "gpt-4o" in d.title
+    assert d.facts["name"] == "gpt-4o" and "gpt-4o" in d.title
 
 
 # ---- TRL's server mode against a plain vLLM server ------------------------------------------------------------

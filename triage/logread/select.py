@@ -128,6 +128,10 @@ PREFILTER = (
     "|GCS|Duplicate GPU|EADDRINUSE|bound already|listen start failed|Timed out waiting"
     "|connect to segment|connect to target"
     # -- end dist
+    # -- pool: sleep mode's refusal of PyTorch expandable segments quoted in a title or prose (`assert
+    # "expandable_segments:True" not in conf`), a causal LM reached by a pooling request told in prose
+    "|expandable_segments|has no attribute 'pooler'"
+    # -- end pool
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -105,6 +105,13 @@ MODULES = [
     # dist: the custom all-reduce's CUDA IPC, Ray's GCS out of reach, two ranks on one GPU, HCCL's bootstrap port,
     # Gloo timeouts, Mooncake KV transfers, ZMQ binding another host's address
     "dist_cluster",
+    # pool: pooling tasks an architecture cannot serve (task/runner refused, a causal LM without a pooler)
+    "pool_pooling",
+    # pool: LoRA kernel limits (punica shapes, batched tokens, vocabulary), vLLM config fields a framework expects,
+    # the sleep-mode allocator (missing extension, expandable segments)
+    "pool_lora",
+    # pool: a request naming a model the server does not serve (--served-model-name)
+    "pool_served_name",
 ]
 
 

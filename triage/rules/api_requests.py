@@ -15,8 +15,6 @@ and clients (openai SDK, LangChain4j, LiteLLM, TRL) paste that body rather than 
   request more than N logprobs.", V0, where 0.4.x's OpenAI server also capped at 5 whatever --max-logprobs said
   until PR 5312), and the request validator refused -1 ("`prompt_logprobs` must be a positive value.") until
   PR 24956 made it mean the whole vocabulary;
-- a model name the server does not serve: `_check_model` answers 404 "The model `X` does not exist." (X must be
-  what /v1/models lists: --served-model-name, or the --model path as given);
 - TRL's GRPO server mode talks to `trl vllm-serve`, whose extra routes (/get_world_size/, /init_communicator/)
   a plain `vllm serve` lacks: trl's vllm_client raises "Request failed: 404, {"detail":"Not Found"}";
 - a prompt token id above the vocabulary: the input processor raises "Token id N is out of vocabulary" (the
@@ -134,13 +132,6 @@ RULES = [
                    r"allowed: (?P<max_logprobs>-?\d+)",
                    r"Cannot request more than (?P<max_logprobs>\d+) logprobs",
                    r"`(?P<kind>prompt_logprobs|logprobs|top_logprobs)` must be a positive value"],
-         playbook="engine-config", confidence=0.85),
-    Rule(signature="config.model_not_served", category="engine_config",
-         title="The request names model `{model}`, which this vLLM server does not serve",
-         fix="Use a name the server lists at /v1/models (`curl http://<host>:<port>/v1/models`): the "
-             "--served-model-name it was started with, or else the --model argument exactly as given (a local path "
-             "included); or restart it with --served-model-name <the name the client sends>.",
-         patterns=[r"The model `(?P<model>[^`]*)` does not exist"],
          playbook="engine-config", confidence=0.85),
     Rule(signature="config.trl_server_routes_missing", category="engine_config", title="", fix="",
          playbook="engine-config", check=_trl_server_routes),

@@ -11,6 +11,7 @@ from triage.model import Diagnosis, Evidence, Fix
 from triage.lazyre import lazy
 from triage.rules.base import Rule, not_in_passing
 from triage.rules.i3_versions import library_importing_transformers
+from triage.rules.pool_lora import VLLM_CONFIG_CLASSES
 from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
 from triage.rules.wrappers import is_wrapper
 
@@ -191,10 +192,24 @@ def _drafter_crash(scan: Scan) -> Diagnosis | None:
 DOUBLED_NAME_RE = re.compile(r"(?:^|[._])([a-z]{2,})\1[a-z]*_proj\b|\b([a-z_]{3,})\.\2\.")
 
 
+# PEFT's names for an adapter's tensors ("base_model.model.<layer>.lora_A.weight", lora_embedding_A, a bare
+# "base_model" module): a LoRA adapter (or a checkpoint saved with its adapter unmerged) loaded as the model. Its
+# "base_model.model.model." is PEFT's prefix, not a doubled name.
+PEFT_NAME_RE = re.compile(r"^base_model(?:\.model\.|$)|\.lora_(?:[AB]|embedding_[AB]|magnitude_vector)\b")
+
+
 def _weight_mismatch_facts(m, line, scan) -> dict:
     detail = m.groupdict().get("detail") or ""
     quoted = re.search(r"'([\w.]+)'", detail)
     name = quoted.group(1) if quoted else detail.rsplit(" ", 1)[-1]
+    if PEFT_NAME_RE.search(name):
+        return {"adapter_as_model": True, "param": name,
+                "headline": f"The checkpoint's tensors carry PEFT's names ('{name}'): a LoRA adapter or a PEFT-wrapped "
+                            "save was loaded as the model",
+                "advice": ("vLLM loads plain models. A LoRA adapter goes on top of its base model: serve the base with "
+                           "`--enable-lora --lora-modules name=ADAPTER_DIR` (offline: enable_lora=True and a "
+                           "LoRARequest); a full model must be saved from what peft's merge_and_unload() returns, not "
+                           "from the PeftModel (Unsloth: save_pretrained_merged(..., save_method='merged_16bit')).")}
     dm = DOUBLED_NAME_RE.search(name)
     if dm:
         ver = scan.facts.get("vllm_version")
@@ -722,7 +737,9 @@ RULES += [
          title="vLLM found no model config it can read (config.json or params.json)",
          fix="Point --model at the folder that holds config.json (HF format) or params.json (Mistral format); "
              "for a Mistral-format checkpoint pass --config-format mistral --load-format mistral --tokenizer-mode "
-             "mistral, for a GGUF file pass --tokenizer (and --hf-config-path) of the original model.",
+             "mistral, for a GGUF file pass --tokenizer (and --hf-config-path) of the original model; a LoRA "
+             "adapter folder (adapter_config.json only) is no model: load the base model with --enable-lora and "
+             "give the adapter with --lora-modules name=path (offline: a LoRARequest).",
          patterns=[r"Could not detect config format for no config file found",
                    r"With config_format 'auto', ensure your model has either config\.json",
                    r"Unknown config format `[\w-]+`",
@@ -828,7 +845,8 @@ CONFIG_ATTR_MISSING: Rule = Rule(
     fix="vLLM reads a config attribute this transformers does not provide (transformers 5 moved RoPE and "
         "other fields; an old transformers lacks new ones): install the transformers version your vLLM "
         "release pins, or upgrade vLLM.",
-    patterns=[r"'(?P<cls>\w+Config)' object has no attribute '(?P<attr>\w+)'"],
+    # vLLM's own config classes (LoRAConfig, ModelConfig, ...) are another vLLM release's code: pool_lora's rule
+    patterns=[r"'(?!" + VLLM_CONFIG_CLASSES + r"')(?P<cls>\w+Config)' object has no attribute '(?P<attr>\w+)'"],
     playbook="model-support", confidence=0.75,
     check=lambda scan, env: not_in_passing(CONFIG_ATTR_MISSING, scan))
 
