@@ -93,6 +93,9 @@ MODULES = [
     # amd: non-CUDA platforms' missing pieces (CPU ISA-gated ops, XPU free-memory query, ROCm kernels compiled out
     # for Radeon, first-generation Gaudi) and NumPy's removed aliases
     "amd_platforms",
+    # old: V0-era messages later releases reworded or dropped (pynccl without libnccl, the CPU swap space, quantized
+    # weight widths, pipeline parallelism before it was served)
+    "old_v0",
 ]
 
 

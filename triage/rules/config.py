@@ -330,8 +330,10 @@ RULES += [
              "--pipeline-parallel-size and use --tensor-parallel-size (or data parallelism) instead, or upgrade "
              "vLLM if a newer release adds it.",
          # ModelConfig.verify_with_parallel_config (0.6 .. 0.33); the second sentence ("Supported models implement
-         # the `SupportsPP` interface.") is often pasted on its own line
-         patterns=[r"Pipeline parallelism is not supported for this model\."],
+         # the `SupportsPP` interface.") is often pasted on its own line. 0.5.1-0.6.0 checked a fixed list instead:
+         # "Pipeline parallelism is only supported for the following  architectures: [...]"
+         patterns=[r"Pipeline parallelism is not supported for this model\.",
+                   r"Pipeline parallelism is only supported for the following\s+architectures"],
          playbook="engine-config", confidence=0.9),
 ]
 

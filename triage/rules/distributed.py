@@ -76,7 +76,8 @@ RAY_GPUS: Rule = Rule(
     title="Ray cannot place the workers on GPUs ({detail})",
     fix="{advice}", facts=_ray_facts,
     patterns=[r"(?P<detail>Ray does not allocate any GPUs on the driver node)",
-              r"(?P<detail>The number of required \w+s exceeds the total number of available \w+s in the placement group)",
+              # 0.2-0.5's ray_utils checked the whole cluster before creating the group
+              r"(?P<detail>The number of required \w+s exceeds the total number of available \w+s in the (?:placement group|cluster))",
               r"(?P<detail>Current node has no GPU available)",
               r"(?P<detail>No available node types can fulfill resource request)",
               r"(?P<detail>Cannot provide a placement group) (?:of|requiring) .{0,400}within \d+ seconds",
