@@ -12,11 +12,7 @@ from triage.logread import scan_text
 DEV, EXPECTED = load("dev-old")
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
-KNOWN_MISSES: dict[str, str] = {
-    "gpu_oom--mllama-11b-vision-profile-run-default-max-num-seqs.log":
-        "the traceback is cut before its exception; only the user's prose says the mllama vision encoder ran out of "
-        "memory during V0's multimodal profile run, and a cut frame in a model's forward says no more than that",
-}
+KNOWN_MISSES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", params(EXPECTED, KNOWN_MISSES))
@@ -167,3 +163,30 @@ def test_old_compute_capability_floor(text):
 def test_ray_gpu_count_in_cluster_or_group(where):
     d = first(f"ValueError: The number of required GPUs exceeds the total number of available GPUs in the {where}.\n")
     assert (d.signature, d.category) == ("distributed.ray_gpus", "distributed")
+
+
+# ---- a bare "OOM" stated as the run's event, over a log cut before its exception ---------------------------------
+
+CUT_PROFILE = ("INFO 09-27 11:18:35 enc_dec_model_runner.py:297] Starting profile run for multi-modal models.\n"
+               "[rank0]: Traceback (most recent call last):\n"
+               "[rank0]:   File \"/home/u/miniconda3/envs/eval/lib/python3.10/runpy.py\", line 196, in "
+               "_run_module_as_main\n")
+
+
+@pytest.mark.parametrize("words", [
+    "# [Usage]: OOM when using Llama-3.2-11B-Vision-Instruct\n",
+    "In this part, OOM occurs as the memory continues to increase as it passes forward.\n",
+    "# [Bug]: OOM error during profile run with max_num_seqs=256\n",
+])
+def test_bare_oom_stated_as_the_event(words):
+    d = first(words + CUT_PROFILE)
+    assert (d.signature, d.category) == ("oom.stated_in_report", "gpu_oom")
+
+
+@pytest.mark.parametrize("words", [
+    "# How to avoid OOM when serving long prompts?\n",  # a question about preventing it
+    "# vLLM OOM killed when loading shards\n",  # the host's OOM killer
+])
+def test_bare_oom_words_that_are_no_gpu_oom(words):
+    d = top(words + CUT_PROFILE)
+    assert d is None or d.signature != "oom.stated_in_report"
