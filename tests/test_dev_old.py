@@ -190,3 +190,38 @@ def test_bare_oom_stated_as_the_event(words):
 def test_bare_oom_words_that_are_no_gpu_oom(words):
     d = top(words + CUT_PROFILE)
     assert d is None or d.signature != "oom.stated_in_report"
+
+
+# ---- older wordings of the xFormers refusal and of NCCL errors, V0's preemption warning ------------------------
+
+@pytest.mark.parametrize("text", [
+    "ValueError: Operator `memory_efficient_attention` does not support inputs:\n"  # xformers <= 0.0.21
+    "`cutlassF` is not supported because:\n    xFormers wasn't build with CUDA support\n",
+    "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n",
+])
+def test_xformers_refusal_old_and_new(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("attention.xformers_no_operator", "attention_backend")
+
+
+@pytest.mark.parametrize(("text", "err"), [
+    ("cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_UNHANDLED_CUDA_ERROR: unhandled cuda error",
+     "unhandled cuda error"),  # CuPy's wrapper (vLLM 0.2.7-0.3.x, all-reduce in CUDA graphs)
+    ("cupy_backends.cuda.libs.nccl.NcclError: NCCL_ERROR_SYSTEM_ERROR: unhandled system error",
+     "unhandled system error"),
+    ("RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+     "unhandled system error"),
+])
+def test_nccl_error_through_cupy_or_pynccl(text, err):
+    d = first(text + "\n")
+    assert (d.signature, d.facts["nccl_error"]) == ("distributed.nccl_error", err)
+
+
+@pytest.mark.parametrize("mode", ["RECOMPUTE", "SWAP"])
+def test_v0_preemption_warning_is_no_failure(mode):
+    text = (f"WARNING 09-02 14:05:47 scheduler.py:1355] Sequence group chat-8f2c is preempted by PreemptionMode.{mode} "
+            "mode because there is not enough KV cache space. This can affect the end-to-end performance. Increase "
+            "gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. "
+            "total_num_cumulative_preemption=51\n")
+    assert top(text) is None
+    assert "harmless.v0_preemption" in notes_of(text)

@@ -122,6 +122,8 @@ RULES = [
              "mismatched NCCL versions between nodes, or a peer process that died first (look above).",
          patterns=[r"NCCL error(?: in: \S+,|:) (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
                    r"(?P<nccl_error>ncclSystemError|ncclUnhandledCudaError|ncclInternalError|ncclRemoteError|ncclInvalidUsage)",
+                   # CuPy's wrapper, which vLLM 0.2.7-0.3.x used for all-reduce inside CUDA graphs
+                   r"NcclError: NCCL_ERROR_\w+: (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
                    # (quoted in prose, the warning ends at its closing backtick or a link after it)
                    r"NCCL WARN (?P<nccl_error>[^`\n]+?)(?:`|\s+https?://|\s*$)", r"DistBackendError: NCCL error"],
          playbook="distributed", confidence=0.8, secondary=True),

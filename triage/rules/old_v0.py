@@ -12,6 +12,8 @@
 - V0's scheduler preempts a running group with several sequences (n > 1, best_of, beam search) by swapping its
   KV blocks to the CPU swap space (--swap-space GiB per GPU); when those blocks are used up it raises
   "Aborted due to the lack of CPU swap space. Please increase the swap space to avoid this error." (0.1-0.10).
+  Preemption itself is no failure: every 50th one is logged as a warning ("Sequence group <id> is preempted by
+  PreemptionMode.RECOMPUTE mode because there is not enough KV cache space ...") and serving goes on.
   CacheConfig warns "Possibly too large swap space" above 40% of the host's memory: a warning only (above 70% it
   raises "Too large swap space", engine_args.swap_space_too_large).
 - V0's quantization configs accept only some weight widths and group sizes: AWQ and SqueezeLLM 4-bit, GPTQ
@@ -107,6 +109,13 @@ SWAP_EXHAUSTED = Rule(
     patterns=[r"Aborted due to the lack of CPU swap space"],
     playbook="kv-cache-memory", confidence=0.9)
 
+# logged every 50th preemption (0.4-0.10): the scheduler recomputes or swaps the group and goes on
+PREEMPTION_WARNING = Rule(
+    signature="harmless.v0_preemption", category="", harmless=True,
+    title="V0's scheduler preempted requests for lack of KV cache space (a throughput warning, not a failure)",
+    fix="", patterns=[r"Sequence group \S+ is preempted by PreemptionMode\.(?:RECOMPUTE|SWAP) mode because there is "
+                      r"not enough KV cache space"])
+
 SWAP_WARNING = Rule(
     signature="harmless.swap_space_possibly_large", category="", harmless=True,
     title="The CPU swap space is over 40% of the host's memory (a warning; start-up goes on)",
@@ -151,4 +160,4 @@ PP_RELEASE = Rule(
                    "instead, or upgrade vLLM."}))
 
 
-RULES = [PYNCCL, PYNCCL_HARMLESS, SWAP_EXHAUSTED, SWAP_WARNING, WEIGHT_FORMAT, PP_RELEASE]
+RULES = [PYNCCL, PYNCCL_HARMLESS, SWAP_EXHAUSTED, PREEMPTION_WARNING, SWAP_WARNING, WEIGHT_FORMAT, PP_RELEASE]
