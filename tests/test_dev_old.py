@@ -85,6 +85,12 @@ def test_load_failure_with_one_gpu_stays_a_note_even_when_a_worker_fails():
     assert d is None or d.signature != "distributed.pynccl_library_unloadable"
 
 
+def test_the_draft_model_tensor_parallel_size_is_not_the_engine_s():
+    text = ("INFO 05-02 11:02:03 api_server.py:152] args: Namespace(speculative_draft_tensor_parallel_size=1, "
+            "tensor_parallel_size=4, seed=0)\n" + LOAD_041 + INIT_DEVICE)
+    assert first(text).signature == "distributed.pynccl_library_unloadable"
+
+
 def test_a_real_missing_libnccl_at_import_is_still_the_install():
     d = first("ImportError: libnccl.so.2: cannot open shared object file: No such file or directory\n")
     assert (d.signature, d.category) == ("install.cuda_runtime_lib_missing", "install_mismatch")

@@ -40,7 +40,7 @@ NCCL_NAME_RE = re.compile(r"name 'ncclGetVersion' is not defined")
 NCCL_NEEDED_RE = re.compile(r"Error executing method init_device|while processing method init_device"
                             r"|in init_worker_distributed_environment|pynccl_utils\.init_process_group"
                             r"|in init_process_group")
-TP_RE = re.compile(r"tensor_parallel_size[=:]\s*'?(?P<tp>\d+)")
+TP_RE = re.compile(r"\btensor_parallel_size'?[=:]\s*'?(?P<tp>\d+)")  # not speculative_draft_tensor_parallel_size
 
 PYNCCL_FIX = ("vLLM loads NCCL itself (pynccl) and found no usable libnccl.so.2 ({so}). In vLLM 0.4.0/0.4.1 that "
               "is the copy the vllm-nccl-cu12 package downloads to ~/.config/vllm/nccl/cu12/ (an incomplete download "
