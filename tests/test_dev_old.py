@@ -231,3 +231,22 @@ def test_v0_preemption_warning_is_no_failure(mode):
             "total_num_cumulative_preemption=51\n")
     assert top(text) is None
     assert "harmless.v0_preemption" in notes_of(text)
+
+
+# ---- Ray through the V0 releases ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "ImportError: Ray is not installed. Please install Ray to use distributed serving.",  # 0.2-0.4
+    "ImportError: Ray is not installed. Please install Ray to use multi-node serving.",
+    "ValueError: Failed to import Ray with ModuleNotFoundError(\"No module named 'ray'\"). For multi-node "
+    "inference, please install Ray with `pip install ray`.",
+])
+def test_ray_not_installed_by_release(text):
+    d = first(text + "\n")
+    assert (d.signature, d.category) == ("distributed.ray_missing", "distributed")
+
+
+def test_driver_node_outside_the_placement_group():
+    d = first("RuntimeError: driver node id 3f2e is not included in a placement group 0a1b. Node id -> bundles "
+              "{'ab': [0, 1]}. You don't have enough GPUs available in a current node.\n")
+    assert (d.signature, d.category) == ("distributed.ray_gpus", "distributed")
