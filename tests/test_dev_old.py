@@ -250,3 +250,25 @@ def test_driver_node_outside_the_placement_group():
     d = first("RuntimeError: driver node id 3f2e is not included in a placement group 0a1b. Node id -> bundles "
               "{'ab': [0, 1]}. You don't have enough GPUs available in a current node.\n")
     assert (d.signature, d.category) == ("distributed.ray_gpus", "distributed")
+
+
+# ---- V0 config checks in their old wordings ----------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "sig", "category"), [
+    ("ValueError: GPU memory utilization must be less than 1.0. Got 95.0.", "config.value_invalid", "engine_config"),
+    ("ValueError: max_num_batched_tokens (2048) must be greater than or equal to max_num_seqs (4096).",
+     "config.value_invalid", "engine_config"),
+    ("ValueError: LoRA is not supported with quantized models yet.", "config.lora_settings_invalid",
+     "engine_config"),
+    ("RuntimeError: No supported device detected.", "environment.no_gpu_visible", "environment"),
+    ("ValueError: Currently, the 'pt' format is not supported for Mixtral. Please use the 'safetensors' format "
+     "instead. ", "model_loading.mixtral_pt_format", "model_loading"),
+])
+def test_v0_config_checks(text, sig, category):
+    d = first(text + "\n")
+    assert (d.signature, d.category) == (sig, category)
+
+
+def test_old_utilization_detail_keeps_the_bound():
+    d = first("ValueError: GPU memory utilization must be less than 1.0. Got 1.2.\n")
+    assert d.facts["detail"] == "GPU memory utilization must be less than 1.0"

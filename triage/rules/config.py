@@ -236,7 +236,11 @@ RULES = [
          title="A launch value is invalid: {detail}",
          fix="Correct the launch argument the message names.",
          patterns=[r"(?P<detail>gpu_memory_utilization must be (?:between|less than|in)[^.]*)",
+                   # CacheConfig of 0.2-0.8: "GPU memory utilization must be less than 1.0. Got 1.2."
+                   r"(?P<detail>GPU memory utilization must be less than (?:[^.]|\.\d)*)",
                    r"(?P<detail>max_num_seqs \(\d+\) must be[^.]*)",
+                   # SchedulerConfig of 0.2-0.x
+                   r"(?P<detail>max_num_batched_tokens \(\d+\) must be greater than or equal to max_num_seqs \(\d+\))",
                    r"(?P<detail>Unknown (?:dtype|kv cache dtype|kv_cache_dtype): \S+)"],
          playbook="engine-config", confidence=0.85),
     Rule(signature="config.prefix_caching_unsupported", category="engine_config",
@@ -283,6 +287,8 @@ RULES = [
                    r"(?P<setting>fully_sharded_loras) isn't compatible with",
                    r"V1 LoRA does not support (?P<setting>long LoRA)", r"V0 LoRA does not support (?P<setting>CPU offload)",
                    r"LoRA is not supported with (?P<setting>moe_backend=\S+)",
+                   # LoRAConfig.verify_with_model_config of 0.3-0.4.0
+                   r"LoRA is not supported with (?P<setting>quantized models) yet",
                    r"(?P<setting>LoRA rank `r`) must be a positive integer",
                    # the scheduler ran out of adapter slots: more distinct adapters in one batch than --max-loras
                    r"(?P<setting>No free lora slots)"],

@@ -19,6 +19,7 @@
 - V0's quantization configs accept only some weight widths and group sizes: AWQ and SqueezeLLM 4-bit, GPTQ
   2/3/4/8-bit, DeepSpeedFP 6/8-bit, Marlin group size 128 or -1 ("Currently, only ... is supported for X, but got
   ...", 0.2-0.10).
+- Mixtral from its PyTorch .bin files ("Currently, the 'pt' format is not supported for Mixtral.", up to 0.4.0).
 - Pipeline parallelism: up to 0.5.0 ParallelConfig refused any --pipeline-parallel-size > 1 ("Pipeline
   parallelism is not supported yet."); 0.5.1-0.6 served it only through the AsyncLLMEngine ("... only supported
   through AsyncLLMEngine as performance will be severely degraded otherwise.", raised by the offline LLM class).
@@ -160,4 +161,15 @@ PP_RELEASE = Rule(
                    "instead, or upgrade vLLM."}))
 
 
-RULES = [PYNCCL, PYNCCL_HARMLESS, SWAP_EXHAUSTED, PREEMPTION_WARNING, SWAP_WARNING, WEIGHT_FORMAT, PP_RELEASE]
+# -- Mixtral's .bin weights before 0.4.1 -----------------------------------------------------------------------------
+MIXTRAL_PT = Rule(
+    signature="model_loading.mixtral_pt_format", category="model_loading",
+    title="This vLLM loads Mixtral only from safetensors, and the load format is 'pt'",
+    fix="vLLM up to 0.4.0 refuses Mixtral's PyTorch .bin weights (ModelConfig._verify_load_format): download the "
+        "checkpoint's *.safetensors files and launch with --load-format safetensors (or auto), or upgrade vLLM.",
+    patterns=[r"Currently, the 'pt' format is not supported for Mixtral"],
+    playbook="model-loading", confidence=0.9)
+
+
+RULES = [PYNCCL, PYNCCL_HARMLESS, SWAP_EXHAUSTED, PREEMPTION_WARNING, SWAP_WARNING, WEIGHT_FORMAT, PP_RELEASE,
+         MIXTRAL_PT]
