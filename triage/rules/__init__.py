@@ -112,6 +112,9 @@ MODULES = [
     "pool_lora",
     # pool: a request naming a model the server does not serve (--served-model-name)
     "pool_served_name",
+    # old: V0-era messages later releases reworded or dropped (pynccl without libnccl, the CPU swap space, quantized
+    # weight widths, pipeline parallelism before it was served)
+    "old_v0",
 ]
 
 

@@ -236,7 +236,11 @@ RULES = [
          title="A launch value is invalid: {detail}",
          fix="Correct the launch argument the message names.",
          patterns=[r"(?P<detail>gpu_memory_utilization must be (?:between|less than|in)[^.]*)",
+                   # CacheConfig of 0.2-0.8: "GPU memory utilization must be less than 1.0. Got 1.2."
+                   r"(?P<detail>GPU memory utilization must be less than (?:[^.]|\.\d)*)",
                    r"(?P<detail>max_num_seqs \(\d+\) must be[^.]*)",
+                   # SchedulerConfig of 0.2-0.x
+                   r"(?P<detail>max_num_batched_tokens \(\d+\) must be greater than or equal to max_num_seqs \(\d+\))",
                    r"(?P<detail>Unknown (?:dtype|kv cache dtype|kv_cache_dtype): \S+)"],
          playbook="engine-config", confidence=0.85),
     Rule(signature="config.prefix_caching_unsupported", category="engine_config",
@@ -333,8 +337,10 @@ RULES += [
              "--pipeline-parallel-size and use --tensor-parallel-size (or data parallelism) instead, or upgrade "
              "vLLM if a newer release adds it.",
          # ModelConfig.verify_with_parallel_config (0.6 .. 0.33); the second sentence ("Supported models implement
-         # the `SupportsPP` interface.") is often pasted on its own line
-         patterns=[r"Pipeline parallelism is not supported for this model\."],
+         # the `SupportsPP` interface.") is often pasted on its own line. 0.5.1-0.6.0 checked a fixed list instead:
+         # "Pipeline parallelism is only supported for the following  architectures: [...]"
+         patterns=[r"Pipeline parallelism is not supported for this model\.",
+                   r"Pipeline parallelism is only supported for the following\s+architectures"],
          playbook="engine-config", confidence=0.9),
 ]
 

@@ -76,8 +76,11 @@ RAY_GPUS: Rule = Rule(
     title="Ray cannot place the workers on GPUs ({detail})",
     fix="{advice}", facts=_ray_facts,
     patterns=[r"(?P<detail>Ray does not allocate any GPUs on the driver node)",
-              r"(?P<detail>The number of required \w+s exceeds the total number of available \w+s in the placement group)",
+              # 0.2-0.5's ray_utils checked the whole cluster before creating the group
+              r"(?P<detail>The number of required \w+s exceeds the total number of available \w+s in the (?:placement group|cluster))",
               r"(?P<detail>Current node has no GPU available)",
+              # ray_utils._verify_bundles (0.6-0.10): the placement group holds no GPU on the driver's node
+              r"(?P<detail>driver node id \S+ is not included in a placement group)",
               r"(?P<detail>No available node types can fulfill resource request)",
               r"(?P<detail>Cannot provide a placement group) (?:of|requiring) .{0,400}within \d+ seconds",
               # ray_utils._wait_until_pg_ready logs this with a doubling interval (10, 30, 70 s ...)
@@ -124,6 +127,8 @@ RULES = [
          # (a title typed from a screenshot may lose the space: "NCCLerror: unhandled system error")
          patterns=[r"NCCL ?error(?: in: \S+,|:) (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
                    r"(?P<nccl_error>ncclSystemError|ncclUnhandledCudaError|ncclInternalError|ncclRemoteError|ncclInvalidUsage)",
+                   # CuPy's wrapper, which vLLM 0.2.7-0.3.x used for all-reduce inside CUDA graphs
+                   r"NcclError: NCCL_ERROR_\w+: (?P<nccl_error>unhandled system error|unhandled cuda error|internal error|invalid usage|remote process exited or there was a network error)",
                    # (quoted in prose, the warning ends at its closing backtick or a link after it)
                    r"NCCL WARN (?P<nccl_error>[^`\n]+?)(?:`|\s+https?://|\s*$)", r"DistBackendError: NCCL error"],
          playbook="distributed", confidence=0.8, secondary=True),
@@ -205,6 +210,8 @@ RAY_MISSING: Rule = Rule(
     fix="Install Ray into vLLM's environment (`pip install 'ray[default]'`, or `ray[cgraph]` for compiled "
         "graphs), or use --distributed-executor-backend mp on a single node.",
     patterns=[r"[Pp]lease install Ray with `pip install ray`", r"No module named 'ray'",
+              # ray_utils of 0.2-0.4 (initialize_cluster with Ray absent)
+              r"Ray is not installed\. Please install Ray to use (?:distributed|multi-node) serving",
               r"Using Ray backend requires installation of ray",
               r"Ray Compiled Graph is not installed", r"Run `pip install ray\[cgraph\]`",
               r"Ray accelerated DAG is not installed", r"Run `pip install ray\[adag\]`"],

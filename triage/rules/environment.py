@@ -231,6 +231,8 @@ NO_GPU_VISIBLE: Rule = Rule(signature="environment.no_gpu_visible", category="en
          fix="Inside a container the GPUs must be passed through: install nvidia-container-toolkit and run with "
              "`--gpus all` (or `--runtime nvidia`); check `nvidia-smi` inside the container and CUDA_VISIBLE_DEVICES.",
          patterns=[r"(?P<detail>Failed to infer device type)", r"(?P<detail>No (?:CUDA|HIP) GPUs are available)",
+                   # DeviceConfig of 0.3.x with device "auto": torch sees no CUDA device and no Neuron
+                   r"(?P<detail>No supported device detected)",
                    # the NVIDIA container runtime's hook, before anything in the container runs
                    r"nvidia-container-cli: (?P<detail>initialization error: [^:]{1,40}(?:: [^:.]{1,60})?)",
                    # the runtime cannot inject the driver's files or devices; docker has no "nvidia" runtime configured

@@ -317,7 +317,8 @@ RULES = [
                    # a kernel compiled for one SM only, run on a sibling (GB10 is SM12.1, not SM12.0)
                    r"This kernel only supports (?P<min>sm_?\d+[af]?)",
                    # vLLM <= 0.2's own gate, and torch inductor's check before it compiles Triton kernels
-                   r"GPUs with compute capability below (?P<min>\d+\.\d+) are not supported",
+                   # (setup.py of 0.1-0.2 said "less than" when building on such a GPU)
+                   r"GPUs with compute capability (?:below|less than) (?P<min>\d+\.\d+) are not supported",
                    r"which is too old to be supported by the triton GPU compiler.{0,120}?CUDA Capability >= (?P<min>\d+\.\d+)"],
          facts=_needs, playbook="unsupported-gpu", confidence=0.85),
     # A kernel library's own table of GPU targets without this one: ROCm's AITER (aiter/jit/utils/chip_info.py

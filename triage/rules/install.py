@@ -94,7 +94,9 @@ RULES = [
     Rule(signature="install.cuda_runtime_lib_missing", category="install_mismatch",
          title="A CUDA library the build needs is missing ({lib})",
          fix="{advice}", facts=_cuda_lib_facts,
-         patterns=[r"(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file",
+         # (not vLLM 0.4.x's pynccl_utils note "Failed to import NCCL library: libnccl.so.2: cannot open ...": that
+         # import error is swallowed; distributed.pynccl_library_unloadable reads what followed it)
+         patterns=[r"(?<!Failed to import NCCL library: )(?P<lib>lib(?:cudart|cublas|cublasLt|cudnn|nccl|cusparse|cufft|curand|nvrtc|nvJitLink)\S*\.so[\w.]*): cannot open shared object file",
                    # the same error retold in a title or prose without the loader's words ("fail at import with
                    # `ImportError: libcudart.so.13`")
                    r"ImportError: (?P<lib>lib(?:cudart|cublas|cublasLt|nvrtc|nvJitLink)\.so\.\d+)(?![\w.:])",

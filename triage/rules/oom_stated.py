@@ -31,7 +31,11 @@ NOT_STATED_RE = re.compile(r"\b(?:avoid\w*|prevent\w*|instead of|no longer|witho
 
 GPU_OOM_RE = re.compile(r"\b(?:CUDA|GPU|VRAM|HIP|NPU|XPU)[\s-]*(?:out[\s-]of[\s-]memory|OOM(?:ed|s)?)\b"
                         r"|\bOutOfMemoryError\b"
-                        r"|\bOOM(?:ed|s)?\b.{0,30}\b(?:on|in) (?:the |each |every )?(?:GPUs?|VRAM|device)\b",
+                        r"|\bOOM(?:ed|s)?\b.{0,30}\b(?:on|in) (?:the |each |every )?(?:GPUs?|VRAM|device)\b"
+                        # a bare "OOM" as the event of the run ("OOM when using <model>", "OOM occurs as ..."): in a
+                        # vLLM report the device's; the host's is named by its killer (HOST_OOM_RE)
+                        r"|\bOOM(?:ed|s)?\b(?![\s-]?kill)(?=\s+(?:when|while|during|occurs?|occurred|happens?|happened|"
+                        r"error|issue|problem)\b)",
                         re.I)
 NCCL_HANG_RE = re.compile(r"\bNCCL\b.{0,60}?\b(?:hangs?|hung|hanging|stuck|freez\w*|deadlock\w*|timed[\s-]?out|"
                           r"time[\s-]?outs?|watchdog)\b", re.I)

@@ -460,7 +460,9 @@ RULES += [
          fix="xFormers' memory_efficient_attention has no kernel for this GPU / dtype / head size: use --dtype "
              "half on pre-Ampere GPUs, pick another attention backend (VLLM_ATTENTION_BACKEND / "
              "--attention-backend), or install the xformers build that matches torch.",
-         patterns=[r"No operator found for `memory_efficient_attention_(?:forward|backward)` with inputs"],
+         patterns=[r"No operator found for `memory_efficient_attention_(?:forward|backward)` with inputs",
+                   # xformers <= 0.0.21 (vLLM 0.1-0.2): _ensure_op_supports_or_raise's ValueError
+                   r"Operator `memory_efficient_attention\w*` does not support inputs"],
          playbook="attention-backend", confidence=0.85),
 ]
 
