@@ -9,7 +9,8 @@ path comes first.
 
 from __future__ import annotations
 
-import re
+
+from triage.lazyre import lazy
 from typing import Any
 
 # (fragment of a file path, category). Frames give absolute paths (".../site-packages/vllm/...");
@@ -319,7 +320,7 @@ _ANCHORED = [("/" + f if "/" in f and not f.startswith(("/", "_")) else f, c) fo
 
 # Ray ships a job's own code to its workers under its session folder ("/tmp/ray/session_<id>/runtime_resources/
 # working_dir_files/_ray_pkg_<hash>/trinity/..."): that path is the job's package, not Ray's code.
-RAY_SHIPPED_RE = re.compile(r"^.*/runtime_resources/(?:working_dir_files|py_modules_files)/[^/]+/")
+RAY_SHIPPED_RE = lazy(r"^.*/runtime_resources/(?:working_dir_files|py_modules_files)/[^/]+/")
 
 
 def _norm(path: str) -> str:
@@ -426,7 +427,7 @@ def area_of_trace(frames: list[Any]) -> tuple[str, str] | None:
 # C++ libraries log in glog's form ("E0911 06:19:37.204734  3746 rdma_transport.cpp:426] RdmaTransport: No available
 # RNIC"; Ray's "[2025-... E 322780 345750] raylet_client.cc:199: " is read by logread): the source file names the
 # library, whose subsystem a line that says only "Failed to open device" does not.
-GLOG_RE = re.compile(r"^\s*[DIWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ (?P<src>[\w./-]+\.(?:cc|cpp|cxx|c|h)):\d+\]")
+GLOG_RE = lazy(r"^\s*[DIWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ (?P<src>[\w./-]+\.(?:cc|cpp|cxx|c|h)):\d+\]")
 NATIVE_SOURCES: list[tuple[tuple[str, ...], str]] = [
     # Mooncake's transfer engine and transports, NIXL and UCX, Ray's core (raylet, GCS, core worker, object
     # store), gRPC under them, torch's c10d stores and process groups: moving data between processes and nodes

@@ -9,13 +9,14 @@ model starting with `-` goes after `--`, a value starting with `-` is joined to 
 from __future__ import annotations
 
 import json
-import re
+
+from triage.lazyre import lazy
 import shlex
 from typing import Any
 
 POSITIONAL = ("model_tag", "model")
-_KEY = re.compile(r"^-{0,2}[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_NUMBER = re.compile(r"^-\d+(\.\d+)?$")
+_KEY = lazy(r"^-{0,2}[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_NUMBER = lazy(r"^-\d+(\.\d+)?$")
 
 
 def _dashed(value: str) -> bool:

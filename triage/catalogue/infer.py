@@ -10,9 +10,9 @@ Both rank between the hand rules (which win) and the plain fallback.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.areas import area_of, area_of_trace, category_for
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
@@ -439,7 +439,7 @@ ASSERT_LOOKBACK = 5  # lines above the AssertionError where its source line may 
 # An assert that a model's sizes (heads, experts, layers, ...) split evenly over a parallel size checks the
 # launch's tensor/pipeline/expert parallelism against the model, whatever module holds it (model code
 # mostly): `assert self.total_num_kv_heads % tp_size == 0`.
-PARALLEL_SPLIT_RE = re.compile(r"(?:head|expert|intermediate|hidden|layer|vocab|rank|output_size)\w*(?:\)|\])*\s*%\s*"
+PARALLEL_SPLIT_RE = lazy(r"(?:head|expert|intermediate|hidden|layer|vocab|rank|output_size)\w*(?:\)|\])*\s*%\s*"
                                r"\(?[\w.]*(?:tp|world_size|parallel|pp_size|ep_size|dp_size)\w*(?:\(\))?\)?\s*==\s*0")
 
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from triage.lazyre import lazy
 from triage.actions import sparse_mla
 from triage.actions.sparse_mla import InstallResult, Recorder
 from triage.playbooks import edits
@@ -280,8 +280,8 @@ class SavePatches:
 # --- upgrade-vllm -----------------------------------------------------------------------------
 
 
-_NEEDS_PACKAGE = re.compile(r"^needs ([A-Za-z][\w.-]*)\s*(>=|==|~=)\s*([\w.+!-]+)(?:\s*\(installed ([\w.+!-]+))?")
-_NEEDS_FLAG = re.compile(r"^needs (--[a-z][\w-]*)(?:[ =]([\w.:-]+))?")
+_NEEDS_PACKAGE = lazy(r"^needs ([A-Za-z][\w.-]*)\s*(>=|==|~=)\s*([\w.+!-]+)(?:\s*\(installed ([\w.+!-]+))?")
+_NEEDS_FLAG = lazy(r"^needs (--[a-z][\w-]*)(?:[ =]([\w.:-]+))?")
 
 
 def upgrade_needs(facts: dict[str, Any]) -> tuple[list[str], dict[str, str], list[str]]:

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.versions import InvalidVersion, Version
 
 # --- the facts a condition may name -----------------------------------------------------------
@@ -123,7 +124,7 @@ class ConditionError(ValueError):
     """A condition that cannot be parsed, or that names an unknown fact."""
 
 
-_TOKEN_RE = re.compile(
+_TOKEN_RE = lazy(
     r"""\s*(?:
       (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
      |(?P<op>==|!=|<=|>=|<|>|\(|\)|\[|\]|,)

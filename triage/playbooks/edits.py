@@ -11,10 +11,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
+
+from triage.lazyre import lazy
 import shlex
 
-SAFE_VALUE = re.compile(r"^[A-Za-z0-9._:/@%+=,-]+$")
-LAUNCH_RE = re.compile(r"\bvllm\s+serve\b|\bvllm\.entrypoints\.openai\.api_server\b")
+SAFE_VALUE = lazy(r"^[A-Za-z0-9._:/@%+=,-]+$")
+LAUNCH_RE = lazy(r"\bvllm\s+serve\b|\bvllm\.entrypoints\.openai\.api_server\b")
 
 
 class EditError(ValueError):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
 from triage import upstream
+from triage.lazyre import lazy
 from triage.diagnose import diagnose
 from triage.launch import serve_argv
 from triage.logread import scan_source
@@ -146,8 +147,8 @@ def refresh_derived(facts: dict[str, Any]) -> None:
             trusted and os.path.dirname(os.path.abspath(trusted)) == os.path.join(os.path.abspath(str(prefix)), "bin"))
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
-_BLOCK_LINE = re.compile(r"^\s*(?:[-*\u2022$|>]\s|\d+[.)]\s|```)|^\s{2,}\S")
+_SENTENCE_END = lazy(r"(?<=[.!?])\s+(?=\S)")
+_BLOCK_LINE = lazy(r"^\s*(?:[-*\u2022$|>]\s|\d+[.)]\s|```)|^\s{2,}\S")
 
 
 def _fill(m: re.Match, facts: dict[str, Any]) -> str | None:

@@ -31,14 +31,15 @@ from typing import Any
 
 import yaml
 
+from triage.lazyre import lazy
 from triage.model import CATEGORIES
 from triage.playbooks.conditions import KNOWN_FACTS, Condition, ConditionError, fact_type
 
-OUTCOME_RE = re.compile(r"^[a-z][a-z0-9_-]*:\S+$")
-STEP_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
-PLAYBOOK_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+OUTCOME_RE = lazy(r"^[a-z][a-z0-9_-]*:\S+$")
+STEP_ID_RE = lazy(r"^[a-z0-9][a-z0-9_-]*$")
+PLAYBOOK_ID_RE = lazy(r"^[a-z0-9][a-z0-9-]*$")
 # {fact}, {*list_fact} (argv expansion), {fact|words shown when the fact is unknown}
-PLACEHOLDER_RE = re.compile(r"\{(\*?)([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*)(?:\|([^{}]*))?\}")
+PLACEHOLDER_RE = lazy(r"\{(\*?)([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*)(?:\|([^{}]*))?\}")
 FACT_TYPES = {"version", "capability", "number", "bool", "text", "list", "map"}
 
 # Built-in read-only probes a check step may name (implemented in triage.playbooks.engine).
@@ -237,7 +238,7 @@ class _Checker:
 
 
 # `signature == 'x'`, `signature in ['x', 'y']`: the quoted signatures a condition tests.
-_SIGNATURE_TEST = re.compile(r"\bsignature\s*(?:==|!=|not\s+in|in)\s*(\[[^\]]*\]|'[^']*'|\"[^\"]*\")")
+_SIGNATURE_TEST = lazy(r"\bsignature\s*(?:==|!=|not\s+in|in)\s*(\[[^\]]*\]|'[^']*'|\"[^\"]*\")")
 
 
 def rule_signatures() -> set[str]:

@@ -7,7 +7,8 @@ and the one command that shows it (FACT_SOURCES), never "unknown".
 
 from __future__ import annotations
 
-import re
+
+from triage.lazyre import lazy
 from typing import Any
 
 # fact -> (what it is, in words; the command that shows it). The command is shown, never run.
@@ -191,13 +192,13 @@ def _join(xs: list[str]) -> str:
 
 # Internal text that must never reach a reader of a guided fix.
 _LEAKS = [
-    ("'unknown' for a missing fact", re.compile(r"(?<![`'\"-])\bunknown\b(?! (?:error|architecture|argument|backend|model|option|quantization|dtype|CUDA|to|type|method|name)\b)(?!['`\"])")),
-    ("'None'", re.compile(r"\bNone\b")),
-    ("an unfilled {placeholder}", re.compile(r"\{\*?[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*(?:\|[^{}]*)?\}")),
-    ("a condition expression", re.compile(r"(?: == | != |\b[a-z]+[_.][a-z_.-]+ is (?:not )?known\b| not in \[|\bin \[[^\]]*\]:|: (?:pass|fail|unknown)$)")),
-    ("a Python traceback", re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+")),
-    ("an internal outcome id", re.compile(r"\b(?:outcome|Outcome): [a-z]+:\S+")),
-    ("an internal repr", re.compile(r"\boutcome=|\b[a-z_]+=None\b|<[a-z_.]+ object at 0x")),
+    ("'unknown' for a missing fact", lazy(r"(?<![`'\"-])\bunknown\b(?! (?:error|architecture|argument|backend|model|option|quantization|dtype|CUDA|to|type|method|name)\b)(?!['`\"])")),
+    ("'None'", lazy(r"\bNone\b")),
+    ("an unfilled {placeholder}", lazy(r"\{\*?[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*(?:\|[^{}]*)?\}")),
+    ("a condition expression", lazy(r"(?: == | != |\b[a-z]+[_.][a-z_.-]+ is (?:not )?known\b| not in \[|\bin \[[^\]]*\]:|: (?:pass|fail|unknown)$)")),
+    ("a Python traceback", lazy(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+")),
+    ("an internal outcome id", lazy(r"\b(?:outcome|Outcome): [a-z]+:\S+")),
+    ("an internal repr", lazy(r"\boutcome=|\b[a-z_]+=None\b|<[a-z_.]+ object at 0x")),
 ]
 
 
@@ -212,4 +213,4 @@ def leaks(text: str) -> list[str]:
     return found
 
 
-_CODE = re.compile(r"`[^`]+`")
+_CODE = lazy(r"`[^`]+`")

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import os
 import posixpath
-import re
 import tempfile
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.preflight.machine import Machine
 from triage.preflight.model import MAX_CONFIG, ModelFiles, read_model
 
 # What read_model needs from a model folder; the weights themselves are only sized.
 MODEL_FILES = ("config.json", "tokenizer_config.json", "chat_template.jinja", "chat_template.json",
                "model.safetensors.index.json")
-REPO_ID_RE = re.compile(r"[\w.-]+/[\w.-]+")
+REPO_ID_RE = lazy(r"[\w.-]+/[\w.-]+")
 
 
 class RemoteProblem(Exception):

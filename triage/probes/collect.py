@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.computecap import parse_cc
 from triage.runner import LocalRunner, Runner
 from triage.versions import cuda_from_tag, decode_vllm_version
@@ -72,7 +73,7 @@ def log_env_args(python_prefix: str | None, site_packages: str | None) -> list[s
 
 
 # ------------------------------------------------------------------ provenance
-_HEX40 = re.compile(r"/([0-9a-f]{40})/")
+_HEX40 = lazy(r"/([0-9a-f]{40})/")
 
 
 def install_provenance(v: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -38,25 +38,26 @@ from __future__ import annotations
 
 import re
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, next_row_text
 from triage.rules.environment import DETECTION_FAILED_RE
 from triage.rules.vendor import vendor
 
-OP_MISSING_RE = re.compile(r"'_OpNamespace' '_C' object has no attribute '(?P<op>\w+)'|No such operator _C::(?P<op2>\w+)")
+OP_MISSING_RE = lazy(r"'_OpNamespace' '_C' object has no attribute '(?P<op>\w+)'|No such operator _C::(?P<op2>\w+)")
 # CPU-only op names: seen missing, only a CPU build can be meant
 W8A8_CPU_OPS = frozenset({"create_onednn_scaled_mm_handler", "onednn_scaled_mm"})
 # the int8 quantisation ops exist in CUDA builds too: on the CPU backend only with the log saying so
 W8A8_SHARED_OPS = frozenset({"static_scaled_int8_quant", "dynamic_scaled_int8_quant"})
 SHM_OPS = frozenset({"init_shm_manager", "join_shm_manager", "shm_allreduce", "shm_gather", "shm_all_gather",
                      "shm_send_tensor_list", "shm_recv_tensor_list"})
-CPU_BACKEND_RE = re.compile(r"detected platform cpu|cpu_worker|cpu_model_runner|CPU backend|\+cpu\b|"
+CPU_BACKEND_RE = lazy(r"detected platform cpu|cpu_worker|cpu_model_runner|CPU backend|\+cpu\b|"
                             r"VLLM_TARGET_DEVICE=cpu|--device[= ]cpu", re.I)
 
 
 # the same missing op told in prose ("init_shm_manager is not implemented when NOT AVX512_FOUND")
-OP_PROSE_RE = re.compile(r"\b(?P<op>\w+) is not (?:implemented|registered|defined|available)\b")
+OP_PROSE_RE = lazy(r"\b(?P<op>\w+) is not (?:implemented|registered|defined|available)\b")
 
 
 def _missing_op(scan: Scan, ops: frozenset[str], shared: frozenset[str] = frozenset()):
@@ -107,8 +108,8 @@ def _cpu_shm_isa(scan: Scan) -> Diagnosis | None:
 
 
 # Gaudi 1 (HL-205) named by the user or hl-smi; the failure itself comes from the Habana bridge
-GAUDI1_RE = re.compile(r"\bGaudi[ -]?1\b(?![.\d])|\bHL-205\b|\bfirst[- ]gen(?:eration)? Gaudi\b", re.I)
-HPU_FAILURE_RE = re.compile(r"FATAL ERROR|synStatus \d+|Graph compile failed|Traceback|\w*Error\b|Exception\b")
+GAUDI1_RE = lazy(r"\bGaudi[ -]?1\b(?![.\d])|\bHL-205\b|\bfirst[- ]gen(?:eration)? Gaudi\b", re.I)
+HPU_FAILURE_RE = lazy(r"FATAL ERROR|synStatus \d+|Graph compile failed|Traceback|\w*Error\b|Exception\b")
 
 
 def _gaudi1(scan: Scan) -> Diagnosis | None:
@@ -130,7 +131,7 @@ def _gaudi1(scan: Scan) -> Diagnosis | None:
         first_line=min(named.no, failed.no))
 
 
-WSL_RE = re.compile(r"microsoft-standard-WSL2|\bWSL2?\b")
+WSL_RE = lazy(r"microsoft-standard-WSL2|\bWSL2?\b")
 
 
 def _rocm_wsl(scan: Scan) -> Diagnosis | None:

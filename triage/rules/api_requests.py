@@ -43,14 +43,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
 
 # trl/extras/vllm_client.py: every route it calls raises this on a non-200 answer.
-_TRL_404 = re.compile(r"Request failed: 404, \{\s*\"detail\"\s*:\s*\"Not Found\"\s*\}")
+_TRL_404 = lazy(r"Request failed: 404, \{\s*\"detail\"\s*:\s*\"Not Found\"\s*\}")
 # What marks the caller as TRL's client (its module, the routes only `trl vllm-serve` adds).
-_TRL_CLIENT = re.compile(r"vllm_client|init_communicator|get_world_size|update_named_param|close_communicator")
+_TRL_CLIENT = lazy(r"vllm_client|init_communicator|get_world_size|update_named_param|close_communicator")
 
 
 def _trl_server_routes(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
@@ -69,7 +70,7 @@ def _trl_server_routes(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     return None
 
 
-_PARSER = re.compile(r"(?P<parser>\w+)_tool_parser\.py")
+_PARSER = lazy(r"(?P<parser>\w+)_tool_parser\.py")
 
 
 def _parser_facts(m: "re.Match[str]", ln: Any, scan: Scan) -> dict[str, Any]:
@@ -98,7 +99,7 @@ def _detokenizer(scan: Scan) -> Diagnosis | None:
     return d if _DETOKENIZER.search(scan.joined_text()) else None
 
 
-_DETOKENIZER = re.compile(r"detokenizer|detokenize_incrementally|DecodeStream|decode_next")
+_DETOKENIZER = lazy(r"detokenizer|detokenize_incrementally|DecodeStream|decode_next")
 
 
 RULES = [

@@ -10,27 +10,27 @@ memory rules explain a failure with these numbers where the log has them, and sa
 
 from __future__ import annotations
 
-import re
 
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.logread.traceback import STEPS
 
-V0_BUDGET_RE = re.compile(r"total_gpu_memory \((?P<total>[\d.]+)\s*GiB\) x gpu_memory_utilization \((?P<util>[\d.]+)\)")
-V0_PARTS_RE = re.compile(r"model weights take (?P<weights>[\d.]+)\s*GiB; non_torch_memory takes (?P<non_torch>[\d.]+)\s*GiB; "
+V0_BUDGET_RE = lazy(r"total_gpu_memory \((?P<total>[\d.]+)\s*GiB\) x gpu_memory_utilization \((?P<util>[\d.]+)\)")
+V0_PARTS_RE = lazy(r"model weights take (?P<weights>[\d.]+)\s*GiB; non_torch_memory takes (?P<non_torch>[\d.]+)\s*GiB; "
                          r"PyTorch activation peak memory takes (?P<activation>[\d.]+)\s*GiB; the rest of the memory "
                          r"reserved for KV Cache is (?P<kv>-?[\d.]+)\s*GiB")
-WEIGHTS_RE = re.compile(r"(?:Model loading took|Loading model weights took) (?P<weights>[\d.]+)\s*(?P<unit>GiB|GB)")
-KV_AVAILABLE_RE = re.compile(r"Available KV cache memory: (?P<kv>-?[\d.]+)\s*GiB")
+WEIGHTS_RE = lazy(r"(?:Model loading took|Loading model weights took) (?P<weights>[\d.]+)\s*(?P<unit>GiB|GB)")
+KV_AVAILABLE_RE = lazy(r"Available KV cache memory: (?P<kv>-?[\d.]+)\s*GiB")
 TOTAL_RES = (
-    re.compile(r"total capacity of (?P<total>[\d.]+) GiB"),
-    re.compile(r"Free memory on device(?: \S+)? \([\d.]+/(?P<total>[\d.]+) GiB\)"),
-    re.compile(r"\b(?:H100|H200|H800|H20|A100|A800|L40S?|L4|A10G?|A40|A6000|B200|B300|GB200|RTX PRO 6000)[\w -]*?\b(?P<total>\d{2,3})\s?GB\b"),
+    lazy(r"total capacity of (?P<total>[\d.]+) GiB"),
+    lazy(r"Free memory on device(?: \S+)? \([\d.]+/(?P<total>[\d.]+) GiB\)"),
+    lazy(r"\b(?:H100|H200|H800|H20|A100|A800|L40S?|L4|A10G?|A40|A6000|B200|B300|GB200|RTX PRO 6000)[\w -]*?\b(?P<total>\d{2,3})\s?GB\b"),
 )
 UTIL_RES = (
-    re.compile(r"gpu_memory_utilization[=:(' ]+(?P<util>0?\.\d+|1(?:\.0+)?)\b"),
-    re.compile(r"--gpu-memory-utilization[= ](?P<util>0?\.\d+|1(?:\.0+)?)\b"),
+    lazy(r"gpu_memory_utilization[=:(' ]+(?P<util>0?\.\d+|1(?:\.0+)?)\b"),
+    lazy(r"--gpu-memory-utilization[= ](?P<util>0?\.\d+|1(?:\.0+)?)\b"),
 )
 
 # Where in start-up the failure happened: the innermost frame whose function names a step (one table,

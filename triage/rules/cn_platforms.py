@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
@@ -32,7 +33,7 @@ ASCEND_PREFIX_CHUNKED = Rule(
     patterns=[r"Prefix cache and chunked prefill are currently not supported"],
     playbook="engine-config", confidence=0.9)
 
-TP_RE = re.compile(r"tensor[-_]parallel[-_]size[= ]+(?P<tp>\d+)|tensor_parallel_size=(?P<tp2>\d+)")
+TP_RE = lazy(r"tensor[-_]parallel[-_]size[= ]+(?P<tp>\d+)|tensor_parallel_size=(?P<tp2>\d+)")
 
 
 def _download_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
@@ -56,7 +57,7 @@ ROPE_FACTOR = Rule(
 
 # The attributes remote SentencePiece tokenizers set in __init__ after calling super().__init__() (ChatGLM2/3:
 # self.tokenizer, Baichuan/InternLM/Yayi: self.sp_model, ChatGLM-6B: self.sp_tokenizer).
-REMOTE_ATTR_RE = re.compile(r"'(?P<cls>\w+Tokenizer)' object has no attribute '(?P<attr>tokenizer|sp_model|sp_tokenizer)'")
+REMOTE_ATTR_RE = lazy(r"'(?P<cls>\w+Tokenizer)' object has no attribute '(?P<attr>tokenizer|sp_model|sp_tokenizer)'")
 # Tokenizer classes that exist only as remote code (a fast or in-library tokenizer of that name is another story).
 REMOTE_TOKENIZERS = ("ChatGLMTokenizer", "ChatGLM4Tokenizer", "BaichuanTokenizer", "InternLMTokenizer",
                      "InternLM2Tokenizer", "YayiTokenizer", "XverseTokenizer", "AquilaTokenizer", "OrionTokenizer")
@@ -108,8 +109,8 @@ REMOTE_TOKENIZER = Rule(
 # architecture"), and a release that knows it also ships a config vLLM registers itself (vllm/transformers_utils
 # configs -> AutoConfig.register: "'aimv2' is already used by a Transformers config, pick another name"). Both in one
 # log mean no transformers version helps: vLLM is what is too old.
-UNKNOWN_TYPE_RE = re.compile(r"model type [`'\"]?(?P<model_type>[\w.-]+)[`'\"]?\s+but [Tt]ransformers does not recognize")
-CONFIG_CLASH_RE = re.compile(r"'(?P<name>[\w.-]+)' is already used by a Transformers config")
+UNKNOWN_TYPE_RE = lazy(r"model type [`'\"]?(?P<model_type>[\w.-]+)[`'\"]?\s+but [Tt]ransformers does not recognize")
+CONFIG_CLASH_RE = lazy(r"'(?P<name>[\w.-]+)' is already used by a Transformers config")
 
 
 def _vllm_older_than_model(scan: Scan) -> Diagnosis | None:

@@ -20,11 +20,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
 from triage.rules.base import Rule
 
-_GETENV_PORT = re.compile(r"os\.getenv\(['\"](?P<var>[A-Z][A-Z0-9_]*_PORT)['\"]")
+_GETENV_PORT = lazy(r"os\.getenv\(['\"](?P<var>[A-Z][A-Z0-9_]*_PORT)['\"]")
 
 
 def _port_env_facts(m: "re.Match[str]", line, scan: Scan) -> dict[str, Any]:
@@ -120,13 +121,13 @@ RULES += [
 # a tag that does not exist (the image is tagged v0.10.1, not 0.10.1) or a private registry without credentials
 # fails at resolve. The kubelet reports `Failed to pull image "<ref>": <reason>`; docker its daemon's message.
 _PULL_REASONS = [
-    (re.compile(r"no space left on device", re.I), "the disk ran out while unpacking the image",
+    (lazy(r"no space left on device", re.I), "the disk ran out while unpacking the image",
      "free or grow the disk that holds the images (docker's data-root, /var/lib/containerd on the node): "
      "`docker system prune -a` removes unused images; on Kubernetes give the node more ephemeral storage"),
-    (re.compile(r"not found|manifest unknown|NotFound", re.I), "no such image or tag",
+    (lazy(r"not found|manifest unknown|NotFound", re.I), "no such image or tag",
      "check the reference: vLLM's images are tagged with a leading v (`vllm/vllm-openai:v0.10.1`) or `latest`, "
      "and ROCm builds live in another repository"),
-    (re.compile(r"unauthorized|denied|authentication required|401|403", re.I), "the registry refused the credentials",
+    (lazy(r"unauthorized|denied|authentication required|401|403", re.I), "the registry refused the credentials",
      "log in to the registry (`docker login`), or give the pod an imagePullSecret for a private registry"),
 ]
 

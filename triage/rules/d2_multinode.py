@@ -37,9 +37,9 @@ transfer engines of disaggregated prefill.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
@@ -107,7 +107,7 @@ RULES = [
 
 
 # ---- the versions of a Ray cluster ---------------------------------------------------------------------------
-RAY_VERSION_RE = re.compile(r"^\s*Ray: (?P<v>\S+)")
+RAY_VERSION_RE = lazy(r"^\s*Ray: (?P<v>\S+)")
 
 
 def _ray_version_facts(m, line, scan) -> dict:
@@ -144,7 +144,7 @@ RAY_VERSION_MISMATCH: Rule = Rule(
 
 # ---- Ray Compiled Graphs between pipeline stages ---------------------------------------------------------------
 COMPILED_GRAPH_DIRS = ("/ray/experimental/channel/", "/ray/dag/")
-COMPILED_GRAPH_PROSE_RE = re.compile(
+COMPILED_GRAPH_PROSE_RE = lazy(
     r"(?:AssertionError|Error)\b.{0,160}ray/experimental/channel/(?P<where>[\w.]+\.py)"
     # an exception quoted without its traceback names the channel class (torch_tensor_accelerator_channel.py,
     # torch_tensor_nccl_channel.py): "AttributeError: '_TorchTensorAcceleratorChannel' object has no attribute ..."

@@ -35,6 +35,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
 from triage.rules.base import Rule
@@ -171,7 +172,7 @@ RULES = [
          playbook="distributed", confidence=0.8),
 ]
 
-PEER_RE = re.compile(r"Failed to connect to (?:segment|target): (?P<peer>\S+?)(?:,|$)")
+PEER_RE = lazy(r"Failed to connect to (?:segment|target): (?P<peer>\S+?)(?:,|$)")
 
 
 def _mooncake_facts(scan: Scan) -> dict:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, not_in_passing
 
-NODE_REQ_RE = re.compile(r"'node:(?P<ip>[\d.]+|[0-9a-fA-F:]+)': ?0\.001")
-RAY_IP_RE = re.compile(r"\bip=(?P<ip>\d+\.\d+\.\d+\.\d+)\)|Local node IP: (?P<ip2>\d+\.\d+\.\d+\.\d+)|"
+NODE_REQ_RE = lazy(r"'node:(?P<ip>[\d.]+|[0-9a-fA-F:]+)': ?0\.001")
+RAY_IP_RE = lazy(r"\bip=(?P<ip>\d+\.\d+\.\d+\.\d+)\)|Local node IP: (?P<ip2>\d+\.\d+\.\d+\.\d+)|"
                        r"node_ip_address[=:' ]+(?P<ip3>\d+\.\d+\.\d+\.\d+)|NodeManagerAddress[=:' ]+(?P<ip4>\d+\.\d+\.\d+\.\d+)|"
                        r"Ray cluster at address: (?P<ip5>\d+\.\d+\.\d+\.\d+):\d+")
 
@@ -230,18 +230,18 @@ RULES += [
 # and absl's failure-signal handler (Ray workers) name the signal. -N is signal N. SIGKILL is the host's OOM killer
 # (environment.host_oom_killed); the crash signals say a native library in the worker crashed, and the frames
 # printed with them (absl's "PC: @ ... <symbol>", a backtrace, a faulthandler stack) say which one.
-EXIT_CODE_RE = re.compile(r"(?:Worker \S+ pid \d+ died, exit code: |died unexpectedly \(exit code: |"
+EXIT_CODE_RE = lazy(r"(?:Worker \S+ pid \d+ died, exit code: |died unexpectedly \(exit code: |"
                           r"\(PID: \d+\) died with exit code |exited with code |died \()(?P<code>-?\d+)")
-SIGNAL_RE = re.compile(r"\*\*\* (?P<sig>SIG[A-Z]+) received at time=|Fatal Python error: (?P<py>Segmentation fault|"
+SIGNAL_RE = lazy(r"\*\*\* (?P<sig>SIG[A-Z]+) received at time=|Fatal Python error: (?P<py>Segmentation fault|"
                        r"Bus error|Aborted|Floating point exception|Illegal instruction)|<Signals\.(?P<enum>SIG[A-Z]+):"
                        r"|^(?P<shell>Segmentation fault|Aborted|Bus error)(?: \(core dumped\))?\s*$")
-DIED_RE = re.compile(r"Worker proc \S+ died unexpectedly|Engine core proc \S+ died unexpectedly|"
+DIED_RE = lazy(r"Worker proc \S+ died unexpectedly|Engine core proc \S+ died unexpectedly|"
                      r"RayWorkerProc rank=\S+ died unexpectedly|ChildProcessError: worker died")
 SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 PY_SIGNALS = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT",
               "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}
 # Where the crash happened, from the symbols and files printed around it.
-NCCL_SITE_RE = re.compile(r"libnccl|\bnccl[A-Z]\w*|addProxyOp|pynccl|custom_all_reduce|ProcessGroupNCCL|\bncclProxy")
+NCCL_SITE_RE = lazy(r"libnccl|\bnccl[A-Z]\w*|addProxyOp|pynccl|custom_all_reduce|ProcessGroupNCCL|\bncclProxy")
 
 
 def _signal_of(text: str) -> tuple[str | None, int | None]:

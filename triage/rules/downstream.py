@@ -9,9 +9,9 @@ longer have, or a name the guarded import never defined.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord, Frame
 from triage.model import Diagnosis, Evidence, Fix
@@ -26,18 +26,18 @@ VLLM_NAMES = ("LLM", "SamplingParams", "LLMEngine", "AsyncLLMEngine", "EngineArg
 FRAMEWORKS = ("verl", "openrlhf", "trl", "lm_eval", "lmms_eval", "lighteval", "opencompass", "llamafactory",
               "unsloth", "unsloth_zoo", "swift", "nemo_rl", "skyrl_train", "areal", "easyr1", "open_instruct",
               "vllm_ascend", "lmcache", "kserve", "huggingfaceserver")
-_PKG_RE = re.compile(r"[/\\](?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_]\w*)[/\\]")
-_FRAMEWORK_RE = re.compile(r"[/\\](?P<pkg>" + "|".join(FRAMEWORKS) + r")[/\\]")
+_PKG_RE = lazy(r"[/\\](?:site|dist)-packages[/\\](?P<pkg>[A-Za-z_]\w*)[/\\]")
+_FRAMEWORK_RE = lazy(r"[/\\](?P<pkg>" + "|".join(FRAMEWORKS) + r")[/\\]")
 # vLLM's own classes a caller reaches into (the engine, its executor and workers, its configs).
 VLLM_CLASSES = ("LLM", "LLMEngine", "AsyncLLMEngine", "AsyncLLM", "EngineCoreClient", "SyncMPClient",
                 "AsyncMPClient", "InprocClient", "Worker", "GPUModelRunner", "ModelRunner", "WorkerWrapperBase",
                 "MultiprocExecutor", "UniProcExecutor", "RayDistributedExecutor", "ExecutorWithExternalLauncher",
                 "VllmConfig", "ModelConfig", "CacheConfig", "ParallelConfig", "SchedulerConfig", "EngineArgs",
                 "AsyncEngineArgs", "SamplingParams", "RequestOutput", "CompletionOutput")
-_CALL_RE = re.compile(r"(?P<callee>[\w.]+)\(\) (?P<how>got an unexpected keyword argument '(?P<arg>\w+)'"
+_CALL_RE = lazy(r"(?P<callee>[\w.]+)\(\) (?P<how>got an unexpected keyword argument '(?P<arg>\w+)'"
                       r"|got multiple values for argument '(?P<arg2>\w+)'|missing \d+ required (?:positional|keyword-only) "
                       r"arguments?: '(?P<arg3>\w+)')")
-_ATTR_RE = re.compile(r"'(?P<cls>\w+)' object has no attribute '(?P<attr>\w+)'")
+_ATTR_RE = lazy(r"'(?P<cls>\w+)' object has no attribute '(?P<attr>\w+)'")
 MAX_VLLM_DEPTH = 3  # vLLM frames between the caller's call and the raise: deeper is vLLM's own code failing
 
 

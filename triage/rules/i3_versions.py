@@ -18,9 +18,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
@@ -40,11 +40,11 @@ KERNELS_VERSION_REQUIRED: Rule = Rule(
     playbook="install-mismatch", confidence=0.9)
 
 # the warning's head, or (its head wrapped or cut away by the paste) the rows naming the two versions
-OMNI_WARNING_RE = re.compile(r"vLLM and vLLM-Omni appear to have|have mismatched major/minor versions|"
+OMNI_WARNING_RE = lazy(r"vLLM and vLLM-Omni appear to have|have mismatched major/minor versions|"
                              r"-->\s*vLLM-Omni version ")
-OMNI_VERSION_RE = re.compile(r"-->\s*(?P<who>vLLM-Omni|vLLM) version (?P<ver>\S+)")
+OMNI_VERSION_RE = lazy(r"-->\s*(?P<who>vLLM-Omni|vLLM) version (?P<ver>\S+)")
 # what follows the warning when the mismatch broke the start: a traceback, an import or attribute error
-FAILED_RE = re.compile(r"Traceback \(most recent call last\)|(?:ModuleNotFound|Import|Attribute|Type)Error\b")
+FAILED_RE = lazy(r"Traceback \(most recent call last\)|(?:ModuleNotFound|Import|Attribute|Type)Error\b")
 VERSION_ROWS = 4  # the warning's own rows that name the two versions
 
 
@@ -80,9 +80,9 @@ OMNI_VLLM_MISALIGNED: Rule = Rule(
     playbook="install-mismatch", confidence=0.9, check=lambda scan, env: _omni_misaligned(scan))
 
 
-TRANSFORMERS_API_RE = re.compile(r"cannot import name '(?P<name>\w+)' from 'transformers(?:\.[\w.]+)?'|"
+TRANSFORMERS_API_RE = lazy(r"cannot import name '(?P<name>\w+)' from 'transformers(?:\.[\w.]+)?'|"
                                  r"module 'transformers(?:\.[\w.]+)?' has no attribute '(?P<attr>\w+)'")
-SITE_PACKAGE_RE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[A-Za-z_]\w*)/")
+SITE_PACKAGE_RE = lazy(r"(?:site|dist)-packages/(?P<pkg>[A-Za-z_]\w*)/")
 # a frame that only passes the import on (transformers' lazy modules), and importers that are not a library of
 # their own: vLLM itself (its transformers range: model_support), a model's remote code
 PASSING = ("transformers",)
@@ -90,7 +90,7 @@ NOT_A_LIBRARY = ("vllm", "transformers_modules")
 PIP_NAMES = {"lmformatenforcer": "lm-format-enforcer", "sklearn": "scikit-learn", "outlines_core": "outlines-core"}
 
 
-FRAME_RE = re.compile(r'File "(?P<file>[^"]+)", line \d+')
+FRAME_RE = lazy(r'File "(?P<file>[^"]+)", line \d+')
 FRAME_ROWS = 4  # the importing frame's row and its source row stand right above the error
 
 

@@ -8,17 +8,17 @@ path at all: "[Errno 28] No space left on device" raised from shared_memory.py r
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
 
 # torch's libshm / storage sharing, the file named by its shm name (no /dev/shm prefix)
-TORCH_SHM_RE = re.compile(r"unable to (?:mmap \d+ bytes from|write to|open shared memory object) (?:file )?</?torch_\w+>"
+TORCH_SHM_RE = lazy(r"unable to (?:mmap \d+ bytes from|write to|open shared memory object) (?:file )?</?torch_\w+>"
                           r"(?:: (?P<why>Cannot allocate memory|No space left on device|[\w ]+))?")
-ENOSPC_RE = re.compile(r"\[Errno 28\] No space left on device|No space left on device \(28\)")
+ENOSPC_RE = lazy(r"\[Errno 28\] No space left on device|No space left on device \(28\)")
 # where shared-memory segments are created: Python's module, vLLM's broadcast queue and object storage
 SHM_FRAMES = ("multiprocessing/shared_memory.py", "device_communicators/shm_broadcast.py", "shm_object_storage.py")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, next_row_text
@@ -193,11 +194,11 @@ def _conflict_facts(m, line, scan) -> dict:
     return out
 
 
-PIP_REQUIRES_RE = re.compile(r"(?P<pkg>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])?) (?P<ver>\d[\w.+\-!]*) requires "
+PIP_REQUIRES_RE = lazy(r"(?P<pkg>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])?) (?P<ver>\d[\w.+\-!]*) requires "
                              r"(?P<req>[^,]{1,120}), but you have (?P<have>[^,]{1,120}?) which is incompatible")
 
 # The server came up after the installer's complaint: the conflict did not stop anything.
-STARTED_RE = re.compile(r"Application startup complete|Uvicorn running on|Starting vLLM API server|Avg prompt throughput")
+STARTED_RE = lazy(r"Application startup complete|Uvicorn running on|Starting vLLM API server|Avg prompt throughput")
 
 
 def _dependency_conflict(scan: Scan) -> Diagnosis | None:
@@ -217,7 +218,7 @@ DEPENDENCY_CONFLICT: Rule = Rule(signature="install.dependency_conflict", catego
              "without reinstalling torch; do not install packages vLLM bundles (vllm-flash-attn) separately; with "
              "a vendor image (NGC, vllm-ascend, ROCm) use the vLLM build made for that image.",
          facts=_conflict_facts,
-         patterns=[PIP_REQUIRES_RE.pattern,
+         patterns=[str(PIP_REQUIRES_RE.pattern),
                    # pip's other report of the same (operations/check.py at install time, `pip check`)
                    r"(?P<pkg>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])?) (?P<ver>\d[\w.+\-!]*) requires (?P<req>.{1,120}?), which "
                    r"is not installed",
@@ -342,8 +343,8 @@ def _api_facts(m, line, scan) -> dict:
 
 # a paste that broke the message before "from" ("ImportError:\ncannot import name 'X'\nfrom vllm.a.b"): the
 # module is on the next row, without its quotes
-SPLIT_NAME_RE = re.compile(r"cannot import name '(?P<name>\w+)'\s*$")
-SPLIT_FROM_RE = re.compile(rf"^from '?(?P<mod>{API_MODULES}(?:\.[\w.]+)?)'?(?:\s|\(|$)")
+SPLIT_NAME_RE = lazy(r"cannot import name '(?P<name>\w+)'\s*$")
+SPLIT_FROM_RE = lazy(rf"^from '?(?P<mod>{API_MODULES}(?:\.[\w.]+)?)'?(?:\s|\(|$)")
 
 
 def _module_api_mismatch(scan: Scan) -> Diagnosis | None:
@@ -393,7 +394,7 @@ def _build_facts(m, line, scan) -> dict:
     return {"pkg": pkg or "a package", "pkg_suffix": f" ({pkg})" if pkg else ""}
 
 
-BUILD_PKG_RE = re.compile(r"(?:Failed building wheel for|Failed to build|Could not build wheels for|"
+BUILD_PKG_RE = lazy(r"(?:Failed building wheel for|Failed to build|Could not build wheels for|"
                           r"Building wheel for) (?P<pkg>[\w.\-]+)")
 
 
@@ -463,7 +464,7 @@ TOOLCHAIN_PATTERNS = [r"AssertionError: CUDA_HOME is not set",
                       r"nvcc fatal\s*: Unsupported gpu architecture '(?P<arch>compute_\w+)'",
                       r"Unknown CUDA arch \((?P<arch>[\d.]+\+?\w*)\) or GPU not supported"]
 # a package build in progress: pip/uv's build steps, setuptools, CMake (vLLM's setup.py drives a CMake build)
-BUILD_CONTEXT_RE = re.compile(r"Building wheel for|Getting requirements to build|Installing build dependencies|"
+BUILD_CONTEXT_RE = lazy(r"Building wheel for|Getting requirements to build|Installing build dependencies|"
                               r"Preparing metadata|Building editable for|pip-build-env|pip-install-|setup\.py|"
                               r"CMake Error|CMakeLists\.txt|running build_ext|pyproject\.toml|vLLM Install|"
                               r"CMAKE_CUDA_COMPILER|CMakeDetermine|AssertionError: CUDA_HOME is not set")
@@ -512,7 +513,7 @@ RULES += [BUILD_TOOLCHAIN]
 # release); native Windows is the platform rule's case.
 IMPORT_FRAMES = {"<module>", "import_module", "_gcd_import", "_find_and_load", "_find_and_load_unlocked",
                  "_load_unlocked", "exec_module", "_call_with_frames_removed", "__getattr__"}
-VLLM_FILE_RE = re.compile(r"(?:^|/)vllm/")
+VLLM_FILE_RE = lazy(r"(?:^|/)vllm/")
 
 
 def _import_cut(scan: Scan) -> Diagnosis | None:
@@ -561,7 +562,7 @@ RULES += [IMPORT_FAILED_CUT]
 # detection found the GPU through NVML, so the GPU is there; torch is the wrong build. On a TPU / XPU / NPU
 # machine the same words mean a CUDA-only code path (environment.unsupported_platform), on native Windows the
 # platform itself.
-CPU_TORCH_RE = re.compile(r"torch[-= ]=?=?\s*\d[\w.]*\+cpu\b|PyTorch version\s*:\s*\S+\+cpu\b|"
+CPU_TORCH_RE = lazy(r"torch[-= ]=?=?\s*\d[\w.]*\+cpu\b|PyTorch version\s*:\s*\S+\+cpu\b|"
                           r"CUDA used to build PyTorch\s*:\s*(?:None|Could not collect)")
 
 
@@ -603,8 +604,8 @@ VLLM_DEPENDENCIES = frozenset({
     "prometheus_fastapi_instrumentator", "psutil", "pybase64", "pydantic", "pynvml", "pythonjsonlogger", "regex",
     "requests", "safetensors", "scipy", "setproctitle", "six", "starlette", "torch", "tqdm", "typing_extensions",
     "uvicorn", "watchfiles", "xgrammar", "yaml", "zmq"})
-MISSING_MODULE_RE = re.compile(r"No module named '?(?P<mod>[\w.]+)'?(?P<rest>;[^\n]*)?")
-VLLM_NOT_INSTALLED_RE = re.compile(r"(?:^|\s)vllm: (?:command )?not found|No module named '?vllm'?(?:\)|\s*$)|"
+MISSING_MODULE_RE = lazy(r"No module named '?(?P<mod>[\w.]+)'?(?P<rest>;[^\n]*)?")
+VLLM_NOT_INSTALLED_RE = lazy(r"(?:^|\s)vllm: (?:command )?not found|No module named '?vllm'?(?:\)|\s*$)|"
                                    r"from partially initialized module 'vllm' \(most likely due to a circular import\) "
                                    r"\((?P<shadow>[^)]*?vllm\.py)\)|No module named 'vllm\.[\w.]+'; 'vllm' is not a package")
 

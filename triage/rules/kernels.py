@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
@@ -22,13 +23,13 @@ _FI_CODE_ERRORS = ("TypeError", "SyntaxError", "NameError", "AttributeError", "I
 
 
 # Python's own words for a call that does not fit the callee's signature (3.8 .. 3.13, bare or qualified).
-API_MISMATCH_RE = re.compile(
+API_MISMATCH_RE = lazy(
     r"(?:\w+\.)*(?P<func>\w+)\(\) (?P<how>got an unexpected keyword argument '\w+'|missing \d+ required "
     r"(?:positional|keyword-only) arguments?: .{1,120}|takes (?:from \d+ to )?\d+ positional arguments? but \d+ "
     r"(?:were|was) given|got multiple values for argument '\w+')")
-API_IMPORT_RE = re.compile(r"cannot import name '(?P<func>\w+)' from '(?P<lib>(?:" + "|".join(LIBRARY_API) + r")(?:\.\w+)*)'")
+API_IMPORT_RE = lazy(r"cannot import name '(?P<func>\w+)' from '(?P<lib>(?:" + "|".join(LIBRARY_API) + r")(?:\.\w+)*)'")
 # A kernel library's module without an attribute vLLM (or the library's own code) uses: another release.
-API_ATTR_RE = re.compile(r"module '(?P<lib>(?:" + "|".join(LIBRARY_API) + r"|cutlass)(?:\.\w+)*)' has no attribute '(?P<func>\w+)'")
+API_ATTR_RE = lazy(r"module '(?P<lib>(?:" + "|".join(LIBRARY_API) + r"|cutlass)(?:\.\w+)*)' has no attribute '(?P<func>\w+)'")
 
 
 def _library_api_mismatch(scan: Scan) -> Diagnosis | None:
@@ -96,7 +97,7 @@ SMEM_LIMITS = {
     "amd": {65536: "64 KB of LDS per workgroup (AMD Instinct MI200/MI300, gfx90a/gfx942)",
             163840: "160 KB of LDS per workgroup (MI350/MI355, gfx950)"},
 }
-SMEM_NUMBERS_RE = re.compile(r"Required: (?P<required>\d+), Hardware limit: (?P<limit>\d+)")
+SMEM_NUMBERS_RE = lazy(r"Required: (?P<required>\d+), Hardware limit: (?P<limit>\d+)")
 
 
 def _kernel_of(scan: Scan, line: Line) -> tuple[str | None, str | None]:
@@ -193,7 +194,7 @@ def _smem_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
 # DeepGEMM ..."), the start-up kernel warm-up (model_executor/warmup/deep_gemm_warmup.py, run even for bf16
 # models: vllm#41849), or the FP8 block-scaled GEMMs / MoE.
 DSA_INDEXER_FUNCS = ("fp8_mqa_logits", "fp8_paged_mqa_logits", "sparse_attn_indexer", "get_paged_mqa_logits_metadata")
-DSA_MODEL_NAME_RE = re.compile(r"(?i)deepseek-v3\.2|deepseek-v4|glm-5")
+DSA_MODEL_NAME_RE = lazy(r"(?i)deepseek-v3\.2|deepseek-v4|glm-5")
 DSA_ARCHS = ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM", "Glm5NextForConditionalGeneration",
              "DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM")
 
@@ -250,7 +251,7 @@ def _deepgemm_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any
 # bundled ptxas predates the GPU (GB10 sm_121, Jetson Thor sm_110, Rubin sm_107): the cure is a newer ptxas.
 PTXAS_ARCH_REFUSED = r"Value '(?P<arch>sm_\d+[af]?)' is not defined for option 'gpu-name'"
 PTXAS_ARCH_RESTATED = r"\bptxas[\w-]*\W{1,4}(?:fatal\W{1,6})?(?P<arch>sm_\d+[af]?)\W{0,2} is not defined"
-_PTXAS_ARCH_RE = re.compile(f"{PTXAS_ARCH_REFUSED}|{PTXAS_ARCH_RESTATED}".replace("(?P<arch>", "(?:"))
+_PTXAS_ARCH_RE = lazy(f"{PTXAS_ARCH_REFUSED}|{PTXAS_ARCH_RESTATED}".replace("(?P<arch>", "(?:"))
 # The oldest CUDA toolkit whose ptxas knows each architecture (CUDA release notes).
 PTXAS_SINCE = {"100": "12.8", "101": "12.8", "120": "12.8", "103": "12.9", "121": "12.9", "110": "13.0"}
 PTXAS_GENERIC = ("Triton's bundled ptxas does not know this GPU or failed: upgrade triton (Blackwell needs "

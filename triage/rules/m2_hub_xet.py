@@ -14,16 +14,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.rules.base import Rule
 
 _CAUSES = (
-    (re.compile(r"Status\(429\)|\b429\b|Too Many Requests"), "rate-limited (HTTP 429)",
+    (lazy(r"Status\(429\)|\b429\b|Too Many Requests"), "rate-limited (HTTP 429)",
      "The Xet transfer service rate-limited the download: set HF_TOKEN (authenticated limits are higher), download "
      "the weights once beforehand (`huggingface-cli download <repo>`) and start vLLM with HF_HUB_OFFLINE=1, and avoid "
      "many replicas downloading the same model at once."),
-    (re.compile(r"os error (?:1|95)\b|Operation not (?:permitted|supported)"), "the cache's file system refused hf_xet's writes",
+    (lazy(r"os error (?:1|95)\b|Operation not (?:permitted|supported)"), "the cache's file system refused hf_xet's writes",
      "hf_xet writes sparse/partial files that this file system (a network or object-store mount) refuses: point "
      "HF_HOME at a local disk, or set HF_HUB_DISABLE_XET=1 to use the plain HTTP download."),
 )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
@@ -95,7 +96,7 @@ RULES += [
 # top-level template code'. The usual cause is message content in a shape the template does not handle: a list of
 # parts (the "openai" content format, images, tool results) where the template concatenates strings.
 TEMPLATE_FRAME_FILES = ("<template>", "/jinja2/environment.py", "/jinja2/runtime.py", "chat_template_utils.py")
-CONTENT_SHAPE_RE = re.compile(r"can only concatenate (?:str \(not \"(?:list|dict|NoneType)\"\) to str|list \(not \"str\"\) "
+CONTENT_SHAPE_RE = lazy(r"can only concatenate (?:str \(not \"(?:list|dict|NoneType)\"\) to str|list \(not \"str\"\) "
                               r"to list)|'(?:list|dict)' object has no attribute '(?:strip|split|startswith|endswith|"
                               r"replace|lower)'")
 TEMPLATE_WORDS = ("template", "Template", "jinja", "Jinja")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
@@ -38,9 +39,9 @@ _SUBCOMMAND = (r"(?P<prog>[\w.-]+(?: CLI)?): error: argument (?:command|subcomma
                r"invalid choice: '(?P<cmd>[\w.-]+)'")
 
 # The caller's line building vLLM's engine (printed just above the TypeError in a traceback or a paste).
-_ENGINE_CALL_RE = re.compile(r"\b(?:Async)?(?:EngineArgs|LLMEngine|LLM|AsyncLLM)\b(?:\.from_engine_args)?\(|"
+_ENGINE_CALL_RE = lazy(r"\b(?:Async)?(?:EngineArgs|LLMEngine|LLM|AsyncLLM)\b(?:\.from_engine_args)?\(|"
                              r"\bSamplingParams\(")
-_KWARG_RE = re.compile(r"(?<![\w.])(?:__init__|__new__)\(\) got an unexpected keyword argument '(?P<arg>\w+)'")
+_KWARG_RE = lazy(r"(?<![\w.])(?:__init__|__new__)\(\) got an unexpected keyword argument '(?P<arg>\w+)'")
 CONTEXT_LINES = 3  # lines above the TypeError where the calling source line stands
 # (a qualified callee, "EngineArgs.__init__()", is downstream.vllm_api_mismatch's: it names the class itself)
 

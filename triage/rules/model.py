@@ -114,20 +114,20 @@ SPEC_FRAME_PARTS = ("/spec_decode/", "/speculative/")
 # The draft models' own files (vllm/model_executor/models/*_mtp.py, *_eagle3.py, qwen3_dflash.py, medusa.py,
 # mlp_speculator.py; vllm/models/<model>/mtp.py): an exception there is the drafter failing, whatever its words.
 # (eagle2_5_vl.py is NVIDIA's Eagle vision-language model, not a draft.)
-DRAFT_MODEL_FILE_RE = re.compile(r"models/(?:[\w/]+/)?(?:\w+_)?(?:mtp|eagle3?|dflash\d*)\.py$|"
+DRAFT_MODEL_FILE_RE = lazy(r"models/(?:[\w/]+/)?(?:\w+_)?(?:mtp|eagle3?|dflash\d*)\.py$|"
                                  r"models/(?:medusa|mlp_speculator)\.py$")
 
 
 # The model runner's own drafting steps (gpu_model_runner.propose_draft_token_ids, a runner's _propose_*): what
 # fails under them is the drafter's forward, whatever file the innermost frame is in.
-DRAFT_FUNC_RE = re.compile(r"^_?(?:propose\w*|\w*drafter\w*)$")
+DRAFT_FUNC_RE = lazy(r"^_?(?:propose\w*|\w*drafter\w*)$")
 
 
 def _in_draft_code(file: str, func: str = "") -> bool:
     f = file.replace("\\", "/")
     return (any(p in f for p in SPEC_FRAME_PARTS) or DRAFT_MODEL_FILE_RE.search(f) is not None
             or ("vllm/" in f and DRAFT_FUNC_RE.match(func) is not None))
-SPEC_NAME_RE = re.compile(r"\b(?:Eagle\w*|\w*Eagle3?\w*|Medusa\w*|\w*Drafter|\w*Proposer|\w*MTP\w*)\b")
+SPEC_NAME_RE = lazy(r"\b(?:Eagle\w*|\w*Eagle3?\w*|Medusa\w*|\w*Drafter|\w*Proposer|\w*MTP\w*)\b")
 
 
 # A frame line a paste garbled (its ", line N" moved or lost, a slash typed away) is not read as a frame, but its
@@ -189,13 +189,13 @@ def _drafter_crash(scan: Scan) -> Diagnosis | None:
 
 # A parameter name with a doubled piece ("qkqkv_proj": "qk" + "qkv_proj"; "experts.experts") is built by vLLM's own
 # name mapping (a substring replaced twice), not read from a checkpoint: a loader bug of that vLLM release.
-DOUBLED_NAME_RE = re.compile(r"(?:^|[._])([a-z]{2,})\1[a-z]*_proj\b|\b([a-z_]{3,})\.\2\.")
+DOUBLED_NAME_RE = lazy(r"(?:^|[._])([a-z]{2,})\1[a-z]*_proj\b|\b([a-z_]{3,})\.\2\.")
 
 
 # PEFT's names for an adapter's tensors ("base_model.model.<layer>.lora_A.weight", lora_embedding_A, a bare
 # "base_model" module): a LoRA adapter (or a checkpoint saved with its adapter unmerged) loaded as the model. Its
 # "base_model.model.model." is PEFT's prefix, not a doubled name.
-PEFT_NAME_RE = re.compile(r"^base_model(?:\.model\.|$)|\.lora_(?:[AB]|embedding_[AB]|magnitude_vector)\b")
+PEFT_NAME_RE = lazy(r"^base_model(?:\.model\.|$)|\.lora_(?:[AB]|embedding_[AB]|magnitude_vector)\b")
 
 
 def _weight_mismatch_facts(m, line, scan) -> dict:

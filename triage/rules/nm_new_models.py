@@ -28,11 +28,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.rules.base import Rule, next_row_text
 
-_MODE = re.compile(r"mamba_cache_mode='(?P<mode>\w+)'")
+_MODE = lazy(r"mamba_cache_mode='(?P<mode>\w+)'")
 
 
 def _lmcache_groups(m: re.Match[str], line: Line, scan: Scan) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import LazyPattern, lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
@@ -24,12 +25,12 @@ STATED_CONFIDENCE = 0.55
 # Rows that are code, a traceback's, a shell's or a config's, not prose (a heading counts only on line 1)
 CODE_START = ("File ", "Traceback", "raise ", "return ", "assert ", "^", "~", "at ", "$ ", ">>>", "--", "export ",
               "python", "vllm ", "import ", "from ", "def ", "{", "[pip", "[conda")
-NOT_STATED_RE = re.compile(r"\b(?:avoid\w*|prevent\w*|instead of|no longer|without|to reduce|reduc\w+ the risk|"
+NOT_STATED_RE = lazy(r"\b(?:avoid\w*|prevent\w*|instead of|no longer|without|to reduce|reduc\w+ the risk|"
                            r"is not an?|isn't|wasn't|not caused by)\b"
                            # a timeout being configured ("set NCCL timeout to 3600", "increase the NCCL timeout")
                            r"|\b(?:set|setting|increas\w*|rais\w*|longer)\b[^.]{0,30}\btime[\s-]?out", re.I)
 
-GPU_OOM_RE = re.compile(r"\b(?:CUDA|GPU|VRAM|HIP|NPU|XPU)[\s-]*(?:out[\s-]of[\s-]memory|OOM(?:ed|s)?)\b"
+GPU_OOM_RE = lazy(r"\b(?:CUDA|GPU|VRAM|HIP|NPU|XPU)[\s-]*(?:out[\s-]of[\s-]memory|OOM(?:ed|s)?)\b"
                         r"|\bOutOfMemoryError\b"
                         r"|\bOOM(?:ed|s)?\b.{0,30}\b(?:on|in) (?:the |each |every )?(?:GPUs?|VRAM|device)\b"
                         # a bare "OOM" as the event of the run ("OOM when using <model>", "OOM occurs as ..."): in a
@@ -37,11 +38,11 @@ GPU_OOM_RE = re.compile(r"\b(?:CUDA|GPU|VRAM|HIP|NPU|XPU)[\s-]*(?:out[\s-]of[\s-
                         r"|\bOOM(?:ed|s)?\b(?![\s-]?kill)(?=\s+(?:when|while|during|occurs?|occurred|happens?|happened|"
                         r"error|issue|problem)\b)",
                         re.I)
-NCCL_HANG_RE = re.compile(r"\bNCCL\b.{0,60}?\b(?:hangs?|hung|hanging|stuck|freez\w*|deadlock\w*|timed[\s-]?out|"
+NCCL_HANG_RE = lazy(r"\bNCCL\b.{0,60}?\b(?:hangs?|hung|hanging|stuck|freez\w*|deadlock\w*|timed[\s-]?out|"
                           r"time[\s-]?outs?|watchdog)\b", re.I)
 
 # the host's kernel OOM killer (host RAM, not the GPU's): "OOM-killed", "killed by the OOM killer", "status 137"
-HOST_OOM_RE = re.compile(r"\bOOM[\s-]?kill(?:er|ed)\b|\bkilled by (?:the )?(?:kernel(?:'s)? |linux )?OOM\b"
+HOST_OOM_RE = lazy(r"\bOOM[\s-]?kill(?:er|ed)\b|\bkilled by (?:the )?(?:kernel(?:'s)? |linux )?OOM\b"
                          r"|\b(?:exit(?:ed)?(?: with)?|status|exit code) 137\b", re.I)
 
 
@@ -59,7 +60,7 @@ def _prose(ln: Line) -> str:
     return text
 
 
-def _stated(rule_sig: str, rx: "re.Pattern[str]", needles: tuple[str, ...]):
+def _stated(rule_sig: str, rx: LazyPattern, needles: tuple[str, ...]):
     def check(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         joined = scan.joined_text()
         if not any(n in joined for n in needles):  # most logs: one substring search, no line loop

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 
+from triage.lazyre import lazy
 from triage.areas import PACKAGES
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
@@ -35,10 +36,10 @@ from triage.rules.environment import _other_platform
 from triage.rules.library_api import LIBRARY_API
 
 # "Failed to import from vllm._C: ModuleNotFoundError(...)" (interface.py) / "... with ImportError(...)" (_custom_ops.py)
-C_WARNING_RE = re.compile(r"Failed to import from vllm\._C(?:_AVX\d+)?(?P<sep>:| with) (?P<exc>\w+)\((?P<msg>.*)")
+C_WARNING_RE = lazy(r"Failed to import from vllm\._C(?:_AVX\d+)?(?P<sep>:| with) (?P<exc>\w+)\((?P<msg>.*)")
 # an op of torch.ops._C looked up later: then vllm._C was needed after all
-C_NEEDED_RE = re.compile(r"'_OpNamespace' '_C' object has no attribute|No such operator _C::|torch\.ops\._C\.\w+.{0,40}Error")
-CPU_PLATFORM_RE = re.compile(r"detected platform cpu\b|Platform plugin \w+ is activated", re.I)
+C_NEEDED_RE = lazy(r"'_OpNamespace' '_C' object has no attribute|No such operator _C::|torch\.ops\._C\.\w+.{0,40}Error")
+CPU_PLATFORM_RE = lazy(r"detected platform cpu\b|Platform plugin \w+ is activated", re.I)
 
 
 def _vllm_c_optional(scan: Scan) -> Diagnosis | None:
@@ -87,20 +88,20 @@ OWNED = frozenset({"vllm", "torch", "torchvision", "torchaudio", "xformers", "nu
                    "transformers", "transformers_modules", "google", "nvidia", "azure", "mpl_toolkits"}) | \
     frozenset(LIBRARY_API) | frozenset(p for p, c in PACKAGES.items() if c not in ("install_mismatch", "distributed"))
 SKEW_RES = [
-    re.compile(r"cannot import name '(?P<name>\w+)' from '(?P<mod>(?P<pkg>[A-Za-z]\w*)(?:\.\w+)+)'"),
+    lazy(r"cannot import name '(?P<name>\w+)' from '(?P<mod>(?P<pkg>[A-Za-z]\w*)(?:\.\w+)+)'"),
     # a top-level module named with its installed file: a library, not the user's own package
-    re.compile(r"cannot import name '(?P<name>\w+)' from '(?P<mod>(?P<pkg>[A-Za-z]\w*))' \([^)]*[/\\](?:site|dist)-packages[/\\]"),
+    lazy(r"cannot import name '(?P<name>\w+)' from '(?P<mod>(?P<pkg>[A-Za-z]\w*))' \([^)]*[/\\](?:site|dist)-packages[/\\]"),
     # (a missing "_private" part is a compiled or generated file, not another release's API; Python names the
     # path up to the first part missing, so that part is the last: qwix._src.core is there, ragged_dot is not)
-    re.compile(r"No module named '(?P<mod>(?P<pkg>[A-Za-z]\w*)(?:\.\w+)*\.(?!_)\w+)'(?!;)"),
+    lazy(r"No module named '(?P<mod>(?P<pkg>[A-Za-z]\w*)(?:\.\w+)*\.(?!_)\w+)'(?!;)"),
 ]
 # a project's own folders: an import between them that fails is its own code, not another package's release
 LOCAL_NAMES = frozenset({"models", "model", "utils", "src", "app", "lib", "common", "core", "modules", "tools",
                          "scripts", "data", "config", "configs", "tests", "test", "helpers", "main", "examples", "api",
                          "server", "client", "services", "service", "train", "training", "inference", "eval"})
-PATH_RE = re.compile(r"' \((?P<path>[^)]*)\)\s*$")
-SITE_FRAME_RE = re.compile(r"""File "[^"]*[/\\](?:site|dist)-packages[/\\](?P<pkg>[A-Za-z]\w*)""")
-LOCAL_FRAME_RE = re.compile(r"""File "[^"]*[/\\](?P<pkg>[A-Za-z]\w*)[/\\][\w.]+\.py\"""")
+PATH_RE = lazy(r"' \((?P<path>[^)]*)\)\s*$")
+SITE_FRAME_RE = lazy(r"""File "[^"]*[/\\](?:site|dist)-packages[/\\](?P<pkg>[A-Za-z]\w*)""")
+LOCAL_FRAME_RE = lazy(r"""File "[^"]*[/\\](?P<pkg>[A-Za-z]\w*)[/\\][\w.]+\.py\"""")
 
 
 def _importer(scan: Scan, no: int, pkg: str) -> str | None:
@@ -158,9 +159,9 @@ PACKAGE_API_SKEW: Rule = Rule(
     check=lambda scan, env: _package_api_skew(scan))
 
 REQUIRE_RES = [
-    re.compile(r"(?P<req>[A-Za-z][\w.\-]*[<>=!~][^\s]*) is required for a normal functioning of this module, but "
+    lazy(r"(?P<req>[A-Za-z][\w.\-]*[<>=!~][^\s]*) is required for a normal functioning of this module, but "
                r"found (?P<pkg>[\w.\-]+)==(?P<have>[\w.+\-]*\w)"),
-    re.compile(r"The '(?P<req>(?P<pkg>[A-Za-z][\w.\-]*)[^']*)' distribution was not found and is required by"),
+    lazy(r"The '(?P<req>(?P<pkg>[A-Za-z][\w.\-]*)[^']*)' distribution was not found and is required by"),
 ]
 
 

@@ -14,14 +14,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.rules.base import Rule
 
 # What the log says the server serves: the args/config line's served_model_name, else the launch's --model.
-_SERVED = [re.compile(r"--served-model-name[ =]+['\"]?(?P<n>[^\s'\"]+)"),
-           re.compile(r"served_model_name[=:]\s*\[?['\"]?(?P<n>[^'\",)\]\s]+)"),
-           re.compile(r"(?:--model[ =]+|\bmodel=')(?P<n>[^\s'\"]+)")]
+_SERVED = [lazy(r"--served-model-name[ =]+['\"]?(?P<n>[^\s'\"]+)"),
+           lazy(r"served_model_name[=:]\s*\[?['\"]?(?P<n>[^'\",)\]\s]+)"),
+           lazy(r"(?:--model[ =]+|\bmodel=')(?P<n>[^\s'\"]+)")]
 
 
 def _served(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:

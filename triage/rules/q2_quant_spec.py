@@ -18,8 +18,8 @@
 
 from __future__ import annotations
 
-import re
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
@@ -65,10 +65,10 @@ SPEC_WRAPPER_ATTR = Rule(
     playbook="speculative-decoding", confidence=0.8)
 
 # -- a traceback cut inside vLLM's dtype check -------------------------------------------------------------------
-DTYPE_CHECK_FRAME_RE = re.compile(r'File "(?P<file>[^"]*vllm[^"]*\.py)", line \d+, in '
+DTYPE_CHECK_FRAME_RE = lazy(r'File "(?P<file>[^"]*vllm[^"]*\.py)", line \d+, in '
                                   r"(?P<func>_check_if_gpu_supports_dtype|check_if_supports_dtype)\b")
 # the worker's call into it, when the paste ends on that source line
-DTYPE_CHECK_CALL_RE = re.compile(r"^\s*(?:current_platform\.)?(?P<func>_check_if_gpu_supports_dtype|check_if_supports_dtype)"
+DTYPE_CHECK_CALL_RE = lazy(r"^\s*(?:current_platform\.)?(?P<func>_check_if_gpu_supports_dtype|check_if_supports_dtype)"
                                  r"\(self\.model_config\.dtype\)\s*$")
 FOLLOW = 6  # lines after the frame where its own source line, or the exception it raised, would be printed
 

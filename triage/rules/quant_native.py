@@ -10,7 +10,6 @@ Blackwell, FP4 before Blackwell) that is the usual reason.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from triage.lazyre import lazy
@@ -34,9 +33,9 @@ INT8_ARCH = Rule(
 QUANT_SOURCE_RE = lazy(r"(?P<file>csrc/(?:libtorch_stable/)?(?:quantization|moe/marlin\w*)/[\w/.-]+?"
                        r"\.(?:cu|cuh|hpp|h|cpp|cc)):(?P<line>\d+)", needles=("csrc/",))
 # The C++ function the failed check is in: "Exception raised from <func> at", or "<func>, <file>:<line>".
-FUNC_BEFORE_RE = re.compile(r"(?:Exception raised from (?P<a>\w+) at|(?P<b>\w+),\s*$)")
+FUNC_BEFORE_RE = lazy(r"(?:Exception raised from (?P<a>\w+) at|(?P<b>\w+),\s*$)")
 # A compiler's diagnostic about the same file (a source build failing), not a kernel's run-time refusal.
-COMPILER_RE = re.compile(r"\.(?:cu|cuh|hpp|h|cpp|cc)(?:\(\d+\)|:\d+:\d+):? ?(?:fatal )?(?:error|warning)|nvcc|ninja|"
+COMPILER_RE = lazy(r"\.(?:cu|cuh|hpp|h|cpp|cc)(?:\(\d+\)|:\d+:\d+):? ?(?:fatal )?(?:error|warning)|nvcc|ninja|"
                          r"FAILED:|Building CUDA|error: ")
 WINDOW = 2  # lines from the exception line a check's location may be printed on (a wrapped message)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
@@ -30,9 +31,9 @@ _RAISED = r"Unsloth: vllm_process failed to load!(?! \(timeout)"
 
 # The vLLM classes unsloth_zoo replaces with its own ports (patch_vllm -> vllm_lora_worker_manager.py).
 PORTED = ("WorkerLoRAManager", "LRUCacheWorkerLoRAManager")
-_PORT_ATTR_RE = re.compile(r"'(?P<cls>" + "|".join(PORTED) + r")' object has no attribute(?:\s+'(?P<attr>\w+)')?")
-_ATTR_NAME_RE = re.compile(r"^\s*'(?P<attr>\w+)'")
-_UNSLOTH_RE = re.compile(r"unsloth", re.IGNORECASE)
+_PORT_ATTR_RE = lazy(r"'(?P<cls>" + "|".join(PORTED) + r")' object has no attribute(?:\s+'(?P<attr>\w+)')?")
+_ATTR_NAME_RE = lazy(r"^\s*'(?P<attr>\w+)'")
+_UNSLOTH_RE = lazy(r"unsloth", re.IGNORECASE)
 
 
 def _ported_class(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:

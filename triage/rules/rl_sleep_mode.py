@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.rules.base import Rule
 
-_WAKE_RE = re.compile(r"\bwake_up\b|to wake up")
+_WAKE_RE = lazy(r"\bwake_up\b|to wake up")
 
 
 def _phase(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:

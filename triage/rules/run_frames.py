@@ -10,16 +10,16 @@ there most likely ran out of GPU memory. Said as likely: the message is cut.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
 
 WARMUP_FUNCS = {"_dummy_sampler_run", "_dummy_pooler_run", "_dummy_pooler_run_task"}
 # the call's source line printed under the caller's frame, when the paste stops before the callee's frame
-WARMUP_CALL_RE = re.compile(r"^\s*(?:\w+\s*=\s*)?(?:self\.)?(?:model_runner\.)?(?P<func>_dummy_(?:sampler|pooler)_run)\(")
+WARMUP_CALL_RE = lazy(r"^\s*(?:\w+\s*=\s*)?(?:self\.)?(?:model_runner\.)?(?P<func>_dummy_(?:sampler|pooler)_run)\(")
 # libraries whose own kernels run inside the warm-up and fail in ways of their own
 INNER_LIBRARIES = ("/flashinfer/", "/triton/", "/torch/_inductor/", "/deep_gemm/", "/vllm/model_executor/layers/")
 

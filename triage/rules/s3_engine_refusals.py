@@ -30,9 +30,9 @@ models."
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
 from triage.rules.base import Rule
@@ -102,7 +102,7 @@ RULES = [
 read_wrapped_messages(RULES)
 
 MM_ITEM_RULE = RULES[-1]
-MM_ITEM_RE = re.compile(MM_ITEM_PATTERN)
+MM_ITEM_RE = lazy(MM_ITEM_PATTERN)
 
 
 def _mm_item(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:

@@ -14,12 +14,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from triage.lazyre import lazy
 from triage.runner import LocalRunner
 
 TAIL = 20000
 MAX_CONTAINERS = 30
 FILE_PATTERNS = ("*vllm*.log", "*vllm*.log.gz", "*vLLM*.log")
-TS_RE = re.compile(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?)\s")
+TS_RE = lazy(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z?)\s")
 
 
 @dataclass

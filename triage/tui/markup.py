@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.sanitize import clean
 
 
@@ -13,7 +13,7 @@ def escape(value: Any) -> str:
     return _BRACKET.sub(lambda m: m.group(1) * 2 + "\\[", clean(str(value)))
 
 
-_BRACKET = re.compile(r"(\\*)\[")  # backslashes right before a bracket are doubled, as Textual reads them
+_BRACKET = lazy(r"(\\*)\[")  # backslashes right before a bracket are doubled, as Textual reads them
 
 
 def set_text(widget: Any, text: str, *, layout: bool = True) -> None:

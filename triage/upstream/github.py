@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the headless report imports no pathlib (start-up)
     from pathlib import Path
 
+from triage.lazyre import lazy
 from triage.paths import cache_dir
 from triage.record import Record
 
@@ -175,8 +176,8 @@ def repo_of(item: dict[str, Any]) -> str:
     return m.group(1) if m else ""
 
 
-_HTML_URL = re.compile(r"^https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+$")
-_STAMP = re.compile(r"^\d{4}-\d\d-\d\dT[\d:.]+Z?$")
+_HTML_URL = lazy(r"^https://github\.com/[\w.-]+/[\w.-]+/(?:issues|pull)/\d+$")
+_STAMP = lazy(r"^\d{4}-\d\d-\d\dT[\d:.]+Z?$")
 
 
 def _text(v: Any, limit: int) -> str:

@@ -14,6 +14,7 @@ import re
 import time
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.upstream.facets import (
     Facets,
     backends_in,
@@ -49,8 +50,8 @@ W_MORE_QUERIES = 0.4  # per further query that returned the same hit
 _STOP = frozenset("""the a an and or of to in on at for with from by is are was were be been this that it its as not no
 into than then but if when while which what who how can could should would will may must have has had do does did
 error failed please check see use using your you we our set also only more most""".split())
-_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*[A-Za-z0-9_]|[A-Za-z]")
-_VLLM_VERSION = re.compile(r"vllm[^\n\d]{0,24}?v?(\d+)\.(\d+)(?:\.\d+)?", re.I)
+_WORDS = lazy(r"[A-Za-z_][A-Za-z0-9_.-]*[A-Za-z0-9_]|[A-Za-z]")
+_VLLM_VERSION = lazy(r"vllm[^\n\d]{0,24}?v?(\d+)\.(\d+)(?:\.\d+)?", re.I)
 
 
 def parse_time(value: Any) -> float | None:

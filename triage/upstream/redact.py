@@ -62,7 +62,7 @@ _HOST_TLDS = ("internal|local|localdomain|lan|corp|home|intranet|intra|cluster|p
 _FQDN = lazy(r"(?i)\b(?=[A-Za-z0-9-]*[A-Za-z])[A-Za-z0-9-]+(?:(?:\.[A-Za-z0-9-]+){2,}\.[A-Za-z]{2,}"
              r"|\.[A-Za-z0-9-]+\.(?:" + _HOST_TLDS + r"))\b(?!\.\w)", needles=(".",))
 # Environment variables whose values are secrets, whatever their shape (a short GITHUB_TOKEN too).
-_SECRET_VAR = re.compile(r"(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|CREDENTIAL)")
+_SECRET_VAR = lazy(r"(?i)(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|CREDENTIAL)")
 _PUBLIC_HOSTS = (
     "github.com", "githubusercontent.com", "huggingface.co", "pypi.org", "pythonhosted.org",
     "vllm.ai", "nvidia.com", "pytorch.org", "flashinfer.ai", "docker.io", "docker.com", "ngc.nvidia.com",

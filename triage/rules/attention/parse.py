@@ -156,7 +156,7 @@ def parse_reasons(text: str) -> dict[str, list[str]]:
     return out
 
 
-NEW_RECORD_RE = re.compile(r"\s*(?:Traceback|File \"|During handling|The above exception|[\w.]*(?:Error|Exception)\b:|"
+NEW_RECORD_RE = lazy(r"\s*(?:Traceback|File \"|During handling|The above exception|[\w.]*(?:Error|Exception)\b:|"
                            r"(?:INFO|WARNING|ERROR|DEBUG)\b)")
 
 
