@@ -97,6 +97,10 @@ MODULES = [
     # unserved model name, TRL's server routes, out-of-vocabulary prompt ids, tool-call parsing, the detokenizer,
     # structured-output grammars that fail to compile)
     "api_requests",
+    # bw: Blackwell/Hopper kernel gates of the sparse-MLA and MLA models (SM12x sparse backends without an indexer,
+    # FlashInfer MLA plan dtypes and TRT-LLM page size, Kimi-K3's fp8 prefill query, NVFP4 shuffle alignment,
+    # CuTe DSL JIT failures, DeepGEMM below SM90)
+    "bw_blackwell",
 ]
 
 
