@@ -156,3 +156,8 @@ def test_deepgemm_refusal_below_sm90_is_the_gpu(gpu_line):
 def test_deepgemm_refusal_on_newer_or_unknown_gpus_stays_the_kernel_library(gpu_line):
     d = first(gpu_line + _DG)
     assert (d.signature, d.category) == ("kernels.deepgemm_jit_failed", "kernel_library")
+
+
+def test_a_gpu_series_named_in_prose_reads_its_generation():
+    d = first("Our two RTX 3090 cards cannot run DeepSeek-V4.\n" + _DG)
+    assert d.signature == "gpu.deepgemm_below_sm90"

@@ -54,9 +54,9 @@ def _named_ccs(scan: Scan) -> set[tuple[int, int]]:
         for m in _FAMILY_RE.finditer(t):
             found.add(_FAMILY[m.group(1).split()[0].lower()])
         for key, cc in NAME_CC:
-            if re.search(rf"\b{re.escape(key)}\b", t):
+            # a model number may follow a series name ("RTX 30" in "RTX 3090"): same generation either way
+            if re.search(rf"\b{re.escape(key)}\d*\b", t):
                 found.add(cc)
-                break
     return found
 
 
