@@ -115,6 +115,10 @@ MODULES = [
     # old: V0-era messages later releases reworded or dropped (pynccl without libnccl, the CPU swap space, quantized
     # weight widths, pipeline parallelism before it was served)
     "old_v0",
+    # bw: Blackwell/Hopper kernel gates of the sparse-MLA and MLA models (SM12x sparse backends without an indexer,
+    # FlashInfer MLA plan dtypes and TRT-LLM page size, Kimi-K3's fp8 prefill query, NVFP4 shuffle alignment,
+    # CuTe DSL JIT failures, DeepGEMM below SM90)
+    "bw_blackwell",
 ]
 
 

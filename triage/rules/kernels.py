@@ -273,6 +273,10 @@ def _ptxas_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
                       "(in a container: `-e` both), or upgrade triton/torch (and vLLM, which sets this itself on newer "
                       "releases) to ones built for this GPU."}
 
+# DG_HOST_UNREACHABLE in DeepGEMM's dispatchers (einsum.hpp, hyperconnection.hpp, layout.hpp, ...): the kernel has no
+# implementation for this GPU's architecture (also read by bw_blackwell.gpu.deepgemm_below_sm90)
+DEEPGEMM_ARCH_REFUSED = r"Assertion error \([^)]*csrc/[^)]*\.hpp:\d+\): (?P<error>Unsupported architecture)"
+
 RULES = [
     Rule(signature="kernels.flashinfer_version_mismatch", category="kernel_library",
          title="FlashInfer packages disagree: flashinfer-cubin {cubin} vs flashinfer {flashinfer}",
@@ -328,8 +332,7 @@ RULES = [
              "supports this GPU.",
          # DeepGEMM's JIT runtime (deep_gemm/include/deep_gemm/jit/handle.hpp) reports driver errors this way
          patterns=[r"CUDA driver error \([^)]*jit/handle\.hpp:\d+\): \d+ \((?P<error>CUDA_ERROR_\w+)",
-                   # DG_HOST_UNREACHABLE in DeepGEMM's dispatchers (einsum.hpp, hyperconnection.hpp, ...)
-                   r"Assertion error \([^)]*csrc/[^)]*\.hpp:\d+\): (?P<error>Unsupported architecture)"],
+                   DEEPGEMM_ARCH_REFUSED],
          playbook="kernel-library", confidence=0.85),
     Rule(signature="kernels.library_api_mismatch", category="kernel_library",
          title="The installed kernel library is not the release this vLLM calls", fix="",
