@@ -30,17 +30,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
 from triage.rules.base import Rule
 from triage.rules.gpu import NAME_CC, _gpu_cc
 from triage.rules.kernels import DEEPGEMM_ARCH_REFUSED
 
-_DEEPGEMM_REFUSED = re.compile(DEEPGEMM_ARCH_REFUSED)
+_DEEPGEMM_REFUSED = lazy(DEEPGEMM_ARCH_REFUSED)
 # a GPU's architecture said in words ("sm_80 / Ampere GPUs", "A800", "compute capability 8.6")
-_SM = re.compile(r"\bsm_?(\d{2,3})[af]?\b", re.IGNORECASE)
+_SM = lazy(r"\bsm_?(\d{2,3})[af]?\b", re.IGNORECASE)
 _FAMILY = {"volta": (7, 0), "turing": (7, 5), "ampere": (8, 0), "ada": (8, 9), "hopper": (9, 0), "blackwell": (10, 0)}
-_FAMILY_RE = re.compile(r"\b(Volta|Turing|Ampere|Ada Lovelace|Hopper|Blackwell)\b")
+_FAMILY_RE = lazy(r"\b(Volta|Turing|Ampere|Ada Lovelace|Hopper|Blackwell)\b")
 
 
 def _named_ccs(scan: Scan) -> set[tuple[int, int]]:
@@ -141,7 +142,7 @@ RULES = [
 ]
 
 _SHUFFLE_FRAME = "get_shuffle_matrix"
-_SHUFFLE_ASSERT = re.compile(r"^\s*assert (?P<cond>[MK] % (?:128|4) == 0)\s*$|"
+_SHUFFLE_ASSERT = lazy(r"^\s*assert (?P<cond>[MK] % (?:128|4) == 0)\s*$|"
                              r"input_tensor\.shape\[0\] must be multiples of (?P<block>\d+)")
 
 
