@@ -222,6 +222,37 @@ def test_keywords_decide_in_modules_that_hold_several_kinds():
     assert category_for("vllm/model_executor/models/llama.py", "NCCL error: unhandled system error") == "distributed"
     assert category_for("vllm/v1/worker/gpu_worker.py", "x", "torch.OutOfMemoryError") == "gpu_oom"
     assert set(c for _, c in areas.AREAS) <= set(CATEGORIES)
+    # the chat front-end's per-request media count is the --limit-mm-per-prompt setting, not the template
+    assert category_for("vllm/entrypoints/chat_utils.py", "At most 1 image(s) may be provided in one request.") \
+        == "engine_config"
+    assert category_for("vllm/entrypoints/chat_utils.py", "Cannot use chat template functions") \
+        == "tokenizer_chat_template"
+    assert category_for("vllm/v1/engine/processor.py", "Token id 151935 is out of vocabulary") \
+        == "tokenizer_chat_template"
+    # Triton's front-end refusing an FP8 type this GPU lacks
+    assert category_for("triton/language/core.py", "type fp8e4nv not supported in this architecture. The supported "
+                        "fp8 dtypes are ('fp8e4b15', 'fp8e5')") == "dtype_unsupported"
+
+
+def test_only_the_messages_own_words_decide_not_the_values_in_its_holes():
+    """A model path under /dev/shm fills a hole of "The model `…` does not exist.": it names no shared-memory
+    failure. A message that ends with a value (`: {e}`) keeps it: there the value is the underlying error."""
+    from triage.catalogue.infer import diagnose_unknown
+
+    def top(text):
+        return diagnose_unknown(scan_text(text), set(), lambda _t: False)
+
+    d = top("Error code: 404 - {'object': 'error', 'message': 'The model `/dev/shm/glm-4-9b-chat/` does not exist.', "
+            "'type': 'NotFoundError', 'code': 404}\n")
+    assert d is not None and d.facts["catalogue"]["template"] == "The model `…` does not exist."
+    assert d.category == "engine_config", d.explanation
+    t = store.load().match("The model `x` does not exist.")[0].template
+    from triage.catalogue.infer import _own_words
+
+    assert _own_words(t, "The model `/dev/shm/x` does not exist.") == " ".join(t.pieces)
+    opened = next(m.template for m in store.load().match("Failed to import from vllm._C with ModuleNotFoundError("
+                                                         "\"No module named 'vllm._C'\")") if m.template.open_end)
+    assert "vllm._C" in _own_words(opened, "Failed to import from vllm._C with ModuleNotFoundError(...)")
 
 
 # --- frames decide when the message is cut ------------------------------------------------------

@@ -266,7 +266,10 @@ STRONG: list[tuple[tuple[str, ...], str]] = [
     (("Bfloat16 is only supported", "bfloat16 is only supported"), "dtype_unsupported"),
     # Triton's language front-end refusing an FP8 type the GPU lacks ("fp8e4nv data type is not supported on CUDA
     # arch < 89"): the kernel's dtype, not a compiler failure
-    (("data type is not supported on CUDA arch",), "dtype_unsupported"),
+    (("data type is not supported on CUDA arch", "not supported in this architecture. The supported fp8 dtypes"),
+     "dtype_unsupported"),
+    # a prompt id above the tokenizer's vocabulary: ids from another model's tokenizer or template
+    (("is out of vocabulary",), "tokenizer_chat_template"),
     (("driver version is insufficient", "NVIDIA driver on your system is too old", "forward compatibility",
       "provided PTX was compiled with an unsupported toolchain"), "cuda_driver"),
     (("operation not permitted when stream is capturing", "stream is capturing"), "cudagraph_capture"),
@@ -299,6 +302,11 @@ OVERRIDES += [
     ("vllm/model_executor/models/utils.py", ("weight", "parameter", "checkpoint"), "model_loading"),
 ]
 # --- end mcfg ---
+# The chat front-end parses a request's messages: its per-request count of images, audio or video is the
+# --limit-mm-per-prompt setting ("At most 1 image(s) may be provided in one request."), not the template's.
+OVERRIDES += [
+    ("vllm/entrypoints/chat_utils.py", ("may be provided in one",), "engine_config"),
+]
 WEAK: list[tuple[tuple[str, ...], str]] = [
     (("quantized",), "quantization"),
     (("tokenizer", "Tokenizer"), "tokenizer_chat_template"),

@@ -121,6 +121,13 @@ def _candidates(scan: Scan, skip: set[int], wrapper: Any):
             yield ln.text, ln, None, True
 
 
+def _own_words(t: Any, text: str) -> str:
+    """The words a matched line says in the message's own literal pieces: what fills its holes is a value (a model
+    path under /dev/shm, a name) whose words say nothing of the failure; except a message that ends with a value
+    (`... with %r`, `: {e}`), where that value is the underlying error."""
+    return text if t.open_end else " ".join(t.pieces)
+
+
 def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: ExceptionRecord | None,
                 words: Any = None) -> Diagnosis:
     best = matches[0]
@@ -136,11 +143,12 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
         tied = same or tied
     votes: dict[str, int] = {}
     for m in tied:
-        c = category_for(m.template.module, text, exc_type or m.template.kind)
+        c = category_for(m.template.module, _own_words(m.template, text), exc_type or m.template.kind)
         if c:
             votes[c] = votes.get(c, 0) + 1
     t = tied[0].template
-    category = max(votes, key=lambda c: (votes[c], c == category_for(t.module, text, exc_type))) if votes else None
+    category = max(votes, key=lambda c: (votes[c], c == category_for(t.module, _own_words(t, text), exc_type))) \
+        if votes else None
     guessed = ""
     if category is None:
         # Where the message lives says nothing (a module of several kinds, or unmapped): the
