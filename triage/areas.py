@@ -9,9 +9,9 @@ path comes first.
 
 from __future__ import annotations
 
+from typing import Any
 
 from triage.lazyre import lazy
-from typing import Any
 
 # (fragment of a file path, category). Frames give absolute paths (".../site-packages/vllm/...");
 # the catalogue gives package-relative ones ("vllm/..."); both contain these fragments.

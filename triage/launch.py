@@ -9,10 +9,10 @@ model starting with `-` goes after `--`, a value starting with `-` is joined to 
 from __future__ import annotations
 
 import json
-
-from triage.lazyre import lazy
 import shlex
 from typing import Any
+
+from triage.lazyre import lazy
 
 POSITIONAL = ("model_tag", "model")
 _KEY = lazy(r"^-{0,2}[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage.lazyre import lazy
 from triage.areas import area_of, area_of_trace, category_for
+from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.logread.traceback import ExceptionRecord, phase_of
@@ -448,7 +448,7 @@ ASSERT_LOOKBACK = 5  # lines above the AssertionError where its source line may 
 # launch's tensor/pipeline/expert parallelism against the model, whatever module holds it (model code
 # mostly): `assert self.total_num_kv_heads % tp_size == 0`.
 PARALLEL_SPLIT_RE = lazy(r"(?:head|expert|intermediate|hidden|layer|vocab|rank|output_size)\w*(?:\)|\])*\s*%\s*"
-                               r"\(?[\w.]*(?:tp|world_size|parallel|pp_size|ep_size|dp_size)\w*(?:\(\))?\)?\s*==\s*0")
+                         r"\(?[\w.]*(?:tp|world_size|parallel|pp_size|ep_size|dp_size)\w*(?:\(\))?\)?\s*==\s*0")
 
 
 def assert_source(scan: Scan, exc: ExceptionRecord) -> Line | None:

@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from triage.lazyre import lazy
 from triage.actions import sparse_mla
 from triage.actions.sparse_mla import InstallResult, Recorder
+from triage.lazyre import lazy
 from triage.playbooks import edits
 from triage.playbooks.conditions import lookup
 from triage.runner import Result, Runner
-from triage.versions import InvalidVersion, Version
 from triage.transcript import is_local
+from triage.versions import InvalidVersion, Version
 
 INSTALL_TIMEOUT = 3600.0
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import shlex
 
 from triage.lazyre import lazy
-import shlex
 
 SAFE_VALUE = lazy(r"^[A-Za-z0-9._:/@%+=,-]+$")
 LAUNCH_RE = lazy(r"\bvllm\s+serve\b|\bvllm\.entrypoints\.openai\.api_server\b")

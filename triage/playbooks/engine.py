@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
 from triage import upstream
-from triage.lazyre import lazy
+from triage.actions import sparse_mla
 from triage.diagnose import diagnose
 from triage.launch import serve_argv
+from triage.lazyre import lazy
 from triage.logread import scan_source
 from triage.logread.source import open_source
 from triage.model import Report
-from triage.actions import sparse_mla
 from triage.playbooks.actions import SPARSE_MLA_MODULE, ActionContext, Preview, default_actions
 from triage.playbooks.conditions import Condition, lookup
 from triage.playbooks.load import PLACEHOLDER_RE, Playbook, Step, is_outcome

@@ -7,9 +7,9 @@ and the one command that shows it (FACT_SOURCES), never "unknown".
 
 from __future__ import annotations
 
+from typing import Any
 
 from triage.lazyre import lazy
-from typing import Any
 
 # fact -> (what it is, in words; the command that shows it). The command is shown, never run.
 FACT_SOURCES: dict[str, tuple[str, str]] = {

@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from triage.lazyre import lazy
 from triage.computecap import parse_cc
+from triage.lazyre import lazy
 from triage.runner import LocalRunner, Runner
 from triage.versions import cuda_from_tag, decode_vllm_version
 
@@ -388,9 +388,9 @@ def gather_local(*, python: str | None = None, python_prefix: str | None = None,
     """This machine: GPU and host facts in-process (triage's own NVML bindings); the Python environment
     in-process when it is ours, from its files when a log names it (nothing in it runs), or by the
     probe script in the interpreter the user named (after refuse_reason)."""
+    from triage.interpreter import refuse_reason
     from triage.probes.gpu import probe_gpus
     from triage.probes.host import probe_host
-    from triage.interpreter import refuse_reason
     from triage.probes.pyenv import probe_pyenv, probe_pyenv_at
 
     raw: dict[str, Any] = {"errors": {}}

@@ -53,7 +53,7 @@ W8A8_SHARED_OPS = frozenset({"static_scaled_int8_quant", "dynamic_scaled_int8_qu
 SHM_OPS = frozenset({"init_shm_manager", "join_shm_manager", "shm_allreduce", "shm_gather", "shm_all_gather",
                      "shm_send_tensor_list", "shm_recv_tensor_list"})
 CPU_BACKEND_RE = lazy(r"detected platform cpu|cpu_worker|cpu_model_runner|CPU backend|\+cpu\b|"
-                            r"VLLM_TARGET_DEVICE=cpu|--device[= ]cpu", re.I)
+                      r"VLLM_TARGET_DEVICE=cpu|--device[= ]cpu", re.I)
 
 
 # the same missing op told in prose ("init_shm_manager is not implemented when NOT AVX512_FOUND")

@@ -10,7 +10,6 @@ memory rules explain a failure with these numbers where the log has them, and sa
 
 from __future__ import annotations
 
-
 from typing import Any
 
 from triage.lazyre import lazy
@@ -19,8 +18,8 @@ from triage.logread.traceback import STEPS
 
 V0_BUDGET_RE = lazy(r"total_gpu_memory \((?P<total>[\d.]+)\s*GiB\) x gpu_memory_utilization \((?P<util>[\d.]+)\)")
 V0_PARTS_RE = lazy(r"model weights take (?P<weights>[\d.]+)\s*GiB; non_torch_memory takes (?P<non_torch>[\d.]+)\s*GiB; "
-                         r"PyTorch activation peak memory takes (?P<activation>[\d.]+)\s*GiB; the rest of the memory "
-                         r"reserved for KV Cache is (?P<kv>-?[\d.]+)\s*GiB")
+                   r"PyTorch activation peak memory takes (?P<activation>[\d.]+)\s*GiB; the rest of the memory "
+                   r"reserved for KV Cache is (?P<kv>-?[\d.]+)\s*GiB")
 WEIGHTS_RE = lazy(r"(?:Model loading took|Loading model weights took) (?P<weights>[\d.]+)\s*(?P<unit>GiB|GB)")
 KV_AVAILABLE_RE = lazy(r"Available KV cache memory: (?P<kv>-?[\d.]+)\s*GiB")
 TOTAL_RES = (

@@ -143,7 +143,7 @@ RULES = [
 
 _SHUFFLE_FRAME = "get_shuffle_matrix"
 _SHUFFLE_ASSERT = lazy(r"^\s*assert (?P<cond>[MK] % (?:128|4) == 0)\s*$|"
-                             r"input_tensor\.shape\[0\] must be multiples of (?P<block>\d+)")
+                       r"input_tensor\.shape\[0\] must be multiples of (?P<block>\d+)")
 
 
 def _fp4_shuffle(scan: Scan) -> Diagnosis | None:

@@ -82,11 +82,11 @@ def _ray_facts(m: "re.Match[str]", line: Any, scan: Scan) -> dict[str, Any]:
 
 # A launch command in the log: vLLM's CLI or module, or a launcher's record of the arguments it passes.
 _COMMAND_RE = lazy(r"\bvllm(?:_v[\d.]+)? serve\b|vllm\.entrypoints\.openai\.api_server|"
-                         r"(?:Run vLLM|Starting vLLM[\w ]*|Launching vLLM[\w ]*) with arguments:? \[?serve\b")
+                   r"(?:Run vLLM|Starting vLLM[\w ]*|Launching vLLM[\w ]*) with arguments:? \[?serve\b")
 _FLAG_RE = lazy(r"(?<![\w-])--(?P<flag>" + "|".join(a.replace("_", "-") for a in CLI_REMOVED_IN) + r")(?![\w-])")
 # vLLM printed what it parsed, or went on starting: the arguments were accepted.
 _PARSED_RE = lazy(r"non-default args:|\bargs: Namespace\(|Resolved architecture|Starting vLLM API server|"
-                        r"Application startup complete|Initializing a V\d LLM engine")
+                  r"Application startup complete|Initializing a V\d LLM engine")
 # The release a launcher names ("vllm v0.10.0", "/bin/vllm_v0.10.0", image "...-vllm0.13.0",
 # "vllm/vllm-openai:v0.19.0", "vllm==0.14.1").
 _RELEASE_RE = lazy(r"\bvllm(?:-openai)?[ _=:-]{0,2}v?(?P<v>\d+\.\d+(?:\.\d+)?)", re.IGNORECASE)

@@ -22,7 +22,7 @@ from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
 from triage.rules.base import Rule
-from triage.rules.install import STARTED_RE
+from triage.rules.install import unless_started_after
 
 ASCEND_PREFIX_CHUNKED = Rule(
     signature="config.ascend_prefix_chunked_unsupported", category="engine_config",
@@ -45,13 +45,7 @@ def _download_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any
 
 def _download_corrupt(scan: Scan) -> Diagnosis | None:
     # (a logged check that ModelScope recovered from: the server came up after it)
-    d = MODELSCOPE_INTEGRITY.match_lines(scan)
-    if d is None:
-        return None
-    last = max(e.line for e in d.evidence)
-    if any(ln.no > last and STARTED_RE.search(ln.text) for ln in scan.lines):
-        return None
-    return d
+    return unless_started_after(MODELSCOPE_INTEGRITY, scan)
 
 
 MODELSCOPE_INTEGRITY = Rule(

@@ -350,7 +350,7 @@ RULES += [
 # vLLM does not register yet (registry.is_multimodal_model is False for unknown architectures), so the option is
 # refused before the architecture itself is.
 MM_ONLY_RE = lazy(r"`(?P<opt>limit_mm_per_prompt|mm_processor_kwargs|disable_mm_preprocessor_cache|media_io_kwargs)` "
-                        r"is only supported for multimodal models")
+                  r"is only supported for multimodal models")
 MULTIMODAL_NAME_RE = lazy(
     r"(?i)VL\b|VL-|-VL|vision|omni|llava|pixtral|idefics|paligemma|mllama|molmo|internvl|minicpm-?[vo]|\d(?:\.\d)?V\b|"
     r"-V-|audio|whisper|voxtral|ultravox|gemma-?3n|gemma-3-(?:4|12|27)b|llama-?4|deepseek-vl|janus|fuyu|chameleon|"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
@@ -10,8 +9,8 @@ from triage.rules.base import Rule, not_in_passing
 
 NODE_REQ_RE = lazy(r"'node:(?P<ip>[\d.]+|[0-9a-fA-F:]+)': ?0\.001")
 RAY_IP_RE = lazy(r"\bip=(?P<ip>\d+\.\d+\.\d+\.\d+)\)|Local node IP: (?P<ip2>\d+\.\d+\.\d+\.\d+)|"
-                       r"node_ip_address[=:' ]+(?P<ip3>\d+\.\d+\.\d+\.\d+)|NodeManagerAddress[=:' ]+(?P<ip4>\d+\.\d+\.\d+\.\d+)|"
-                       r"Ray cluster at address: (?P<ip5>\d+\.\d+\.\d+\.\d+):\d+")
+                 r"node_ip_address[=:' ]+(?P<ip3>\d+\.\d+\.\d+\.\d+)|NodeManagerAddress[=:' ]+(?P<ip4>\d+\.\d+\.\d+\.\d+)|"
+                 r"Ray cluster at address: (?P<ip5>\d+\.\d+\.\d+\.\d+):\d+")
 
 
 def _ray_facts(m, line, scan) -> dict:
@@ -231,12 +230,12 @@ RULES += [
 # (environment.host_oom_killed); the crash signals say a native library in the worker crashed, and the frames
 # printed with them (absl's "PC: @ ... <symbol>", a backtrace, a faulthandler stack) say which one.
 EXIT_CODE_RE = lazy(r"(?:Worker \S+ pid \d+ died, exit code: |died unexpectedly \(exit code: |"
-                          r"\(PID: \d+\) died with exit code |exited with code |died \()(?P<code>-?\d+)")
+                    r"\(PID: \d+\) died with exit code |exited with code |died \()(?P<code>-?\d+)")
 SIGNAL_RE = lazy(r"\*\*\* (?P<sig>SIG[A-Z]+) received at time=|Fatal Python error: (?P<py>Segmentation fault|"
-                       r"Bus error|Aborted|Floating point exception|Illegal instruction)|<Signals\.(?P<enum>SIG[A-Z]+):"
-                       r"|^(?P<shell>Segmentation fault|Aborted|Bus error)(?: \(core dumped\))?\s*$")
+                 r"Bus error|Aborted|Floating point exception|Illegal instruction)|<Signals\.(?P<enum>SIG[A-Z]+):"
+                 r"|^(?P<shell>Segmentation fault|Aborted|Bus error)(?: \(core dumped\))?\s*$")
 DIED_RE = lazy(r"Worker proc \S+ died unexpectedly|Engine core proc \S+ died unexpectedly|"
-                     r"RayWorkerProc rank=\S+ died unexpectedly|ChildProcessError: worker died")
+               r"RayWorkerProc rank=\S+ died unexpectedly|ChildProcessError: worker died")
 SIGNALS = {4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM"}
 PY_SIGNALS = {"Segmentation fault": "SIGSEGV", "Bus error": "SIGBUS", "Aborted": "SIGABRT",
               "Floating point exception": "SIGFPE", "Illegal instruction": "SIGILL"}

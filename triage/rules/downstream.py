@@ -35,8 +35,8 @@ VLLM_CLASSES = ("LLM", "LLMEngine", "AsyncLLMEngine", "AsyncLLM", "EngineCoreCli
                 "VllmConfig", "ModelConfig", "CacheConfig", "ParallelConfig", "SchedulerConfig", "EngineArgs",
                 "AsyncEngineArgs", "SamplingParams", "RequestOutput", "CompletionOutput")
 _CALL_RE = lazy(r"(?P<callee>[\w.]+)\(\) (?P<how>got an unexpected keyword argument '(?P<arg>\w+)'"
-                      r"|got multiple values for argument '(?P<arg2>\w+)'|missing \d+ required (?:positional|keyword-only) "
-                      r"arguments?: '(?P<arg3>\w+)')")
+                r"|got multiple values for argument '(?P<arg2>\w+)'|missing \d+ required (?:positional|keyword-only) "
+                r"arguments?: '(?P<arg3>\w+)')")
 _ATTR_RE = lazy(r"'(?P<cls>\w+)' object has no attribute '(?P<attr>\w+)'")
 MAX_VLLM_DEPTH = 3  # vLLM frames between the caller's call and the raise: deeper is vLLM's own code failing
 

@@ -13,7 +13,7 @@ from triage.rules.wrappers import is_wrapper
 # Native Windows, as a paste shows it: a traceback through a drive-letter path, the Windows Python
 # banner, collect_env's platform line, pip's console-script launcher.
 WINDOWS_RE = lazy(r'File "[A-Za-z]:\\[^"]*\\vllm\\|\[MSC v\.\d+|\bon win32\b|Python platform\s*:\s*Windows-'
-                        r'|\\Scripts\\vllm(?:\.exe)?\\__main__\.py')
+                  r'|\\Scripts\\vllm(?:\.exe)?\\__main__\.py')
 # What vLLM's import dies of there: Linux-only stdlib modules (resource in vllm/utils, fcntl, termios),
 # the CUDA extension no Windows wheel ships, uvloop; any part of vllm itself (pip there installs a release
 # that is not whole, or an old one without the module the console script imports).
@@ -52,11 +52,11 @@ def _native_windows(scan: Scan) -> Diagnosis | None:
 
 # Native macOS, as a pip build shows it: Homebrew's or python.org's framework Python, a home under /Users.
 MACOS_RE = lazy(r'File "(?:/opt/homebrew/|/usr/local/Caskroom/|/Library/Frameworks/Python\.framework/|/Users/[^/"]+/)'
-                      r'|Python platform\s*:\s*macOS-')
+                r'|Python platform\s*:\s*macOS-')
 # pip/uv building a package from source and failing (the build backend's own step)
 SOURCE_BUILD_FAILED_RE = lazy(r"Getting requirements to build (?:wheel|editable) did not run successfully"
-                                    r"|Building (?:wheel|editable) for vllm \(pyproject\.toml\)[ .]*error"
-                                    r"|Failed to build `?vllm|Failed to (?:download and )?build `vllm")
+                              r"|Building (?:wheel|editable) for vllm \(pyproject\.toml\)[ .]*error"
+                              r"|Failed to build `?vllm|Failed to (?:download and )?build `vllm")
 # what says the package being built is vLLM: its name, or its setup.py's warning when git has no commit
 VLLM_BUILD_RE = lazy(r"\bvllm\b|Failed to get commit hash", re.IGNORECASE)
 
@@ -161,9 +161,9 @@ BUILD_SIGNS_RE = lazy(
 # The CPU platform is only chosen for a CPU build of vLLM ("cpu" in its version; macOS aside): a run meant for the
 # CPU that ends in "Failed to infer device type" has a CUDA wheel (PyPI's) where a CPU build is needed.
 CPU_INTENT_RE = lazy(r"--device[= ]cpu\b|VLLM_TARGET_DEVICE=cpu|device=['\"]cpu['\"]|['\"]device['\"]: ['\"]cpu['\"]"
-                           r"|\bcpu[- ](?:device|backend|only|inference|mode)\b"
-                           r"|\b(?:on|use|using|run|running|with) (?:a |the |my )?cpu\b(?![-_ ]?(?:offload|blocks|cores))",
-                           re.I)
+                     r"|\bcpu[- ](?:device|backend|only|inference|mode)\b"
+                     r"|\b(?:on|use|using|run|running|with) (?:a |the |my )?cpu\b(?![-_ ]?(?:offload|blocks|cores))",
+                     re.I)
 TPU_WORD_RE = lazy(r"\btpu\b|libtpu|torch_xla", re.I)
 # Gaudi is detected from software alone (hpu_platform_plugin: habana_frameworks importable; from 0.9 the vllm-gaudi
 # plugin), never from the devices: a Gaudi machine that ends in "Failed to infer device type" lacks that software.
@@ -189,9 +189,9 @@ def build_explains_no_platform(scan: Scan):
 # "libtpu.so and TPU device found. Setting PJRT_DEVICE=TPU."): a CUDA call then is a CUDA-only code path, not a
 # GPU missing from a container.
 OTHER_PLATFORM_RE = lazy(r"(?:Automatically )?detected platform (?P<p>tpu|xpu|hpu|neuron)\b"
-                               r"|Setting PJRT_DEVICE=(?P<pj>TPU)|libtpu\.so and (?P<lt>TPU) device found"
-                               # an out-of-tree platform plugin (vllm-ascend, vllm-gaudi, vllm-spyre, ...) took over
-                               r"|Platform plugin (?P<pp>(?!cuda\b|rocm\b)\w+) is activated")
+                         r"|Setting PJRT_DEVICE=(?P<pj>TPU)|libtpu\.so and (?P<lt>TPU) device found"
+                         # an out-of-tree platform plugin (vllm-ascend, vllm-gaudi, vllm-spyre, ...) took over
+                         r"|Platform plugin (?P<pp>(?!cuda\b|rocm\b)\w+) is activated")
 CUDA_ASKED_RE = lazy(r"Torch not compiled with CUDA enabled|No CUDA GPUs are available")
 
 

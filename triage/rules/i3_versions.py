@@ -41,7 +41,7 @@ KERNELS_VERSION_REQUIRED: Rule = Rule(
 
 # the warning's head, or (its head wrapped or cut away by the paste) the rows naming the two versions
 OMNI_WARNING_RE = lazy(r"vLLM and vLLM-Omni appear to have|have mismatched major/minor versions|"
-                             r"-->\s*vLLM-Omni version ")
+                       r"-->\s*vLLM-Omni version ")
 OMNI_VERSION_RE = lazy(r"-->\s*(?P<who>vLLM-Omni|vLLM) version (?P<ver>\S+)")
 # what follows the warning when the mismatch broke the start: a traceback, an import or attribute error
 FAILED_RE = lazy(r"Traceback \(most recent call last\)|(?:ModuleNotFound|Import|Attribute|Type)Error\b")
@@ -81,7 +81,7 @@ OMNI_VLLM_MISALIGNED: Rule = Rule(
 
 
 TRANSFORMERS_API_RE = lazy(r"cannot import name '(?P<name>\w+)' from 'transformers(?:\.[\w.]+)?'|"
-                                 r"module 'transformers(?:\.[\w.]+)?' has no attribute '(?P<attr>\w+)'")
+                           r"module 'transformers(?:\.[\w.]+)?' has no attribute '(?P<attr>\w+)'")
 SITE_PACKAGE_RE = lazy(r"(?:site|dist)-packages/(?P<pkg>[A-Za-z_]\w*)/")
 # a frame that only passes the import on (transformers' lazy modules), and importers that are not a library of
 # their own: vLLM itself (its transformers range: model_support), a model's remote code

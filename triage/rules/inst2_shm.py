@@ -17,7 +17,7 @@ from triage.rules.base import Rule
 
 # torch's libshm / storage sharing, the file named by its shm name (no /dev/shm prefix)
 TORCH_SHM_RE = lazy(r"unable to (?:mmap \d+ bytes from|write to|open shared memory object) (?:file )?</?torch_\w+>"
-                          r"(?:: (?P<why>Cannot allocate memory|No space left on device|[\w ]+))?")
+                    r"(?:: (?P<why>Cannot allocate memory|No space left on device|[\w ]+))?")
 ENOSPC_RE = lazy(r"\[Errno 28\] No space left on device|No space left on device \(28\)")
 # where shared-memory segments are created: Python's module, vLLM's broadcast queue and object storage
 SHM_FRAMES = ("multiprocessing/shared_memory.py", "device_communicators/shm_broadcast.py", "shm_object_storage.py")

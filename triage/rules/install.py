@@ -8,8 +8,14 @@ from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, next_row_text
-from triage.rules.environment import (BUILD_SIGNS_RE, CPU_INTENT_RE, HPU_WORD_RE, _other_platform, build_explains_no_platform,
-                                      native_windows)
+from triage.rules.environment import (
+    BUILD_SIGNS_RE,
+    CPU_INTENT_RE,
+    HPU_WORD_RE,
+    _other_platform,
+    build_explains_no_platform,
+    native_windows,
+)
 from triage.rules.vendor import vendor
 
 
@@ -195,20 +201,25 @@ def _conflict_facts(m, line, scan) -> dict:
 
 
 PIP_REQUIRES_RE = lazy(r"(?P<pkg>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])?) (?P<ver>\d[\w.+\-!]*) requires "
-                             r"(?P<req>[^,]{1,120}), but you have (?P<have>[^,]{1,120}?) which is incompatible")
+                       r"(?P<req>[^,]{1,120}), but you have (?P<have>[^,]{1,120}?) which is incompatible")
 
 # The server came up after the installer's complaint: the conflict did not stop anything.
 STARTED_RE = lazy(r"Application startup complete|Uvicorn running on|Starting vLLM API server|Avg prompt throughput")
 
 
-def _dependency_conflict(scan: Scan) -> Diagnosis | None:
-    d = DEPENDENCY_CONFLICT.match_lines(scan)
+def unless_started_after(rule: Rule, scan: Scan) -> Diagnosis | None:
+    """The rule's match, unless the server came up after the last line it read: then that stopped nothing."""
+    d = rule.match_lines(scan)
     if d is None:
         return None
     last = max(e.line for e in d.evidence)
     if any(ln.no > last and STARTED_RE.search(ln.text) for ln in scan.lines):
         return None
     return d
+
+
+def _dependency_conflict(scan: Scan) -> Diagnosis | None:
+    return unless_started_after(DEPENDENCY_CONFLICT, scan)
 
 
 DEPENDENCY_CONFLICT: Rule = Rule(signature="install.dependency_conflict", category="install_mismatch",
@@ -395,7 +406,7 @@ def _build_facts(m, line, scan) -> dict:
 
 
 BUILD_PKG_RE = lazy(r"(?:Failed building wheel for|Failed to build|Could not build wheels for|"
-                          r"Building wheel for) (?P<pkg>[\w.\-]+)")
+                    r"Building wheel for) (?P<pkg>[\w.\-]+)")
 
 
 def _build_failed(scan: Scan) -> Diagnosis | None:
@@ -465,9 +476,9 @@ TOOLCHAIN_PATTERNS = [r"AssertionError: CUDA_HOME is not set",
                       r"Unknown CUDA arch \((?P<arch>[\d.]+\+?\w*)\) or GPU not supported"]
 # a package build in progress: pip/uv's build steps, setuptools, CMake (vLLM's setup.py drives a CMake build)
 BUILD_CONTEXT_RE = lazy(r"Building wheel for|Getting requirements to build|Installing build dependencies|"
-                              r"Preparing metadata|Building editable for|pip-build-env|pip-install-|setup\.py|"
-                              r"CMake Error|CMakeLists\.txt|running build_ext|pyproject\.toml|vLLM Install|"
-                              r"CMAKE_CUDA_COMPILER|CMakeDetermine|AssertionError: CUDA_HOME is not set")
+                        r"Preparing metadata|Building editable for|pip-build-env|pip-install-|setup\.py|"
+                        r"CMake Error|CMakeLists\.txt|running build_ext|pyproject\.toml|vLLM Install|"
+                        r"CMAKE_CUDA_COMPILER|CMakeDetermine|AssertionError: CUDA_HOME is not set")
 
 
 def _toolchain_facts(m, line, scan) -> dict:
@@ -563,7 +574,7 @@ RULES += [IMPORT_FAILED_CUT]
 # machine the same words mean a CUDA-only code path (environment.unsupported_platform), on native Windows the
 # platform itself.
 CPU_TORCH_RE = lazy(r"torch[-= ]=?=?\s*\d[\w.]*\+cpu\b|PyTorch version\s*:\s*\S+\+cpu\b|"
-                          r"CUDA used to build PyTorch\s*:\s*(?:None|Could not collect)")
+                    r"CUDA used to build PyTorch\s*:\s*(?:None|Could not collect)")
 
 
 def _torch_without_cuda(scan: Scan) -> Diagnosis | None:
@@ -606,8 +617,8 @@ VLLM_DEPENDENCIES = frozenset({
     "uvicorn", "watchfiles", "xgrammar", "yaml", "zmq"})
 MISSING_MODULE_RE = lazy(r"No module named '?(?P<mod>[\w.]+)'?(?P<rest>;[^\n]*)?")
 VLLM_NOT_INSTALLED_RE = lazy(r"(?:^|\s)vllm: (?:command )?not found|No module named '?vllm'?(?:\)|\s*$)|"
-                                   r"from partially initialized module 'vllm' \(most likely due to a circular import\) "
-                                   r"\((?P<shadow>[^)]*?vllm\.py)\)|No module named 'vllm\.[\w.]+'; 'vllm' is not a package")
+                             r"from partially initialized module 'vllm' \(most likely due to a circular import\) "
+                             r"\((?P<shadow>[^)]*?vllm\.py)\)|No module named 'vllm\.[\w.]+'; 'vllm' is not a package")
 
 
 def _dependency_missing(scan: Scan) -> Diagnosis | None:

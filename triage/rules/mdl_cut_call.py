@@ -22,13 +22,13 @@ from triage.rules.base import Rule
 # (callee or frame function, category, the step in words, signature)
 CALLS: list[tuple[LazyPattern, str, str, str]] = [
     (lazy(r"\b_?(?:process_multimodal\w*|apply_hf_processor\w*|_?call_hf_processor|cached_apply_hf_processor|"
-                r"get_hf_processor|get_hf_mm_inputs|process_mm_inputs|apply_mm_processor\w*)\b"),
+          r"get_hf_processor|get_hf_mm_inputs|process_mm_inputs|apply_mm_processor\w*)\b"),
      "model_support", "the model's multimodal processor", "model_support.cut_in_mm_processor"),
     (lazy(r"\b(?:apply_hf_chat_template|safe_apply_chat_template|apply_chat_template|render_chat\w*|"
-                r"render_jinja_template)\b"),
+          r"render_jinja_template)\b"),
      "tokenizer_chat_template", "the chat template", "tokenizer.cut_in_tokenizer"),
     (lazy(r"\b(?:get_tokenizer|cached_tokenizer_from_config|init_tokenizer_from_configs?|_tokenize_prompt\w*|"
-                r"AutoTokenizer\.from_pretrained)\b"),
+          r"AutoTokenizer\.from_pretrained)\b"),
      "tokenizer_chat_template", "loading or running the tokenizer", "tokenizer.cut_in_tokenizer"),
 ]
 FIXES = {

@@ -97,8 +97,8 @@ RULES += [
 # parts (the "openai" content format, images, tool results) where the template concatenates strings.
 TEMPLATE_FRAME_FILES = ("<template>", "/jinja2/environment.py", "/jinja2/runtime.py", "chat_template_utils.py")
 CONTENT_SHAPE_RE = lazy(r"can only concatenate (?:str \(not \"(?:list|dict|NoneType)\"\) to str|list \(not \"str\"\) "
-                              r"to list)|'(?:list|dict)' object has no attribute '(?:strip|split|startswith|endswith|"
-                              r"replace|lower)'")
+                        r"to list)|'(?:list|dict)' object has no attribute '(?:strip|split|startswith|endswith|"
+                        r"replace|lower)'")
 TEMPLATE_WORDS = ("template", "Template", "jinja", "Jinja")
 NEAR = 5  # lines around a bare message where the paste must speak of a template
 

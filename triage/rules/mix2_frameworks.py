@@ -40,7 +40,7 @@ _SUBCOMMAND = (r"(?P<prog>[\w.-]+(?: CLI)?): error: argument (?:command|subcomma
 
 # The caller's line building vLLM's engine (printed just above the TypeError in a traceback or a paste).
 _ENGINE_CALL_RE = lazy(r"\b(?:Async)?(?:EngineArgs|LLMEngine|LLM|AsyncLLM)\b(?:\.from_engine_args)?\(|"
-                             r"\bSamplingParams\(")
+                       r"\bSamplingParams\(")
 _KWARG_RE = lazy(r"(?<![\w.])(?:__init__|__new__)\(\) got an unexpected keyword argument '(?P<arg>\w+)'")
 CONTEXT_LINES = 3  # lines above the TypeError where the calling source line stands
 # (a qualified callee, "EngineArgs.__init__()", is downstream.vllm_api_mismatch's: it names the class itself)

@@ -115,7 +115,7 @@ SPEC_FRAME_PARTS = ("/spec_decode/", "/speculative/")
 # mlp_speculator.py; vllm/models/<model>/mtp.py): an exception there is the drafter failing, whatever its words.
 # (eagle2_5_vl.py is NVIDIA's Eagle vision-language model, not a draft.)
 DRAFT_MODEL_FILE_RE = lazy(r"models/(?:[\w/]+/)?(?:\w+_)?(?:mtp|eagle3?|dflash\d*)\.py$|"
-                                 r"models/(?:medusa|mlp_speculator)\.py$")
+                           r"models/(?:medusa|mlp_speculator)\.py$")
 
 
 # The model runner's own drafting steps (gpu_model_runner.propose_draft_token_ids, a runner's _propose_*): what
@@ -916,9 +916,9 @@ RULES += [
 SPEC_PP_DIRECT = lazy(r"Speculative decoding is (?:currently )?incompatible with pipeline parallelism")
 PP_MODEL_MSG = "Pipeline parallelism is not supported for this model"
 SPEC_CONTEXT = lazy(r"speculative[_-]config|speculative\.py|draft_model_config|draft_parallel_config|"
-                          r"num[_-]speculative[_-]tokens|--speculative-model|SpecDecodeWorker|spec_decode|"
-                          # V1's model runner logs this only when speculative decoding is on
-                          r"Loading drafter model")
+                    r"num[_-]speculative[_-]tokens|--speculative-model|SpecDecodeWorker|spec_decode|"
+                    # V1's model runner logs this only when speculative decoding is on
+                    r"Loading drafter model")
 
 
 def _spec_pp(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:

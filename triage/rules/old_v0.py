@@ -27,7 +27,6 @@
 
 from __future__ import annotations
 
-
 from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
@@ -35,12 +34,12 @@ from triage.rules.base import Rule
 
 # -- vLLM's pynccl without a loadable libnccl -------------------------------------------------------------------
 NCCL_LOAD_RE = lazy(r"Failed to load NCCL library from (?P<so>\S+?) ?\.(?:It is expected|\s|$)"
-                          r"|Failed to import NCCL library: (?P<err>.+)")
+                    r"|Failed to import NCCL library: (?P<err>.+)")
 NCCL_NAME_RE = lazy(r"name 'ncclGetVersion' is not defined")
 # the tensor-parallel start-up that needed the library: 0.4.x workers' init_device and the process-group set-up
 NCCL_NEEDED_RE = lazy(r"Error executing method init_device|while processing method init_device"
-                            r"|in init_worker_distributed_environment|pynccl_utils\.init_process_group"
-                            r"|in init_process_group")
+                      r"|in init_worker_distributed_environment|pynccl_utils\.init_process_group"
+                      r"|in init_process_group")
 TP_RE = lazy(r"\btensor_parallel_size'?[=:]\s*'?(?P<tp>\d+)")  # not speculative_draft_tensor_parallel_size
 
 PYNCCL_FIX = ("vLLM loads NCCL itself (pynccl) and found no usable libnccl.so.2 ({so}). In vLLM 0.4.0/0.4.1 that "

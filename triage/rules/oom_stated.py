@@ -26,24 +26,24 @@ STATED_CONFIDENCE = 0.55
 CODE_START = ("File ", "Traceback", "raise ", "return ", "assert ", "^", "~", "at ", "$ ", ">>>", "--", "export ",
               "python", "vllm ", "import ", "from ", "def ", "{", "[pip", "[conda")
 NOT_STATED_RE = lazy(r"\b(?:avoid\w*|prevent\w*|instead of|no longer|without|to reduce|reduc\w+ the risk|"
-                           r"is not an?|isn't|wasn't|not caused by)\b"
-                           # a timeout being configured ("set NCCL timeout to 3600", "increase the NCCL timeout")
-                           r"|\b(?:set|setting|increas\w*|rais\w*|longer)\b[^.]{0,30}\btime[\s-]?out", re.I)
+                     r"is not an?|isn't|wasn't|not caused by)\b"
+                     # a timeout being configured ("set NCCL timeout to 3600", "increase the NCCL timeout")
+                     r"|\b(?:set|setting|increas\w*|rais\w*|longer)\b[^.]{0,30}\btime[\s-]?out", re.I)
 
 GPU_OOM_RE = lazy(r"\b(?:CUDA|GPU|VRAM|HIP|NPU|XPU)[\s-]*(?:out[\s-]of[\s-]memory|OOM(?:ed|s)?)\b"
-                        r"|\bOutOfMemoryError\b"
-                        r"|\bOOM(?:ed|s)?\b.{0,30}\b(?:on|in) (?:the |each |every )?(?:GPUs?|VRAM|device)\b"
-                        # a bare "OOM" as the event of the run ("OOM when using <model>", "OOM occurs as ..."): in a
-                        # vLLM report the device's; the host's is named by its killer (HOST_OOM_RE)
-                        r"|\bOOM(?:ed|s)?\b(?![\s-]?kill)(?=\s+(?:when|while|during|occurs?|occurred|happens?|happened|"
-                        r"error|issue|problem)\b)",
-                        re.I)
+                  r"|\bOutOfMemoryError\b"
+                  r"|\bOOM(?:ed|s)?\b.{0,30}\b(?:on|in) (?:the |each |every )?(?:GPUs?|VRAM|device)\b"
+                  # a bare "OOM" as the event of the run ("OOM when using <model>", "OOM occurs as ..."): in a
+                  # vLLM report the device's; the host's is named by its killer (HOST_OOM_RE)
+                  r"|\bOOM(?:ed|s)?\b(?![\s-]?kill)(?=\s+(?:when|while|during|occurs?|occurred|happens?|happened|"
+                  r"error|issue|problem)\b)",
+                  re.I)
 NCCL_HANG_RE = lazy(r"\bNCCL\b.{0,60}?\b(?:hangs?|hung|hanging|stuck|freez\w*|deadlock\w*|timed[\s-]?out|"
-                          r"time[\s-]?outs?|watchdog)\b", re.I)
+                    r"time[\s-]?outs?|watchdog)\b", re.I)
 
 # the host's kernel OOM killer (host RAM, not the GPU's): "OOM-killed", "killed by the OOM killer", "status 137"
 HOST_OOM_RE = lazy(r"\bOOM[\s-]?kill(?:er|ed)\b|\bkilled by (?:the )?(?:kernel(?:'s)? |linux )?OOM\b"
-                         r"|\b(?:exit(?:ed)?(?: with)?|status|exit code) 137\b", re.I)
+                   r"|\b(?:exit(?:ed)?(?: with)?|status|exit code) 137\b", re.I)
 
 
 def _prose(ln: Line) -> str:

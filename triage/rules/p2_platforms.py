@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import re
 
-from triage.lazyre import lazy
 from triage.areas import PACKAGES
+from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule, not_in_passing
@@ -160,7 +160,7 @@ PACKAGE_API_SKEW: Rule = Rule(
 
 REQUIRE_RES = [
     lazy(r"(?P<req>[A-Za-z][\w.\-]*[<>=!~][^\s]*) is required for a normal functioning of this module, but "
-               r"found (?P<pkg>[\w.\-]+)==(?P<have>[\w.+\-]*\w)"),
+         r"found (?P<pkg>[\w.\-]+)==(?P<have>[\w.+\-]*\w)"),
     lazy(r"The '(?P<req>(?P<pkg>[A-Za-z][\w.\-]*)[^']*)' distribution was not found and is required by"),
 ]
 

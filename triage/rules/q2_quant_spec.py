@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-
 from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
@@ -66,10 +65,10 @@ SPEC_WRAPPER_ATTR = Rule(
 
 # -- a traceback cut inside vLLM's dtype check -------------------------------------------------------------------
 DTYPE_CHECK_FRAME_RE = lazy(r'File "(?P<file>[^"]*vllm[^"]*\.py)", line \d+, in '
-                                  r"(?P<func>_check_if_gpu_supports_dtype|check_if_supports_dtype)\b")
+                            r"(?P<func>_check_if_gpu_supports_dtype|check_if_supports_dtype)\b")
 # the worker's call into it, when the paste ends on that source line
 DTYPE_CHECK_CALL_RE = lazy(r"^\s*(?:current_platform\.)?(?P<func>_check_if_gpu_supports_dtype|check_if_supports_dtype)"
-                                 r"\(self\.model_config\.dtype\)\s*$")
+                           r"\(self\.model_config\.dtype\)\s*$")
 FOLLOW = 6  # lines after the frame where its own source line, or the exception it raised, would be printed
 
 

@@ -36,7 +36,7 @@ QUANT_SOURCE_RE = lazy(r"(?P<file>csrc/(?:libtorch_stable/)?(?:quantization|moe/
 FUNC_BEFORE_RE = lazy(r"(?:Exception raised from (?P<a>\w+) at|(?P<b>\w+),\s*$)")
 # A compiler's diagnostic about the same file (a source build failing), not a kernel's run-time refusal.
 COMPILER_RE = lazy(r"\.(?:cu|cuh|hpp|h|cpp|cc)(?:\(\d+\)|:\d+:\d+):? ?(?:fatal )?(?:error|warning)|nvcc|ninja|"
-                         r"FAILED:|Building CUDA|error: ")
+                   r"FAILED:|Building CUDA|error: ")
 WINDOW = 2  # lines from the exception line a check's location may be printed on (a wrapped message)
 
 

@@ -157,7 +157,7 @@ def parse_reasons(text: str) -> dict[str, list[str]]:
 
 
 NEW_RECORD_RE = lazy(r"\s*(?:Traceback|File \"|During handling|The above exception|[\w.]*(?:Error|Exception)\b:|"
-                           r"(?:INFO|WARNING|ERROR|DEBUG)\b)")
+                     r"(?:INFO|WARNING|ERROR|DEBUG)\b)")
 
 
 def _complete(text: str) -> bool:
