@@ -96,6 +96,19 @@ def test_a_fallback_nothing_decided_takes_a_less_sure_guess():
     assert wordclass.reconsider(scan, worded, TOY).category == "environment"
 
 
+def test_an_exception_placed_only_by_a_disputed_frame_takes_a_fairly_sure_guess():
+    # "nccl rank barrier memory": the model is fairly sure (over 70%), not all but certain
+    scan = scan_text("RuntimeError: nccl rank barrier memory\n")
+    _, p, _ = wordclass.guess(scan, 0.0, TOY)
+    assert wordclass.FRAMED_P <= p < wordclass.PLACED_P
+    framed = _fallback("model_support", wordclass.FRAMED)  # a frame the words disagree with, or hinting words
+    assert wordclass.reconsider(scan, framed, TOY).category == "distributed"
+    # where it was raised in one subsystem's code, or a mined message's module, keeps the higher bar
+    assert wordclass.reconsider(scan, _fallback("model_support", 0.4), TOY).category == "model_support"
+    mined = _fallback("model_support", wordclass.FRAMED, signature="catalogue.vllm.config")
+    assert wordclass.reconsider(scan, mined, TOY).category == "model_support"
+
+
 def test_the_shipped_model_is_the_trained_one(docs, script):
     """Regenerate with `python scripts/train_wordclass.py` after adding or relabelling a log."""
     with gzip.open(wordclass.DATA, "rt", encoding="utf-8") as f:
