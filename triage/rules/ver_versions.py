@@ -59,7 +59,7 @@ def _inspection_killed(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                 "class crashed (often at interpreter exit). Find it with `python -X faulthandler -c \"import "
                 "vllm.model_executor.models.registry\"`, then pin the package you upgraded last to its previous "
                 "release (a known case: `pip install nixl==1.0.0 nixl-cu12==1.0.0`) or reinstall the set vLLM's "
-                "release pins (torch, flashinfer, nixl).", "install"),
+                "release pins (torch, flashinfer, nixl).", "install-mismatch"),
         first_line=ln.no)
 
 
@@ -89,9 +89,9 @@ RULES = [
              "the same process with VLLM_ENABLE_V1_MULTIPROCESSING=0 (VLLM_USE_V1=0 on 0.8-0.10), set before vllm "
              "is imported.",
          patterns=[r"Can't (?:get|pickle) local object [`'<]?(?P<obj>[\w.]*<locals>[\w.]*)"],
-         playbook="install", confidence=0.6),
+         playbook="install-mismatch", confidence=0.6),
     Rule(signature="install.inspection_subprocess_killed", category="install_mismatch",
          title="vLLM's model-inspection subprocess was killed by a native crash",
          fix="A native library crashed in the model-inspection subprocess.",
-         check=_inspection_killed, playbook="install", confidence=0.75),
+         check=_inspection_killed, playbook="install-mismatch", confidence=0.75),
 ]
