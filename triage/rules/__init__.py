@@ -119,6 +119,10 @@ MODULES = [
     # FlashInfer MLA plan dtypes and TRT-LLM page size, Kimi-K3's fp8 prefill query, NVFP4 shuffle alignment,
     # CuTe DSL JIT failures, DeepGEMM below SM90)
     "bw_blackwell",
+    # kvx: the KV cache beyond one GPU (KV-transfer connectors and the hybrid KV cache manager, CPU offloading's
+    # /dev/shm region, NIXL's UCX, Mooncake's metadata server, LMCache's CPU buffer) and KV cache dtypes (fp8 in
+    # FlashAttention, fp8_e5m2 with quantized checkpoints, TurboQuant on hybrid models)
+    "kvx_kvcache",
 ]
 
 
