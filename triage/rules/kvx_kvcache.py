@@ -58,34 +58,23 @@ def _fp8_kv_facts(m: Any, line: Any, scan: Scan) -> dict[str, Any]:
     return {"fp8_kv": bool(FP8_KV_RE.search(scan.joined_text()))}
 
 
-def _offload_madvise(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+def _madvise_errno(scan: Scan, errno: str) -> Any:
+    """The line of the offload region's madvise failing with this errno, or None."""
     text = scan.joined_text()
     if not any(mark in text for mark in OFFLOAD_REGION_MARKS):
         return None
-    for ln in scan.lines:
-        m = ERRNO_RE.search(ln.text)
-        if not m:
-            continue
-        if m.group("errno") == "22":
-            return Diagnosis(
-                category="environment", signature="environment.kv_offload_madvise_old_kernel",
-                title="The kernel refuses madvise(MADV_POPULATE_WRITE) on the KV offload region (Linux older than 5.14)",
-                confidence=0.85, evidence=[Evidence(ln.no, ln.shown)], facts={"errno": 22},
-                fix=Fix("vLLM pre-faults the CPU offload region in /dev/shm with MADV_POPULATE_WRITE, which Linux "
-                        "kernels before 5.14 (RHEL 8's 4.18) do not know: upgrade vLLM to a release with the "
-                        "fallback (vllm#51116), run on a 5.14+ kernel (`uname -r`), or launch without KV offloading "
-                        "(--kv-offloading-size / the OffloadingConnector).", "environment"),
-                first_line=ln.no)
-        return Diagnosis(
-            category="distributed", signature="distributed.kv_offload_shm_too_small",
-            title="The KV offload region does not fit in /dev/shm (madvise: Bad address)",
-            confidence=0.85, evidence=[Evidence(ln.no, ln.shown)], facts={"errno": 14},
-            fix=Fix("The CPU offload region is a file in /dev/shm and the size asked for (--kv-offloading-size, "
-                    "cpu_bytes_to_use) is larger than /dev/shm can hold: give the container more shared memory "
-                    "(`docker run --ipc=host` or `--shm-size`; `df -h /dev/shm` shows it) or lower the offloading "
-                    "size.", "distributed"),
-            first_line=ln.no)
-    return None
+    return next((ln for ln in scan.lines for m in [ERRNO_RE.search(ln.text)] if m and m.group("errno") == errno),
+                None)
+
+
+def _offload_madvise_old_kernel(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    ln = _madvise_errno(scan, "22")
+    return None if ln is None else MADVISE_OLD_KERNEL.diagnosis(scan, [(ln, ERRNO_RE.search(ln.text))])
+
+
+def _offload_shm_too_small(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    ln = _madvise_errno(scan, "14")
+    return None if ln is None else OFFLOAD_SHM_TOO_SMALL.diagnosis(scan, [(ln, ERRNO_RE.search(ln.text))])
 
 
 def _hma_off_kv_short(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
@@ -142,6 +131,22 @@ UCX_WITHOUT_CUDA: Rule = Rule(
         "transports the build lacks.",
     patterns=[r"transports? '[\w,']*?cuda_(?:ipc|copy)'?[\w,']*? (?:are|is) not available"],
     check=_ucx_without_cuda, playbook="install-mismatch", confidence=0.8)
+
+
+MADVISE_OLD_KERNEL: Rule = Rule(
+    signature="environment.kv_offload_madvise_old_kernel", category="environment",
+    title="The kernel refuses madvise(MADV_POPULATE_WRITE) on the KV offload region (Linux older than 5.14)",
+    fix="vLLM pre-faults the CPU offload region in /dev/shm with MADV_POPULATE_WRITE, which Linux kernels before "
+        "5.14 (RHEL 8's 4.18) do not know: upgrade vLLM to a release with the fallback (vllm#51116), run on a 5.14+ "
+        "kernel (`uname -r`), or launch without KV offloading (--kv-offloading-size, the OffloadingConnector).",
+    check=_offload_madvise_old_kernel, playbook="environment", confidence=0.85)
+OFFLOAD_SHM_TOO_SMALL: Rule = Rule(
+    signature="distributed.kv_offload_shm_too_small", category="distributed",
+    title="The KV offload region does not fit in /dev/shm (madvise: Bad address)",
+    fix="The CPU offload region is a file in /dev/shm and the size asked for (--kv-offloading-size, "
+        "cpu_bytes_to_use) is more than /dev/shm holds: give the container more shared memory (`docker run "
+        "--ipc=host` or `--shm-size`; `df -h /dev/shm` shows it) or lower the offloading size.",
+    check=_offload_shm_too_small, playbook="distributed", confidence=0.85)
 
 
 RULES = [
@@ -205,11 +210,8 @@ RULES = [
          # the message wrapped after "HMA is" in a paste still names the connector
          patterns=[r"Connector (?P<connector>\w+) does not support HMA but HMA is(?: enabled|\s*$)"],
          playbook="engine-config", confidence=0.9),
-    Rule(signature="environment.kv_offload_madvise_old_kernel", category="environment",
-         title="The kernel refuses madvise(MADV_POPULATE_WRITE) on the KV offload region (Linux older than 5.14)",
-         fix="Upgrade vLLM or the kernel, or launch without KV offloading.",
-         check=_offload_madvise, emits=("distributed.kv_offload_shm_too_small",),
-         playbook="environment", confidence=0.85),
+    MADVISE_OLD_KERNEL,
+    OFFLOAD_SHM_TOO_SMALL,
     UCX_WITHOUT_CUDA,
     Rule(signature="kv_cache.hma_disabled_by_connector", category="kv_cache_memory",
          title="The KV cache is too small because a KV connector turned the hybrid KV cache manager off",
