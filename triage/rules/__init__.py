@@ -122,6 +122,10 @@ MODULES = [
     # ver: release moves - transformers making a config attribute per-layer, the attention layer's newer forward
     # keywords, objects the V1 engine cannot pickle, the model-inspection subprocess killed by a native crash
     "ver_versions",
+    # kvx: the KV cache beyond one GPU (KV-transfer connectors and the hybrid KV cache manager, CPU offloading's
+    # /dev/shm region, NIXL's UCX, Mooncake's metadata server, LMCache's CPU buffer) and KV cache dtypes (fp8 in
+    # FlashAttention, fp8_e5m2 with quantized checkpoints, TurboQuant on hybrid models)
+    "kvx_kvcache",
 ]
 
 
