@@ -119,6 +119,10 @@ MODULES = [
     # FlashInfer MLA plan dtypes and TRT-LLM page size, Kimi-K3's fp8 prefill query, NVFP4 shuffle alignment,
     # CuTe DSL JIT failures, DeepGEMM below SM90)
     "bw_blackwell",
+    # tool: requests a server cannot serve (per-request logits processors, out-of-vocab or too many token ids, the
+    # Responses API store, templates sent to Mistral tokenizers, an empty tools array), structured-output libraries
+    # of another release
+    "tool_requests",
 ]
 
 
