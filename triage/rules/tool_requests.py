@@ -60,16 +60,20 @@ def _release(scan: Scan) -> tuple[int, ...] | None:
     return None
 
 
-def _logits_processors_multi_step(scan: Scan, env: dict) -> Diagnosis | None:
+def _logits_processors_multi_step(scan: Scan, env: dict, removed: bool) -> Diagnosis | None:
     """The multi-step message: a scheduler setting up to 0.10.0, the removed V0 path for a library's per-request
-    logits processors from 0.10.1 (the words stayed the multi-step ones)."""
+    logits processors from 0.10.1 (the words stayed the multi-step ones). `removed`: the rule that reads the
+    latter (the other returns None there)."""
     hit = next(((ln, m) for ln in scan.lines for m in [_MULTI_STEP_RE.search(ln.text)] if m), None)
     if hit is None:
         return None
     line, m = hit
     release = _release(scan)
     multi_step = any(_MULTI_STEP_FLAG_RE.search(ln.text) and ln.no != line.no for ln in scan.lines)
-    if m.group("assert") is None and not multi_step and release is not None and release >= UNCONDITIONAL_SINCE:
+    if (m.group("assert") is None and not multi_step and release is not None
+            and release >= UNCONDITIONAL_SINCE) != removed:
+        return None
+    if removed and release is not None:
         shown = ".".join(map(str, release))
         return Diagnosis(
             category="install_mismatch", signature="install.logits_processors_removed",
@@ -80,7 +84,7 @@ def _logits_processors_multi_step(scan: Scan, env: dict) -> Diagnosis | None:
                          "SamplingParams.logits_processors, whatever the scheduler (the message kept its multi-step "
                          "words); a library built on them needs an older vLLM"],
             fix=Fix("Pin vLLM 0.10.0 for this library (`pip install vllm==0.10.0`), or move to a release of the "
-                    "library that uses vLLM's V1 logits processors (passed at launch with --logits-processors) or "
+                    "library that uses vLLM's V1 logits-processor interface (processors given when the engine is built) or "
                     "structured outputs (response_format / guided_json) instead of per-request processors.",
                     "install-mismatch"))
     return Diagnosis(
@@ -134,8 +138,12 @@ RULES = [
          playbook="engine-config", confidence=0.85),
     Rule(signature="config.logits_processors_multi_step", category="engine_config",
          title="Logits processors (guided decoding included) cannot run with multi-step scheduling", fix="",
-         check=_logits_processors_multi_step, emits=("install.logits_processors_removed",),
+         check=lambda scan, env: _logits_processors_multi_step(scan, env, removed=False),
          playbook="engine-config", confidence=0.8),
+    Rule(signature="install.logits_processors_removed", category="install_mismatch",
+         title="This vLLM no longer runs per-request logits processors, which the calling library passes", fix="",
+         check=lambda scan, env: _logits_processors_multi_step(scan, env, removed=True),
+         playbook="install-mismatch", confidence=0.75),
     TOKEN_IDS_OUT_OF_VOCAB,
     Rule(signature="config.request_token_ids_device_index", category="engine_config",
          title="A request's token id reached the device beyond the vocabulary", fix="",
