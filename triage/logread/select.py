@@ -49,6 +49,8 @@ PREFILTER = (
     "File \x1b"
     # --- mcfg: the step a message-less failure came in (building the speculative-decoding drafter) ---
     "|drafter|EAGLE head|SpecDecodeWorker"
+    # -- tool: a device's bounds check on an index (CANN: a request's out-of-vocab token id used as a logits index)
+    "|exceeds bounds"
     # -- envi: a worker killed by a signal (executors' "died" lines, absl's and faulthandler's signal reports);
     # installers' solver output (uv and conda print no error word)
     "|died|received at time|Fatal Python|No solution found|unsatisfiable|No matching distribution"

@@ -126,6 +126,10 @@ MODULES = [
     # /dev/shm region, NIXL's UCX, Mooncake's metadata server, LMCache's CPU buffer) and KV cache dtypes (fp8 in
     # FlashAttention, fp8_e5m2 with quantized checkpoints, TurboQuant on hybrid models)
     "kvx_kvcache",
+    # tool: requests a server cannot serve (per-request logits processors, out-of-vocab or too many token ids, the
+    # Responses API store, templates sent to Mistral tokenizers, an empty tools array), structured-output libraries
+    # of another release
+    "tool_requests",
 ]
 
 

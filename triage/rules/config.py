@@ -16,7 +16,7 @@ from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
 def _argv_hint(m, line, scan) -> dict:
     """What usually produced the unknown argument: a removed flag, or arguments glued into one token."""
     # a flag quoted in prose or markdown ends in its closing quote and the sentence's stop
-    flag = (m.groupdict().get("flag") or "").strip().rstrip("`'\".,;:)")
+    flag = (m.groupdict().get("flag") or "").strip().rstrip("`'\".,;:)”’」")
     out = _argv_advice(flag, line)
     if flag:
         out["flag"] = flag
@@ -152,7 +152,7 @@ RULES = [
     Rule(signature="config.unrecognized_argument", category="engine_config",
          title="The launch command has an argument this vLLM does not know: {flag}",
          fix="{hint}",
-         patterns=[r"error: unrecognized arguments: (?P<flag>.+)", r"error: ambiguous option: (?P<flag>--[\w-]+)"],
+         patterns=[r"error:\s?unrecognized arguments:\s?(?P<flag>.+)", r"error: ambiguous option: (?P<flag>--[\w-]+)"],
          facts=_argv_hint, playbook="engine-config", confidence=0.95),
     Rule(signature="config.invalid_choice", category="engine_config",
          title="{flag} does not accept {value_q} in this vLLM",
@@ -195,7 +195,7 @@ RULES = [
              "than this version (e.g. gpt-oss's `openai`); a custom parser needs --tool-parser-plugin.",
          patterns=[r"invalid tool call parser: (?P<parser>[\w.-]+) \(cho(?:o)?se from",
                    # 0.6-0.33: the name given was not among the registered parsers
-                   r"--enable-auto-tool-choice requires tool_parser:'(?P<parser>[\w.-]*)' which has not been registered",
+                   r"--enable-auto-tool-choice requires tool_parser:'(?P<parser>[^']*)' which has not been registered",
                    # 0.25+: the parser manager's lookup (ToolParserManager.get_tool_parser)
                    r"Tool parser '(?P<parser>[\w.-]+)' not found"],
          playbook="engine-config", confidence=0.9),

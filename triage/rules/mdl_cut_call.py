@@ -30,6 +30,9 @@ CALLS: list[tuple[LazyPattern, str, str, str]] = [
     (lazy(r"\b(?:get_tokenizer|cached_tokenizer_from_config|init_tokenizer_from_configs?|_tokenize_prompt\w*|"
           r"AutoTokenizer\.from_pretrained)\b"),
      "tokenizer_chat_template", "loading or running the tokenizer", "tokenizer.cut_in_tokenizer"),
+    # the engine core building its structured-output manager/backend (V1, 0.8+): the backend's tokenizer support
+    (lazy(r"\b(?:StructuredOutputManager|XgrammarBackend|GuidanceBackend|OutlinesBackend|grammar_init)\b"),
+     "engine_config", "the structured-output backend's set-up", "config.cut_in_structured_output"),
 ]
 FIXES = {
     "model_support": "The paste ends inside vLLM's call into the model's multimodal processor (the Hugging Face processor "
@@ -41,7 +44,14 @@ FIXES = {
                                "Check that the model ships a tokenizer and chat template this transformers can load "
                                "(a template for chat requests, --chat-template otherwise), and capture the whole "
                                "output to see the message.",
+    "engine_config": "The paste ends inside the engine building its structured-output (guided decoding) backend; the "
+                     "error itself is cut off. The backend must support the model's tokenizer (xgrammar and "
+                     "MistralTokenizer / --tokenizer-mode mistral did not go together in early V1 releases): upgrade "
+                     "vLLM, choose another backend with --structured-outputs-config.backend (older: "
+                     "--guided-decoding-backend), and capture the whole output to see the message.",
 }
+PLAYBOOKS = {"model_support": "model-support", "tokenizer_chat_template": "tokenizer-chat-template",
+             "engine_config": "engine-config"}
 CONF = 0.55  # above the fallback's frame guess (the call says more than the frames), below any message
 # vLLM's request and start-up plumbing: a frame here names no subsystem, the call it makes does
 PLUMBING = ("/vllm/inputs/", "/vllm/v1/engine/", "/vllm/engine/", "/vllm/entrypoints/", "/vllm/renderers/",
@@ -63,6 +73,10 @@ def _ends_in_plumbing(scan: Scan) -> tuple[Line, Line] | None:
     """(frame line, call line) when the paste ends on the source line of a frame in vLLM's plumbing, even where the
     traceback reader could not take the traceback whole (a terminal wrapped its rows mid-path)."""
     lines = [ln for ln in scan.lines if ln.text.strip()]
+    # a paste cut in the middle of the next frame's path, and the carets under the call, come after the call line
+    while lines and (set(lines[-1].text.strip()) <= set("^~ ") or (lines[-1].text.strip().startswith('File "')
+                                                                    and '", line ' not in lines[-1].text)):
+        lines.pop()
     if len(lines) < 3 or lines[-1].text.strip().startswith(("File ", "Traceback")):
         return None
     tail = lines[-TAIL:]
@@ -103,7 +117,7 @@ def _cut_call(scan: Scan, want: str) -> Diagnosis | None:
                 confidence=CONF, evidence=[Evidence(line.no, line.shown)],
                 facts={"call": m.group(0), "step": step,
                        "category_guessed_from": "the call in progress where the traceback is cut"},
-                fix=Fix(FIXES[cat], "model-support" if cat == "model_support" else "tokenizer-chat-template"),
+                fix=Fix(FIXES[cat], PLAYBOOKS[cat]),
                 first_line=line.no)
     return None
 
@@ -115,4 +129,7 @@ RULES = [
          title="Failed inside the tokenizer or chat template (traceback cut)", fix="",
          check=lambda scan, env: _cut_call(scan, "tokenizer_chat_template"), playbook="tokenizer-chat-template",
          confidence=CONF),
+    Rule(signature="config.cut_in_structured_output", category="engine_config",
+         title="Failed inside the structured-output backend's set-up (traceback cut)", fix="",
+         check=lambda scan, env: _cut_call(scan, "engine_config"), playbook="engine-config", confidence=CONF),
 ]
