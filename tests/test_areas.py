@@ -309,3 +309,11 @@ def test_a_call_mismatch_with_no_known_callee_decides_nothing():
     assert category_from_words("TypeError", "__init__() got an unexpected keyword argument 'limit_mm_per_prompt'") \
         is None
     assert category_from_words("TypeError", "foo.bar.Baz.run() takes 2 positional arguments but 3 were given") is None
+
+
+def test_a_call_mismatch_with_no_known_callee_hints_at_versions_not_at_a_launch_argument():
+    # "argument" is among the words that hint at a launch setting; a call's signature is not one
+    said = category_from_words("TypeError", "FusedMoE.make_expert_params_mapping() missing 1 required positional "
+                               "argument: 'model'", weak=True)
+    assert said[0] == "install_mismatch" and "signature" in said[1]
+    assert category_from_words("ValueError", "invalid argument --max-num-seqs", weak=True)[0] == "engine_config"

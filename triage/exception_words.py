@@ -172,6 +172,10 @@ def category_from_words(exc_type: str, message: str, weak: bool = False) -> tupl
     """(category, why) when the exception's type or message words decide it, else None. `weak`: the
     words that only hint (WEAK_WORDS), for when nothing else decided."""
     if weak:
+        # a call that does not fit its callee, whoever's: caller and callee were most often written for
+        # different versions of one package (its "argument" is no launch argument)
+        if (exc_type.endswith("TypeError") or "TypeError: " in message) and CALL_RE.search(message) is not None:
+            return "install_mismatch", "a call does not fit its callee's signature (caller and callee from different versions?)"
         return _search(WEAK_WORDS, message)
     short = exc_type.rsplit(".", 1)[-1]
     # (an import error quoted in a line of prose or a title reads the same: "ImportError: cannot import ...")
