@@ -119,6 +119,10 @@ MODULES = [
     # FlashInfer MLA plan dtypes and TRT-LLM page size, Kimi-K3's fp8 prefill query, NVFP4 shuffle alignment,
     # CuTe DSL JIT failures, DeepGEMM below SM90)
     "bw_blackwell",
+    # tpu: platforms other than CUDA/ROCm (TPU meshes, head sizes and XLA memory exhaustion, tpu-inference's model
+    # registry, Intel XPU's oneCCL collectives, platform quantization lists, the Neuron backend's architectures)
+    "tpu_xla",
+    "tpu_backends",
 ]
 
 
