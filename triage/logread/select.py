@@ -134,6 +134,11 @@ PREFILTER = (
     # "expandable_segments:True" not in conf`), a causal LM reached by a pooling request told in prose
     "|expandable_segments|has no attribute 'pooler'"
     # -- end pool
+    # -- tpu: a platform's refusal retold without "not supported" ("mxfp4 is not currently supported on gaudi3"),
+    # Mosaic failing to lower the TPU attention kernel for a head size it does not take, a native crash's report
+    # (oneCCL's "!!!!!!! Segfault encountered !!!!!!!")
+    "|not currently supported|base memref|Segfault"
+    # -- end tpu
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

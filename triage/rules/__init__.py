@@ -130,6 +130,10 @@ MODULES = [
     # Responses API store, templates sent to Mistral tokenizers, an empty tools array), structured-output libraries
     # of another release
     "tool_requests",
+    # tpu: platforms other than CUDA/ROCm (TPU meshes, head sizes and XLA memory exhaustion, tpu-inference's model
+    # registry, Intel XPU's oneCCL collectives, platform quantization lists, the Neuron backend's architectures)
+    "tpu_xla",
+    "tpu_backends",
 ]
 
 
