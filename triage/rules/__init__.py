@@ -119,6 +119,12 @@ MODULES = [
     # FlashInfer MLA plan dtypes and TRT-LLM page size, Kimi-K3's fp8 prefill query, NVFP4 shuffle alignment,
     # CuTe DSL JIT failures, DeepGEMM below SM90)
     "bw_blackwell",
+    # moe: MoE kernels and backends (a --moe-backend a quantization has no kernel for, quantized MoE schemes no
+    # method serves, gpt-oss's triton_kernels, FlashInfer's CUTLASS fused MoE off Hopper/Blackwell)
+    "moe_backends",
+    # moe: expert parallelism (EPLB on models/quantizations it does not cover, experts not divisible over EP ranks,
+    # DeepEP all2all timeouts, MoE model code against another vLLM's FusedMoE API)
+    "moe_parallel",
 ]
 
 
