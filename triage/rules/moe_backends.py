@@ -12,9 +12,10 @@ MoE method serves, the Triton MXFP4 kernels missing, FlashInfer's CUTLASS fused 
   routing features: "Apply router weight on input is not supported forfused Marlin MoE method." (Qwen3 MoE
   GPTQ/AWQ), "Expert Parallelism is not supported for fused Marlin MoE method."
 - gpt-oss's MXFP4 Triton backend imports OpenAI's triton_kernels at import time and only logs a failure ("Failed to
-  import Triton kernels. Please make sure your triton version is compatible. Error: ...", 0.10 .. 0.1x;
-  "triton_kernels unavailable in this build", later): every model prints it, and for any other model it is
-  harmless. It is the failure only when the run is the MXFP4 / gpt-oss path and the server did not come up after.
+  import Triton kernels. Please make sure your triton version is compatible. Error: ...", at ERROR, 0.10 ..
+  0.1x; later builds vendor the package and say "triton_kernels unavailable in this build" at INFO): every model
+  prints it, and for any other model it is harmless. It is the failure only when the run is the MXFP4 / gpt-oss
+  path and the server did not come up after.
 - FlashInfer builds its CUTLASS fused MoE module per SM family (fused_moe/core.py get_cutlass_fused_moe_module):
   SM90/100/103/110/120/121, later SM89; any other GPU gets "ValueError: Invalid backend: 80".
 """
@@ -53,7 +54,7 @@ MOE_SCHEME_UNSUPPORTED = Rule(
     playbook="quantization", confidence=0.85)
 
 # the MXFP4 / gpt-oss path is what needs the kernels: said on some line other than the import failure's own
-_TRITON_KERNELS_FAILED_RE = lazy(r"Failed to import Triton kernels|triton_kernels unavailable in this build")
+_TRITON_KERNELS_FAILED_RE = lazy(r"Failed to import Triton kernels")
 _MXFP4_PATH_RE = lazy(r"gpt-oss|gpt_oss|GptOss|[Mm][Xx][Ff][Pp]4|OAITriton")
 
 
@@ -75,7 +76,7 @@ TRITON_KERNELS_MISSING: Rule = Rule(
         "the triton / triton_kernels pair this vLLM release was built with (a clean `pip install vllm`, or the release's "
         "Docker image; later vLLM vendors triton_kernels), do not upgrade triton afterwards, or pick another MXFP4 MoE "
         "backend (e.g. --moe-backend marlin where available).",
-    patterns=[r"Failed to import Triton kernels", r"triton_kernels unavailable in this build"],
+    patterns=[r"Failed to import Triton kernels"],
     check=lambda scan, env: _triton_kernels_for_mxfp4(scan),
     # logged at import by every model; another failure in the same log is the likelier cause
     secondary=True, playbook="kernel-library", confidence=0.6)
@@ -90,7 +91,7 @@ def _triton_kernels_in_passing(scan: Scan) -> Diagnosis | None:
 TRITON_KERNELS_IN_PASSING: Rule = Rule(
     signature="harmless.triton_kernels_import", category="", harmless=True,
     title="vLLM could not import gpt-oss's Triton MoE kernels (triton_kernels); only the MXFP4 path needs them",
-    fix="", patterns=[r"Failed to import Triton kernels", r"triton_kernels unavailable in this build"],
+    fix="", patterns=[r"Failed to import Triton kernels"],
     check=lambda scan, env: _triton_kernels_in_passing(scan))
 
 _FUSED_MOE_CONTEXT_RE = lazy(r"fused_moe|cutlass_fused_moe|FusedMoE")
