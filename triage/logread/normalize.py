@@ -17,6 +17,8 @@ from triage.record import Record
 # it): most logs never show most of these layers, and compiling them all costs start-up time.
 ANSI_RE = lazy(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 CTRL_RE = lazy(r"[\x00-\x08\x0b-\x1f\x7f]")
+# A colour escape pasted in caret notation (`cat -v`, less, a terminal copied as text): "^[[1;36m(EngineCore ...".
+CARET_ANSI_RE = lazy(r"\^\[\[[0-9;]*[mK]")
 # A log pasted through a web page keeps its HTML escapes: "&nbsp; File &quot;/x.py&quot;".
 HTML_ENTITY_RE = lazy(r"&(?:nbsp|quot|lt|gt|amp|apos|#\d{1,5}|#x[0-9a-fA-F]{1,4});")
 
@@ -151,6 +153,8 @@ def clean(raw: bytes | str) -> str:
         s = s.replace("#033[", "\x1b[")
     if "\x1b" in s:
         s = ANSI_RE.sub("", s)
+    if "^[[" in s:
+        s = CARET_ANSI_RE.sub("", s)
     if "\r" in s:
         # NewLineFormatter writes "\r\n" + header; a bare \r inside a line is a progress bar:
         # what the terminal would show is the text after the last \r.

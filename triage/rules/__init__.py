@@ -134,6 +134,12 @@ MODULES = [
     # registry, Intel XPU's oneCCL collectives, platform quantization lists, the Neuron backend's architectures)
     "tpu_xla",
     "tpu_backends",
+    # moe: MoE kernels and backends (a --moe-backend a quantization has no kernel for, quantized MoE schemes no
+    # method serves, gpt-oss's triton_kernels, FlashInfer's CUTLASS fused MoE off Hopper/Blackwell)
+    "moe_backends",
+    # moe: expert parallelism (EPLB on models/quantizations it does not cover, experts not divisible over EP ranks,
+    # DeepEP all2all timeouts, MoE model code against another vLLM's FusedMoE API)
+    "moe_parallel",
 ]
 
 

@@ -426,6 +426,19 @@ RULES = [
 ]
 
 
+# vLLM imports gpt-oss's MXFP4 Triton MoE kernels at start-up for every model and logs a failure at ERROR
+# ("Failed to import Triton kernels. ... Error: No module named 'triton_kernels.matmul_ogs'") before carrying on:
+# only the MXFP4 path needs them (moe.triton_kernels_unavailable reads that case).
+LOGGED_TRITON_KERNELS = "Failed to import Triton kernels"
+
+
+def _kernel_package_missing(scan: Scan) -> Diagnosis | None:
+    d = not_in_passing(KERNEL_PACKAGE_MISSING, scan)
+    if d is not None and all(LOGGED_TRITON_KERNELS in e.text for e in d.evidence):
+        return None
+    return d
+
+
 # An optional kernel package a chosen backend or model needs is not installed (vLLM's own words).
 KERNEL_PACKAGE_MISSING: Rule = Rule(
     signature="kernels.package_missing", category="kernel_library",
@@ -447,7 +460,7 @@ KERNEL_PACKAGE_MISSING: Rule = Rule(
               r"deep_ep|pplx_kernels|aiter|tilelang|fla|cuda\.bindings|flashinfer_cubin|flashinfer_jit_cache)"
               r"[\w.]*'"],
     playbook="kernel-library", confidence=0.85,
-    check=lambda scan, env: not_in_passing(KERNEL_PACKAGE_MISSING, scan))
+    check=lambda scan, env: _kernel_package_missing(scan))
 
 RULES += [
     KERNEL_PACKAGE_MISSING,
