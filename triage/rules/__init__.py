@@ -119,6 +119,9 @@ MODULES = [
     # FlashInfer MLA plan dtypes and TRT-LLM page size, Kimi-K3's fp8 prefill query, NVFP4 shuffle alignment,
     # CuTe DSL JIT failures, DeepGEMM below SM90)
     "bw_blackwell",
+    # cmp: the offline Python API and `vllm bench` (SamplingParams refusals, a caller written for another vLLM
+    # release, the benchmark's test request and random dataset), vLLM's broken torch.compile cache artifacts
+    "cmp_offline",
 ]
 
 
