@@ -130,3 +130,38 @@ def test_oom_ruled_out_is_not_stated(text):
 def test_oom_stated_still_read():
     d = first("CUDA out of memory when loading Qwen3-32B on one A100\n")
     assert d.signature == "oom.stated_in_report"
+
+
+# ---- a traceback cut where vLLM starts a process with spawn ---------------------------------------------------
+
+SPAWN_CUT = ("  File \"/venv/lib/python3.12/site-packages/vllm/v1/engine/utils.py\", line 150, in __init__\n"
+             "    proc.start()\n"
+             "  File \"/usr/lib/python3.12/multiprocessing/process.py\", line 121, in start\n"
+             "    self._popen = self._Popen(self)\n"
+             "  File \"/usr/lib/python3.12/multiprocessing/context.py\", line 289, in _Popen\n"
+             "    return Popen(process_obj)\n"
+             "  File \"/usr/lib/python3.12/multiprocessing/{popen}\", line 32, in __init__\n"
+             "    super().__init__(process_obj)\n")
+
+
+@pytest.mark.parametrize("popen", ["popen_spawn_posix.py", "popen_spawn_win32.py"])
+def test_traceback_cut_in_vllms_spawn_start(popen):
+    d = first("Traceback (most recent call last):\n" + SPAWN_CUT.format(popen=popen))
+    assert (d.signature, d.category) == ("distributed.spawn_start_cut", "distributed")
+
+
+def test_spawn_start_outside_vllm_is_not_named():
+    text = ("Traceback (most recent call last):\n"
+            "  File \"/app/train.py\", line 40, in main\n"
+            "    p.start()\n"
+            "  File \"/usr/lib/python3.12/multiprocessing/popen_spawn_posix.py\", line 32, in __init__\n"
+            "    super().__init__(process_obj)\n")
+    d = top(text)
+    assert d is None or d.signature != "distributed.spawn_start_cut"
+
+
+def test_spawn_start_with_its_message_is_the_main_guard_rule():
+    d = first("Traceback (most recent call last):\n" + SPAWN_CUT.format(popen="popen_spawn_posix.py") +
+              "RuntimeError: \n        An attempt has been made to start a new process before the\n"
+              "        current process has finished its bootstrapping phase.\n")
+    assert d.signature == "distributed.spawn_main_guard"

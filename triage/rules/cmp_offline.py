@@ -20,6 +20,12 @@ previous compile that failed half-way leaves an artifact without its hash ("fail
 compiled graph" up to 0.9.0, "vLLM failed to compile the model. The most likely reason ... corrupted
 compilation artifact" since), and a cached graph from another build or model shape fails when torch's
 standalone_compile runs it (CacheCompiledArtifact). Clearing the cache shows or removes the real error.
+
+vLLM starts its engine core and workers with multiprocessing's spawn method (forced once CUDA is initialised,
+the default in V1 scripts): the child re-imports the main module, so a script that builds LLM(...) at top level
+builds it again inside the child, whose proc.start() then refuses ("An attempt has been made to start a new
+process before the current process has finished its bootstrapping phase"). A paste cut right after
+proc.start() -> popen_spawn_*.py is that start failing; the message is mostly the bootstrapping one.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from triage.logread.scan import Scan
-from triage.model import Diagnosis
+from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import Rule
 
 _CLEAR_CACHE = ("Remove the compile cache (`rm -rf ~/.cache/vllm/torch_compile_cache`, or the cache_dir set in "
@@ -107,5 +113,40 @@ RULES = [
                    # torch's standalone_compile running a graph vLLM loaded from its cache (AOT / standalone)
                    r"\bCacheCompiledArtifact\._compiled_fn\b"],
          playbook="triton-compile", confidence=0.75),
+]
+
+
+# ---- a traceback cut where vLLM starts a process with spawn ---------------------------------------------------
+SPAWN_POPEN = ("/multiprocessing/popen_spawn_posix.py", "/multiprocessing/popen_spawn_win32.py")
+VLLM_STARTERS = ("/vllm/v1/engine/utils.py", "/vllm/v1/engine/core_client.py", "/vllm/v1/executor/",
+                 "/vllm/executor/", "/vllm/entrypoints/llm.py", "/vllm/v1/utils.py")
+
+
+def _cut_in_spawn_start(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
+    for tb in scan.cut_tracebacks:
+        files = ["/" + f.file.replace("\\", "/").lstrip("/") for f in tb.frames]
+        if not files or not any(files[-1].endswith(p) for p in SPAWN_POPEN):
+            continue
+        if not any(any(v in f for v in VLLM_STARTERS) for f in files):
+            continue
+        return Diagnosis(
+            category="distributed", signature="distributed.spawn_start_cut",
+            title="Starting a vLLM process with spawn failed (traceback cut in popen_spawn); most often the "
+                  "script lacks an `if __name__ == '__main__':` guard",
+            confidence=0.45, evidence=[Evidence(tb.line.no, tb.line.shown)],
+            facts={"category_guessed_from": "traceback frames (the exception line is cut)",
+                   "raised_at": files[-1].rsplit("/", 1)[-1]},
+            fix=Fix("vLLM starts its engine and workers with the spawn method, which re-imports the main module: put "
+                    "the code that builds LLM(...) under `if __name__ == '__main__':` (a `def main()` called from "
+                    "there). If the message turns out to be a pickling error, the object handed to the new process "
+                    "cannot be pickled. Paste the whole output to see the message.", "distributed"),
+            first_line=tb.line.no)
+    return None
+
+
+RULES += [
+    Rule(signature="distributed.spawn_start_cut", category="distributed",
+         title="Starting a vLLM process with spawn failed", fix="", check=_cut_in_spawn_start,
+         confidence=0.45, playbook="distributed"),
 ]
 BY_SIG = {r.signature: r for r in RULES}
