@@ -165,3 +165,15 @@ def test_spawn_start_with_its_message_is_the_main_guard_rule():
               "RuntimeError: \n        An attempt has been made to start a new process before the\n"
               "        current process has finished its bootstrapping phase.\n")
     assert d.signature == "distributed.spawn_main_guard"
+
+
+# ---- code reaching into engine internals another release moved ----------------------------------------------
+
+@pytest.mark.parametrize("text,attr", [
+    ("AttributeError: 'LLMEngine' object has no attribute 'driver_worker'\n", "driver_worker"),
+    ("AttributeError: 'LLMEngine' object has no attribute 'model_executor'\n", "model_executor"),
+    ("AttributeError: 'LLMEngine' object has no attribute 'collective_rpc'\n", "collective_rpc"),
+])
+def test_engine_internals_moved(text, attr):
+    d = first(text)
+    assert (d.signature, d.category, d.facts.get("attr")) == ("api.engine_internals_moved", "install_mismatch", attr)

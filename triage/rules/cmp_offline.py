@@ -8,7 +8,9 @@ agent loops) gets 0 or less once the prompt fills the context.
 Code calling the Python API is written against one release: LLM.generate lost its `prompt_token_ids=`
 keyword in 0.10.2 (the prompts now carry it: `{"prompt_token_ids": ids}`), and a caller that unpacks
 something else than a dict into `SamplingParams(**...)` (lm-eval's VLM backend after its
-modify_gen_kwargs change) fails in the caller's frame. Both are versions that do not match, not settings.
+modify_gen_kwargs change) fails in the caller's frame; code that reaches into the engine's internals
+(llm.llm_engine.model_executor.driver_worker...) breaks when a release moves them (V1 runs the workers in
+another process). All are versions that do not match, not settings.
 
 `vllm bench serve` sends one test request first and raises "Initial test run failed - Please make sure
 benchmark arguments are correctly specified. Error: <HTTP reason>" (Not Found: the --model name is not
@@ -89,6 +91,18 @@ RULES = [
                    r"keyword argument '\w+')",
                    r"(?P<what>\bSamplingParams\.__init__\(\) got an unexpected keyword argument '\w+')"],
          playbook="install-mismatch", confidence=0.75),
+    Rule(signature="api.engine_internals_moved", category="install_mismatch",
+         title="The calling code reaches into vLLM engine internals this release does not have ({obj}.{attr})",
+         fix="The code was written against another vLLM's internals: the V0 engine held the workers in-process "
+             "(llm.llm_engine.driver_worker up to 0.3, llm_engine.model_executor.driver_worker after), while the V1 "
+             "engine (default from 0.8, the only one from 0.11) runs them in another process. Install the vLLM "
+             "release the project pins, or use the public API: llm.collective_rpc(...) / llm.apply_model(fn) "
+             "(with VLLM_ENABLE_V1_MULTIPROCESSING=0 to keep the model in this process); on 0.8-0.10, "
+             "VLLM_USE_V1=0 brings back the V0 engine.",
+         patterns=[r"'(?P<obj>LLMEngine|LLM|AsyncLLMEngine|AsyncLLM|_AsyncLLMEngine)' object has no attribute "
+                   r"'(?P<attr>model_executor|driver_worker|workers|model_runner|engine_core|collective_rpc|"
+                   r"apply_model)'"],
+         playbook="install-mismatch", confidence=0.8),
     Rule(signature="bench.initial_test_failed", category="engine_config",
          title="vllm bench's first test request failed ({error})",
          fix="The server answered the benchmark's test request with an error. Not Found: the --model the benchmark "
