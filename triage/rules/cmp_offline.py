@@ -102,7 +102,8 @@ RULES = [
          patterns=[r"'(?P<obj>LLMEngine|LLM|AsyncLLMEngine|AsyncLLM|_AsyncLLMEngine)' object has no attribute "
                    r"'(?P<attr>model_executor|driver_worker|workers|model_runner|engine_core|collective_rpc|"
                    r"apply_model)'"],
-         playbook="install-mismatch", confidence=0.8),
+         # below downstream.vllm_api_mismatch when a framework's frame makes the call (it names the framework)
+         playbook="install-mismatch", confidence=0.7),
     Rule(signature="bench.initial_test_failed", category="engine_config",
          title="vllm bench's first test request failed ({error})",
          fix="The server answered the benchmark's test request with an error. Not Found: the --model the benchmark "
