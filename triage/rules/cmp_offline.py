@@ -148,7 +148,7 @@ def _cut_in_spawn_start(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
             category="distributed", signature="distributed.spawn_start_cut",
             title="Starting a vLLM process with spawn failed (traceback cut in popen_spawn); most often the "
                   "script lacks an `if __name__ == '__main__':` guard",
-            confidence=0.45, evidence=[Evidence(tb.line.no, tb.line.shown)],
+            confidence=0.55, evidence=[Evidence(tb.line.no, tb.line.shown)],
             facts={"category_guessed_from": "traceback frames (the exception line is cut)",
                    "raised_at": files[-1].rsplit("/", 1)[-1]},
             fix=Fix("vLLM starts its engine and workers with the spawn method, which re-imports the main module: put "
@@ -162,6 +162,6 @@ def _cut_in_spawn_start(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
 RULES += [
     Rule(signature="distributed.spawn_start_cut", category="distributed",
          title="Starting a vLLM process with spawn failed", fix="", check=_cut_in_spawn_start,
-         confidence=0.45, playbook="distributed"),
+         confidence=0.55, playbook="distributed"),
 ]
 BY_SIG = {r.signature: r for r in RULES}
