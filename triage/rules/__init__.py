@@ -140,6 +140,9 @@ MODULES = [
     # moe: expert parallelism (EPLB on models/quantizations it does not cover, experts not divisible over EP ranks,
     # DeepEP all2all timeouts, MoE model code against another vLLM's FusedMoE API)
     "moe_parallel",
+    # cmp: the offline Python API and `vllm bench` (SamplingParams refusals, a caller written for another vLLM
+    # release, the benchmark's test request and random dataset), vLLM's broken torch.compile cache artifacts
+    "cmp_offline",
 ]
 
 

@@ -27,6 +27,8 @@ CODE_START = ("File ", "Traceback", "raise ", "return ", "assert ", "^", "~", "a
               "python", "vllm ", "import ", "from ", "def ", "{", "[pip", "[conda")
 NOT_STATED_RE = lazy(r"\b(?:avoid\w*|prevent\w*|instead of|no longer|without|to reduce|reduc\w+ the risk|"
                      r"is not an?|isn't|wasn't|not caused by)\b"
+                     # the report ruling it out ("Not OOM.", "no `CUDA out of memory` in worker logs")
+                     r"|\bnot (?:an? )?OOM\b|\bno [`'\"]?(?:CUDA|GPU)[\s-]*(?:out[\s-]of[\s-]memory|OOM)"
                      # a timeout being configured ("set NCCL timeout to 3600", "increase the NCCL timeout")
                      r"|\b(?:set|setting|increas\w*|rais\w*|longer)\b[^.]{0,30}\btime[\s-]?out", re.I)
 
