@@ -44,6 +44,7 @@ LIMITS = {
     ("fenced", "install.import_failed_cut.log"): "a cut traceback followed by prose after the fence",
     # likewise: its last frame is followed by the call line, the fence's closing line, a blank and a sentence
     ("fenced", "config.cut_in_structured_output.log"): "a cut traceback followed by prose after the fence",
+    ("fenced", "distributed.spawn_start_cut.log"): "a cut traceback followed by prose after the fence",
 }
 
 
