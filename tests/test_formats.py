@@ -38,13 +38,7 @@ MOVES_LINES = {"wrap80", "wrap120"}  # rows, not lines: a long line becomes seve
 
 # Documented limitations: (transformation, fixture) -> why it cannot keep its diagnosis.
 # Each entry must still fail (a fixed limitation has to be taken off this list).
-LIMITS = {
-    # a traceback the log ends inside is taken as cut only within CUT_TB_TAIL lines of the end (triage.logread.scan);
-    # the fence's closing line, a blank and a sentence after it push it past that, so it reads as no failure
-    ("fenced", "install.import_failed_cut.log"): "a cut traceback followed by prose after the fence",
-    # likewise: its last frame is followed by the call line, the fence's closing line, a blank and a sentence
-    ("fenced", "config.cut_in_structured_output.log"): "a cut traceback followed by prose after the fence",
-    ("fenced", "distributed.spawn_start_cut.log"): "a cut traceback followed by prose after the fence",
+LIMITS: dict[tuple[str, str], str] = {
 }
 
 

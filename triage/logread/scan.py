@@ -54,6 +54,8 @@ COLLECT_ENV_SPAN = 400
 CUT_TB_TAIL = 3  # a traceback whose last frame is this close to the end of the log was cut by it
 CUT_INTERLEAVED = 40  # ... or this close, when only other processes' lines follow it
 CUT_MIN = 80  # the narrowest terminal: a shorter line was not cut by one
+_FENCES = ("```", "~~~")  # a Markdown code block's fence
+_FENCE_START = "`~ \t"
 
 
 class Scan(Record):
@@ -118,6 +120,7 @@ class Scanner:
         self._prev_full = True  # that row may have been cut at its end
         self._shapes: dict[bytes, list] = {}  # shape -> [times, first no, last no, first Line]
         self.overflow = False  # a shape was not remembered (MAX_SHAPES): its lines are read again
+        self._fences: list[int] = []  # lines that close (or open) a pasted code block: a paste's end
 
     def feed(self, no: int, raw: bytes | str) -> Line:
         shapes = self._shapes
@@ -166,6 +169,8 @@ class Scanner:
 
     def _read(self, no: int, raw: bytes | str) -> Line:
         ln = parse(no, raw, self._indent)
+        if ln.text[:1] in _FENCE_START and ln.text.lstrip().startswith(_FENCES):
+            self._fences.append(no)
         if ln.shown[:1] == " ":
             self._indent = paste_indent(ln) or self._indent
         # A message quoted in a tuple of pieces, an HTTP error body, an escaped string, an exception
@@ -257,8 +262,15 @@ class Scanner:
         def printed_after(t: ExceptionRecord) -> int:  # a repeated line counts every time it was printed
             return sum(s.spans.get(ln.no, (1, 0))[0] for ln in tail if ln.proc == t.line.proc and ln.no > t.line.no)
 
+        # A code block closed right after its last frame ends the paste there: what follows is the ticket's prose.
+        fenced = self._fences
+
+        def block_ends(t: ExceptionRecord) -> bool:
+            return any(t.line.no < f <= t.line.no + CUT_TB_TAIL for f in fenced)
+
         s.cut_tracebacks = [t for t in self._tb.cut() if t.line.no + CUT_TB_TAIL >= end or (
-            t.line.proc and end - t.line.no <= CUT_INTERLEAVED and printed_after(t) <= CUT_TB_TAIL)]
+            t.line.proc and end - t.line.no <= CUT_INTERLEAVED and printed_after(t) <= CUT_TB_TAIL)
+            or (fenced and block_ends(t))]
         # The step start-up died in, for every rule: from the first traceback whose frames say.
         phase = next((p for e in s.exceptions + s.cut_tracebacks if e.frames for p in [phase_of(e.frames)] if p), None)
         if phase:

@@ -139,6 +139,10 @@ PREFILTER = (
     # (oneCCL's "!!!!!!! Segfault encountered !!!!!!!")
     "|not currently supported|base memref|Segfault"
     # -- end tpu
+    # pip's refusal of an option it does not know (older than the command; uv's says "error:")
+    "|no such option"
+    # a Markdown code block's fence: where a pasted block ends, a traceback in it was cut (scan.CUT_TB_TAIL)
+    "|```"
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

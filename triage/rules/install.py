@@ -82,6 +82,18 @@ RULES = [
                    r"undefined symbol: (?P<symbol>\w+)"],
          playbook="install-mismatch", confidence=0.99),
     VLLM_C_MISSING,
+    # The install guide's commands assume a current installer: an older uv (clap's wording) or pip (optparse's)
+    # stops at the first option it does not know, before anything is installed.
+    Rule(signature="install.installer_flag_unknown", category="install_mismatch",
+         title="The installer does not know the option {flag}: it is older than the install command it was given",
+         fix="{flag} belongs to a newer installer than the one that ran (uv added --torch-backend in 0.6 as a "
+             "preview and made it stable in 0.7.14; vLLM's install guide assumes a current uv). Upgrade it and run "
+             "the same command again: `uv self update` (or `pip install -U uv` where pip installed it), "
+             "`python -m pip install -U pip` for pip. Or drop the option and choose the index by hand "
+             "(`--extra-index-url https://download.pytorch.org/whl/cu128` instead of `--torch-backend`).",
+         patterns=[r"error: unexpected argument '(?P<flag>--?[A-Za-z][\w-]*)' found",
+                   r"^(?:ERROR: )?no such option: (?P<flag>--?[A-Za-z][\w-]*)"],
+         playbook="install-mismatch", confidence=0.8),
     Rule(signature="install.vllm_ops_missing", category="install_mismatch",
          title="vLLM's compiled ops do not match its Python code (op {op} missing)",
          fix="The Python files and the compiled _C extension come from different vLLM versions (a partial "
