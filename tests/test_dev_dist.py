@@ -11,9 +11,6 @@ DEV, EXPECTED = load("dev-dist")
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
 KNOWN_MISSES: dict[str, str] = {
-    "environment--dp-2p4d-zmq-port-conflict-dplb-client.log":
-        "the traceback is cut inside DPLBAsyncMPClient's start-up before the ZMQError, and the title only says "
-        "'Port Conflict': nothing in the text states the failure",
 }
 
 
