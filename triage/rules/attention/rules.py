@@ -610,8 +610,11 @@ def _backend_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                         "for does not set itself up). Pick another backend with --attention-backend, unset a forced "
                         "one, or turn the feature off (e.g. --decode-context-parallel-size 1).", "attention-backend"),
                 first_line=ln.no)
+        # the exclusions first: they are cheap, the refusal pattern is the costliest to compile of all the rules
+        if BACKEND_REFUSAL_NOT.search(t):
+            continue
         m = BACKEND_REFUSAL_RE.search(t)
-        if m is None or BACKEND_REFUSAL_NOT.search(t):
+        if m is None:
             continue
         n = BACKEND_NAME_RE.search(m.group(0))
         backend = (n.group(1) or n.group(2)) if n and (n.group(1) or n.group(2)) else "selected"
