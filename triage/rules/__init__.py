@@ -143,6 +143,10 @@ MODULES = [
     # cmp: the offline Python API and `vllm bench` (SamplingParams refusals, a caller written for another vLLM
     # release, the benchmark's test request and random dataset), vLLM's broken torch.compile cache artifacts
     "cmp_offline",
+    # lora: LoRA adapters vLLM cannot serve as trained (MoE expert weights, models without the MoE expert mapping,
+    # adapter paths, RL frameworks' in-memory placeholder paths, added tokens, vllm-ascend's rank limit) and
+    # n/best_of requests it refuses
+    "lora_adapters",
 ]
 
 

@@ -491,7 +491,8 @@ RULES = [
                    r"(?P<what>Invalid repository ID or local directory specified)",
                    # huggingface_hub's CacheNotFound: HF_HOME / HF_HUB_CACHE points at a folder that does not exist
                    r"(?P<what>Cache directory not found: \S+?)\.? Please use `cache_dir`",
-                   r"(?P<what>No such file or directory: '[^']*(?:config\.json|\.safetensors|tokenizer[^']*)')"],
+                   # (an adapter's adapter_config.json is lora_adapters' lora.adapter_not_found)
+                   r"(?P<what>No such file or directory: '[^']*(?:(?<!adapter_)config\.json|\.safetensors|tokenizer[^']*)')"],
          playbook="model-loading", confidence=0.9),
     Rule(signature="model_loading.gated_or_auth", category="model_loading",
          title="The model repository needs authentication (gated or private)",
