@@ -150,3 +150,17 @@ def test_torch_version_pin_walks_what_pip_said_and_offers_the_pinned_torch(capsy
     assert "$ python3 -m pip install torch==2.8.0" in walked and "Result: install torch" in walked
     assert "C++ symbols do not resolve" not in walked and "2) No" in out
     assert not leaks(out), leaks(out)
+
+
+@pytest.mark.parametrize("name,step", [
+    ("install.undefined_symbol.log", "What does not match"),
+    ("install.numpy_abi.log", "What pip knows about these versions"),
+    ("install.glibc_too_old.log", "What pip knows about these versions"),
+    ("downstream.vllm_api_mismatch.log", "What pip knows about these versions"),
+    ("install.vllm_c_missing.log", "A source folder named vllm in the way?"),
+])
+def test_install_mismatch_says_c_plus_plus_symbols_only_for_a_compiled_part(name, step, capsys):
+    assert fix.main(["--log", f"tests/logs/{name}", "--dry-run", "--offline", "--no-probe"]) == 0
+    walked = capsys.readouterr().out.split("\nOther steps of this playbook")[0]
+    assert "(playbook install-mismatch;" in walked and f"] {step}\n" in walked
+    assert ("C++ symbols do not resolve" in " ".join(walked.split())) == (step == "What does not match")
