@@ -166,7 +166,8 @@ DIAGNOSES: dict[str, dict[str, Any]] = {
                              "facts": {"max_model_len": 262144, "max_position_embeddings": 131072}},
     # install-resolve: one case per branch (os/python here stand in for the probe when a snapshot has none)
     "install_resolve_python": {"category": "install_mismatch", "signature": "install.no_matching_distribution",
-                               "facts": {"req": "vllm==0.11.0", "python_refused": True, "log_python": "3.13.1"}},
+                               "facts": {"req": "vllm==0.11.0", "python_refused": True, "log_python": "3.13.1",
+                                         "python_ranges": ["0.9.2 needs Python <3.13,>=3.9"]}},
     "install_resolve_macos": {"category": "install_mismatch", "signature": "install.no_matching_distribution",
                               "facts": {"req": "vllm", "os": {"name": "Darwin", "arch": "arm64"}}},
     "install_resolve_arm": {"category": "install_mismatch", "signature": "install.no_matching_distribution",

@@ -40,7 +40,7 @@ def test_the_installer_signatures_name_install_resolve():
 FIXTURES = {
     "install.no_matching_distribution.log": (
         "This Python is outside the range the release supports", "install into a Python version the release supports",
-        ["vllm==0.11.0", "uv venv --python 3.12 --seed ~/.venvs/vllm"]),
+        ["vllm==0.11.0", "- 0.9.2 needs Python <3.13,>=3.9", "uv venv --python 3.12 --seed ~/.venvs/vllm"]),
     "install.dependency_conflict.log": (
         "Let vLLM choose torch, in a fresh environment", "install vLLM into a fresh virtual environment",
         ["trl 0.12.0 requires transformers<4.47", "xformers 0.0.30 requires torch==2.7.0", "Python 3.10",
@@ -133,6 +133,7 @@ def test_the_rules_read_what_decides_the_branch():
 
     d = top("install.no_matching_distribution.log")
     assert d.facts["req"] == "vllm==0.11.0" and d.facts["python_refused"] is True
+    assert d.facts["python_ranges"] == ["0.2.0 needs Python >=3.8", "0.9.2 needs Python <3.13,>=3.9"]
     d = top("install.dependency_conflict--uv-no-solution.log")
     assert d.facts["log_python"] == "3.12.3" and d.facts["torch_pinned"] is True
     assert d.facts["conflicts"] == ["Because vllm==0.10.1 depends on torch==2.7.1 and you require torch==2.6.0"]

@@ -237,16 +237,33 @@ NAMED_REQ_RE = lazy(r"(?:Could not find a version that satisfies the requirement
                     r"(\S+)")
 
 
+# The Python range a skipped release needs: pip's note lists "<version> Requires-Python <spec>" pairs; pip's
+# per-package refusal says "not in '<spec>'"; uv says "does not satisfy Python<spec>".
+PYTHON_RANGE_RE = lazy(r"(?P<ver>\d[\w.]*) Requires-Python (?P<spec>[<>=!~][^;]*)|"
+                       r"Package '(?P<pkg>[^']+)' requires a different Python: [\d.]+ not in '(?P<spec2>[^']+)'|"
+                       r"does not satisfy Python ?(?P<spec3>[<>=!~][^\s,]*(?:,[<>=!~][^\s,]*)*)")
+
+
 def _installer_python(scan: Scan) -> dict:
-    """What the log says of the interpreter the installer worked for: its Python, and whether releases were
-    skipped for it."""
+    """What the log says of the interpreter the installer worked for: its Python, whether releases were
+    skipped for it, and the Python range the skipped releases need."""
     out: dict = {}
+    ranges: list[str] = []
     for ln in scan.lines:
         m = LOG_PYTHON_RE.search(ln.text)
         if m and "log_python" not in out:
             out["log_python"] = next(g for g in m.groups() if g)
         if PYTHON_REFUSED_RE.search(ln.text):
             out["python_refused"] = True
+            for r in PYTHON_RANGE_RE.finditer(ln.text):
+                if r.group("ver"):
+                    ranges.append(f"{r.group('ver')} needs Python {r.group('spec').strip()}")
+                elif r.group("pkg"):
+                    ranges.append(f"{r.group('pkg')} needs Python {r.group('spec2').strip()}")
+                else:
+                    ranges.append(f"a release it considered needs Python {r.group('spec3')}")
+    if ranges:
+        out["python_ranges"] = list(dict.fromkeys(ranges))[-6:]  # the newest releases pip lists come last
     return out
 
 
