@@ -167,28 +167,3 @@ def test_install_mismatch_says_c_plus_plus_symbols_only_for_a_compiled_part(name
     if step != "What does not match":
         assert "C++ symbols" not in walked and "] What does not match\n" not in walked
 
-
-# Rules that named a playbook other than the one that claims their signature (found by the same survey).
-@pytest.mark.parametrize("name,pid,step", [
-    ("environment.port_in_use.log", "environment-port-in-use", None),
-    ("environment.port_in_use--zmq.log", "environment-port-in-use", None),
-    ("distributed.nccl_shm.log", "distributed-shm", "How big is /dev/shm? (read-only)"),
-    ("distributed.bus_error_shm.log", "distributed-shm", "How big is /dev/shm? (read-only)"),
-    ("distributed.shm_exhausted.log", "distributed-shm", "How big is /dev/shm? (read-only)"),
-])
-def test_a_rule_names_the_playbook_that_claims_its_signature(name, pid, step, capsys):
-    assert fix.main(["--log", f"tests/logs/{name}", "--dry-run", "--offline", "--no-probe"]) == 0
-    out = capsys.readouterr().out
-    walked = out.split("\nOther steps of this playbook")[0]
-    assert f"(playbook {pid};" in walked and "NCCL_P2P_DISABLE" not in walked and "--playbook" not in walked
-    assert step is None or f"] {step}\n" in walked
-    assert not leaks(out), leaks(out)
-
-
-def test_every_signature_a_playbook_claims_is_walked_by_it():
-    """A rule that names a playbook names the one that lists its signature (when one does; a playbook with a
-    `when`, such as the sparse MLA one, claims its signatures only for some facts)."""
-    claimed = {sig: pb.id for pb in LIB.playbooks.values() if pb.when is None for sig in pb.signatures}
-    wrong = {r.signature: (r.playbook, claimed[r.signature]) for r in all_rules()
-             if r.playbook and r.signature in claimed and r.playbook != claimed[r.signature]}
-    assert not wrong, wrong

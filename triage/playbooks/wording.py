@@ -105,6 +105,7 @@ OUTCOME_WORDS = {
     "manual:upgrade-driver": "upgrade the NVIDIA driver",
     "manual:upgrade-transformers": "upgrade transformers",
     "manual:upgrade-vllm-first": "upgrade vLLM first",
+    "manual:clear-compile-cache": "remove the broken compile cache and start again",
     "manual:python-in-range": "install into a Python version the release supports",
     "manual:other-arch": "install a build made for this CPU, or build vLLM from source",
     "manual:matching-wheel": "install the wheel made for this Python and platform",

@@ -1,0 +1,62 @@
+"""Each failure walks a playbook whose steps speak of its cause: a rule names the playbook that claims its
+signature, and a category's playbook does not tell another failure's story (found by surveying `triage fix
+--dry-run` over every fixture log)."""
+
+from __future__ import annotations
+
+import pytest
+
+from triage.commands import fix
+from triage.playbooks.load import load_library
+from triage.playbooks.wording import leaks
+from triage.rules import all_rules
+
+LIB = load_library(include_user=False)
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRIAGE_HOME", str(tmp_path / "home"))
+
+
+def dry_run(name, capsys):
+    assert fix.main(["--log", f"tests/logs/{name}", "--dry-run", "--offline", "--no-probe"]) == 0
+    out = capsys.readouterr().out
+    assert not leaks(out), leaks(out)
+    return out, out.split("\nOther steps of this playbook")[0]
+
+
+# Rules that named a playbook other than the one that claims their signature (found by the same survey).
+@pytest.mark.parametrize("name,pid,step", [
+    ("environment.port_in_use.log", "environment-port-in-use", None),
+    ("environment.port_in_use--zmq.log", "environment-port-in-use", None),
+    ("distributed.nccl_shm.log", "distributed-shm", "How big is /dev/shm? (read-only)"),
+    ("distributed.bus_error_shm.log", "distributed-shm", "How big is /dev/shm? (read-only)"),
+    ("distributed.shm_exhausted.log", "distributed-shm", "How big is /dev/shm? (read-only)"),
+])
+def test_a_rule_names_the_playbook_that_claims_its_signature(name, pid, step, capsys):
+    out, walked = dry_run(name, capsys)
+    assert f"(playbook {pid};" in walked and "NCCL_P2P_DISABLE" not in walked and "--playbook" not in walked
+    assert step is None or f"] {step}\n" in walked
+
+
+def test_every_signature_a_playbook_claims_is_walked_by_it():
+    """A rule that names a playbook names the one that lists its signature (when one does; a playbook with a
+    `when`, such as the sparse MLA one, claims its signatures only for some facts)."""
+    claimed = {sig: pb.id for pb in LIB.playbooks.values() if pb.when is None for sig in pb.signatures}
+    wrong = {r.signature: (r.playbook, claimed[r.signature]) for r in all_rules()
+             if r.playbook and r.signature in claimed and r.playbook != claimed[r.signature]}
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("name,step", [
+    ("triton.out_of_shared_memory.log", "Out of shared memory"),
+    ("compile.cache_artifact_corrupted.log", "Remove the compile cache and start again"),
+    ("triton.inductor_failed.log", "A kernel this Triton cannot build or run here"),
+    ("triton.llvm_failed.log", "A kernel this Triton cannot build or run here"),
+    ("triton.launch_failed.log", "A kernel this Triton cannot build or run here"),
+])
+def test_triton_compile_speaks_of_shared_memory_only_when_it_ran_out(name, step, capsys):
+    _out, walked = dry_run(name, capsys)
+    assert "(playbook triton-compile;" in walked and f"] {step}\n" in walked
+    assert ("shared memory" in walked) == (step == "Out of shared memory")
