@@ -59,4 +59,25 @@ def test_every_signature_a_playbook_claims_is_walked_by_it():
 def test_triton_compile_speaks_of_shared_memory_only_when_it_ran_out(name, step, capsys):
     _out, walked = dry_run(name, capsys)
     assert "(playbook triton-compile;" in walked and f"] {step}\n" in walked
-    assert ("shared memory" in walked) == (step == "Out of shared memory")
+    assert ("] Out of shared memory\n" in walked) == (step == "Out of shared memory")
+    assert ("~99 KB" in walked) == (step == "Out of shared memory")
+
+
+@pytest.mark.parametrize("name,step,advice", [
+    ("environment.hf_cache_not_writable.log", "Change the host or container setup", "HF_HOME=/data/huggingface"),
+    ("environment.host_oom_killed.log", "Change the host or container setup", "dmesg | grep -i oom"),
+    ("environment.image_pull_failed.log", "Change the host or container setup", None),
+    ("environment.no_gpu_visible.log", "The driver sees GPUs; vLLM did not", "CUDA_VISIBLE_DEVICES"),
+    ("environment.zero_visible_devices.log", "The driver sees GPUs; vLLM did not", "CUDA_VISIBLE_DEVICES"),
+])
+def test_environment_asks_nvidia_smi_only_when_gpus_are_not_visible(name, step, advice, capsys):
+    _out, walked = dry_run(name, capsys)
+    assert "(playbook environment;" in walked and f"] {step}\n" in walked
+    assert ("nvidia-smi -L" in walked) == (step == "The driver sees GPUs; vLLM did not")
+    assert advice is None or advice in " ".join(walked.split())
+
+
+def test_a_general_step_quotes_the_rules_advice(capsys):
+    """install-mismatch's general path (NumPy 2 here) says the rule's fix, not the compiled-extension story."""
+    _out, walked = dry_run("install.numpy_abi.log", capsys)
+    assert "Pin numpy<2 in this environment" in " ".join(walked.split())

@@ -155,9 +155,9 @@ def test_torch_version_pin_walks_what_pip_said_and_offers_the_pinned_torch(capsy
 
 @pytest.mark.parametrize("name,step", [
     ("install.undefined_symbol.log", "What does not match"),
-    ("install.numpy_abi.log", "What pip knows about these versions"),
-    ("install.glibc_too_old.log", "What pip knows about these versions"),
-    ("downstream.vllm_api_mismatch.log", "What pip knows about these versions"),
+    ("install.numpy_abi.log", "What does not fit, and what pip knows"),
+    ("install.glibc_too_old.log", "What does not fit, and what pip knows"),
+    ("downstream.vllm_api_mismatch.log", "What does not fit, and what pip knows"),
     ("install.vllm_c_missing.log", "A source folder named vllm in the way?"),
 ])
 def test_install_mismatch_says_c_plus_plus_symbols_only_for_a_compiled_part(name, step, capsys):
