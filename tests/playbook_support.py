@@ -120,6 +120,8 @@ DIAGNOSES: dict[str, dict[str, Any]] = {
     "cudagraph_capture": {"category": "cudagraph_capture", "signature": "cudagraph.capture_failed", "facts": {}},
     "distributed": {"category": "distributed", "signature": "distributed.nccl_error", "facts": {}},
     "distributed_shm": {"category": "distributed", "signature": "distributed.nccl_shm", "facts": {}},
+    "distributed_setup": {"category": "distributed", "signature": "distributed.ray_missing", "facts": {},
+                          "fix": {"summary": "Install Ray into vLLM's environment.", "playbook": "distributed"}},
     "model_support": {"category": "model_support", "signature": "model_support.architecture_unsupported",
                       "facts": {"architecture": "Qwen3ForCausalLM"}},
     "model_loading": {"category": "model_loading", "signature": "model_loading.gguf_unsupported", "facts": {}},

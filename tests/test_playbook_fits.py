@@ -81,3 +81,18 @@ def test_a_general_step_quotes_the_rules_advice(capsys):
     """install-mismatch's general path (NumPy 2 here) says the rule's fix, not the compiled-extension story."""
     _out, walked = dry_run("install.numpy_abi.log", capsys)
     assert "Pin numpy<2 in this environment" in " ".join(walked.split())
+
+
+@pytest.mark.parametrize("name,p2p", [
+    ("distributed.nccl_error.log", True),
+    ("distributed.collective_timeout.log", True),
+    ("distributed.ray_missing.log", False),
+    ("distributed.spawn_main_guard.log", False),
+    ("distributed.zmq_bind_foreign_address.log", False),
+    ("distributed.nixl_unavailable.log", False),
+])
+def test_distributed_offers_the_peer_to_peer_test_only_for_nccl_between_gpus(name, p2p, capsys):
+    _out, walked = dry_run(name, capsys)
+    assert "(playbook distributed;" in walked
+    assert ("NCCL_P2P_DISABLE" in walked) == p2p
+    assert ("] Fix how the processes are set up\n" in walked) == (not p2p)
