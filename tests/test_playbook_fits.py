@@ -96,3 +96,16 @@ def test_distributed_offers_the_peer_to_peer_test_only_for_nccl_between_gpus(nam
     assert "(playbook distributed;" in walked
     assert ("NCCL_P2P_DISABLE" in walked) == p2p
     assert ("] Fix how the processes are set up\n" in walked) == (not p2p)
+
+
+@pytest.mark.parametrize("name,step", [
+    ("tokenizer.token_id_out_of_vocab.log", "What the tokenizer or template needs"),
+    ("tokenizer.harmony_vocab_unavailable.log", "What the tokenizer or template needs"),
+    ("tokenizer.cut_in_tokenizer.log", "What the tokenizer or template needs"),
+    ("tokenizer.chat_template_missing.log", None),
+])
+def test_tokenizer_sends_to_another_tokenizer_only_when_it_did_not_load(name, step, capsys):
+    _out, walked = dry_run(name, capsys)
+    assert "(playbook tokenizer-chat-template;" in walked
+    assert step is None or f"] {step}\n" in walked
+    assert "] Point vLLM at the tokenizer\n" not in walked
