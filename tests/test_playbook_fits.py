@@ -109,3 +109,16 @@ def test_tokenizer_sends_to_another_tokenizer_only_when_it_did_not_load(name, st
     assert "(playbook tokenizer-chat-template;" in walked
     assert step is None or f"] {step}\n" in walked
     assert "] Point vLLM at the tokenizer\n" not in walked
+
+
+@pytest.mark.parametrize("name,gpu", [
+    ("quant.min_capability.log", True),
+    ("quant.package_missing.log", False),
+    ("quant.config_file_missing.log", False),
+    ("quant.invalid_method.log", False),
+])
+def test_quantization_offers_another_checkpoint_only_when_the_gpu_lacks_kernels(name, gpu, capsys):
+    _out, walked = dry_run(name, capsys)
+    assert "(playbook quantization;" in walked
+    assert ("] Use a checkpoint this GPU can run\n" in walked) == gpu
+    assert ("] What the quantized checkpoint needs here\n" in walked) == (not gpu)

@@ -106,6 +106,7 @@ OUTCOME_WORDS = {
     "manual:upgrade-driver": "upgrade the NVIDIA driver",
     "manual:upgrade-transformers": "upgrade transformers",
     "manual:upgrade-vllm-first": "upgrade vLLM first",
+    "manual:quantization-setup": "change the quantization setup as the diagnosis says",
     "manual:fix-distributed-setup": "fix how the distributed processes are set up",
     "manual:fix-host-setup": "change the host or container setup",
     "manual:clear-compile-cache": "remove the broken compile cache and start again",
