@@ -122,3 +122,17 @@ def test_quantization_offers_another_checkpoint_only_when_the_gpu_lacks_kernels(
     assert "(playbook quantization;" in walked
     assert ("] Use a checkpoint this GPU can run\n" in walked) == gpu
     assert ("] What the quantized checkpoint needs here\n" in walked) == (not gpu)
+
+
+@pytest.mark.parametrize("name,jit", [
+    ("kernels.jit_compile_error.log", True),
+    ("kernels.jit_toolchain_missing.log", True),
+    ("kernels.flashinfer_crashed.log", False),
+    ("kernels.illegal_memory_access.log", False),
+    ("kernels.package_missing.log", False),
+])
+def test_kernel_library_checks_nvcc_only_for_a_kernel_compiled_on_first_use(name, jit, capsys):
+    _out, walked = dry_run(name, capsys)
+    assert "(playbook kernel-library;" in walked
+    assert ("$ nvcc --version" in walked) == jit
+    assert ("] What the kernel library needs\n" in walked) == (not jit)
