@@ -20,7 +20,7 @@ IDS = sorted(LIB.playbooks)
 # Which recorded diagnosis each playbook is walked with.
 CASE_FOR = {pid: next(k for k, d in DIAGNOSES.items() if d["category"] in LIB.playbooks[pid].categories) for pid in IDS}
 CASE_FOR.update({"attention-backend": "attention_dense", "distributed-shm": "distributed_shm",
-                 "environment-port-in-use": "environment_port"})
+                 "environment-port-in-use": "environment_port", "install-resolve": "install_resolve_python"})
 
 
 @pytest.fixture(autouse=True)

@@ -54,6 +54,7 @@ KNOWN_FACTS: dict[str, str] = {
     # diagnosis
     "category": "text",
     "signature": "text",
+    "fix_summary": "text",  # the diagnosis' fix, in the rule's words
     "head_size": "number",
     "dtype": "text",
     "kv_cache_dtype": "text",

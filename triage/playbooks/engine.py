@@ -94,6 +94,12 @@ def derive_facts(
         get = diagnosis.get if isinstance(diagnosis, dict) else lambda k: getattr(diagnosis, k, None)
         facts["category"] = get("category")
         facts["signature"] = get("signature")
+        # The rule's own advice, for a playbook's general path to quote: a category's playbook cannot know
+        # every failure the category holds.
+        fix = get("fix")
+        summary = fix.get("summary") if isinstance(fix, dict) else getattr(fix, "summary", None)
+        if summary:
+            facts["fix_summary"] = str(summary)
     if python:
         facts["_python_override"] = python
     if log_path:

@@ -297,6 +297,10 @@ def _check_ask(c: _Checker, sid: str, raw: dict, node: Any, i: int) -> None:
                     if k not in ("key", "label", "goto", "when"):
                         c.err(f"step {sid!r}: choice has unknown field {k!r}", "steps", i, "choices", j, k, "@key")
                 keys.append(ch["key"])
+                if isinstance(ch["label"], bool):
+                    # YAML 1.1 reads a bare `label: No` as false: the reader is shown the words written
+                    label_node = _child(_child(_child(node, "choices"), j), "label")
+                    ch["label"] = label_node.value if isinstance(label_node, yaml.ScalarNode) else str(ch["label"])
                 c.template(ch["label"], "steps", i, "choices", j, "label", inline=True, guard=str(ch.get("when") or ""))
                 if "when" in ch:
                     c.condition(ch["when"], "steps", i, "choices", j, "when")

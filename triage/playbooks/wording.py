@@ -46,6 +46,10 @@ FACT_SOURCES: dict[str, tuple[str, str]] = {
     "port": ("the port", "grep -i port vllm.log"),
     "library": ("the kernel library", "grep -i 'import' vllm.log"),
     "backend": ("the attention backend", "grep -i backend vllm.log"),
+    "fix_summary": ("what the diagnosis advises", "triage --log vllm.log"),
+    "log_python": ("the Python version", "python --version"),
+    "python": ("the Python version", "python --version"),
+    "os": ("the operating system and CPU", "uname -sm"),
 }
 
 # Outcome kinds (the part before the colon) in words.
@@ -102,6 +106,18 @@ OUTCOME_WORDS = {
     "manual:upgrade-driver": "upgrade the NVIDIA driver",
     "manual:upgrade-transformers": "upgrade transformers",
     "manual:upgrade-vllm-first": "upgrade vLLM first",
+    "manual:quantization-setup": "change the quantization setup as the diagnosis says",
+    "manual:fix-distributed-setup": "fix how the distributed processes are set up",
+    "manual:fix-host-setup": "change the host or container setup",
+    "manual:clear-compile-cache": "remove the broken compile cache and start again",
+    "manual:python-in-range": "install into a Python version the release supports",
+    "manual:other-arch": "install a build made for this CPU, or build vLLM from source",
+    "manual:matching-wheel": "install the wheel made for this Python and platform",
+    "manual:variant-index": "install that build from the index that carries it",
+    "manual:pick-release": "pin a release that has a build for this machine",
+    "manual:fresh-venv": "install vLLM into a fresh virtual environment",
+    "manual:upgrade-installer": "upgrade the installer and run the same command again",
+    "manual:use-uv": "use uv for --torch-backend, or give pip the PyTorch index",
     "manual:visible-devices": "make the GPUs visible to vLLM (CUDA_VISIBLE_DEVICES, the container's --gpus)",
 }
 

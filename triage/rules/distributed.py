@@ -109,7 +109,7 @@ RULES = [
                    r"out of (?:shared memory \()?/dev/shm", r"/dev/shm (?:is |was |gets )?full",
                    # vLLM's own shared-memory broadcast queue (shm_broadcast.py, 0.28+)
                    r"Insufficient space in \S+(?: for .{1,80})?: [\d.]+ MiB required, [\d.]+ MiB free"],
-         playbook="distributed", confidence=0.95),
+         playbook="distributed-shm", confidence=0.95),
     Rule(signature="distributed.bus_error_shm", category="distributed",
          title="Bus error: usually /dev/shm is too small in a container",
          fix="Run the container with --ipc=host or --shm-size=16g (or larger).",
@@ -117,7 +117,7 @@ RULES = [
                    r"insufficient shared memory \(shm\)",
                    # a title or prose pairing the two, however the rest is spelled ("bus error, insufficient ... (shm)")
                    r"[Bb]us error.{0,40}\(shm\)"],
-         playbook="distributed", confidence=0.8),
+         playbook="distributed-shm", confidence=0.8),
     Rule(signature="distributed.nccl_error", category="distributed",
          title="NCCL communication failed ({nccl_error})",
          fix="Run with NCCL_DEBUG=INFO to see the failing transport. Common causes: /dev/shm too small (docker "

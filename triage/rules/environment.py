@@ -105,7 +105,7 @@ def _port_in_use(scan: Scan) -> Diagnosis | None:
                 facts={"raised_at": f"{tb.frames[-1].file}:{tb.frames[-1].line} in {tb.frames[-1].func}"},
                 fix=Fix("A port vLLM binds (the API --port, or an internal ZMQ/RPC port) is held by another process, "
                         "usually an earlier vLLM that did not exit: stop it (`ss -ltnp` shows the owner), give each "
-                        "server its own --port, and capture the whole output to see the address.", "environment"),
+                        "server its own --port, and capture the whole output to see the address.", "environment-port-in-use"),
                 first_line=tb.line.no)
     return None
 
@@ -127,7 +127,8 @@ PORT_IN_USE: Rule = Rule(
               # a title or prose ("startup failure due to port conflict with VLLM_PORT from another instance")
               r"(?i)\b(?:fail\w*|error|crash\w*)\b.{0,60}\bdue to (?:a )?port conflicts?\b(?P<port>)"],
     facts=lambda m, line, scan: {"port_suffix": f" (port {m.group('port')})" if m.group("port") else ""},
-    playbook="environment", confidence=0.95, check=lambda scan, env: _port_in_use(scan))
+    # its own playbook (the environment one only points at it)
+    playbook="environment-port-in-use", confidence=0.95, check=lambda scan, env: _port_in_use(scan))
 
 
 UNSUPPORTED_PLATFORM: Rule = Rule(

@@ -40,10 +40,10 @@ def _shm_exhausted(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
 def _diagnosis(no: int, shown: str, what: str, conf: float) -> Diagnosis:
     return Diagnosis(category="distributed", signature="distributed.shm_exhausted",
                      title=f"Shared memory (/dev/shm) exhausted: {what}", confidence=conf,
-                     evidence=[Evidence(no, shown)], facts={"what": what}, fix=Fix(FIX, "distributed"), first_line=no)
+                     evidence=[Evidence(no, shown)], facts={"what": what}, fix=Fix(FIX, "distributed-shm"), first_line=no)
 
 
 RULES = [
     Rule(signature="distributed.shm_exhausted", category="distributed", title="Shared memory (/dev/shm) exhausted",
-         fix=FIX, check=_shm_exhausted, playbook="distributed", confidence=0.9),
+         fix=FIX, check=_shm_exhausted, playbook="distributed-shm", confidence=0.9),
 ]

@@ -93,7 +93,9 @@ RULES = [
              "(`--extra-index-url https://download.pytorch.org/whl/cu128` instead of `--torch-backend`).",
          patterns=[r"error: unexpected argument '(?P<flag>--?[A-Za-z][\w-]*)' found",
                    r"^(?:ERROR: )?no such option: (?P<flag>--?[A-Za-z][\w-]*)"],
-         playbook="install-mismatch", confidence=0.8),
+         # clap (uv) says "unexpected argument", optparse (pip) "no such option": the playbook upgrades that one
+         facts=lambda m, line, scan: {"installer": "uv" if "unexpected argument" in m.group(0) else "pip"},
+         playbook="install-resolve", confidence=0.8),
     Rule(signature="install.vllm_ops_missing", category="install_mismatch",
          title="vLLM's compiled ops do not match its Python code (op {op} missing)",
          fix="The Python files and the compiled _C extension come from different vLLM versions (a partial "
@@ -209,7 +211,68 @@ def _conflict_facts(m, line, scan) -> dict:
         if g.get("have"):
             out["conflict"] += f", installed: {g['have'].strip()}"
     out["detail"] = out.get("conflict") or "the installer found no set of versions that satisfies every requirement"
+    # Every conflict the installer listed, and whether one of them moves torch (vLLM's exact pin): the guided
+    # fix (playbooks/install-resolve.yaml) shows the list and branches on torch.
+    # (uv's lines without its tree drawing and its ", we can conclude that" tail)
+    listed = [re.split(r",\s*we can conclude", re.sub(r"^[^\w]+", "", ln.text.strip()))[0]
+              for ln in scan.lines if PIP_REQUIRES_RE.search(ln.text) or UV_DEPENDS_RE.search(ln.text)]
+    if listed:
+        out["conflicts"] = listed[:8]
+        out["torch_pinned"] = any(re.search(r"\btorch(?:vision|audio)?\b", t) for t in listed)
+    out.update(_installer_python(scan))
     return out
+
+
+# uv's pubgrub report: "Because vllm==0.10.1 depends on torch==2.7.1 and you require torch==2.6.0, ..."
+UV_DEPENDS_RE = lazy(r"Because \S+ depends on \S+ and (?:you|your project) requires? ")
+# The installer skipped releases for the interpreter's Python (pip's Requires-Python note, uv's report).
+PYTHON_REFUSED_RE = lazy(r"require a different python version|requires a different Python|"
+                         r"current Python version \([\d.]+\) does not satisfy|requested Python version .{0,40}does not satisfy")
+# The Python the installer worked for, as the log says it (uv's "Using Python 3.12.3 environment", a site-packages
+# path, pip's "requires a different Python: 3.8.10 not in ...", uv's "current Python version (3.13.0)").
+LOG_PYTHON_RE = lazy(r"Using C?Python (\d+\.\d+(?:\.\d+)?)|/python(3\.\d+)/site-packages|"
+                     r"requires a different Python: (\d+\.\d+(?:\.\d+)?)|current Python version \((\d+\.\d+(?:\.\d+)?)\)")
+# The requirement pip or uv names (pip's Requires-Python note names none; the error after it does).
+NAMED_REQ_RE = lazy(r"(?:Could not find a version that satisfies the requirement|No matching distribution found for) "
+                    r"(\S+)")
+
+
+# The Python range a skipped release needs: pip's note lists "<version> Requires-Python <spec>" pairs; pip's
+# per-package refusal says "not in '<spec>'"; uv says "does not satisfy Python<spec>".
+PYTHON_RANGE_RE = lazy(r"(?P<ver>\d[\w.]*) Requires-Python (?P<spec>[<>=!~][^;]*)|"
+                       r"Package '(?P<pkg>[^']+)' requires a different Python: [\d.]+ not in '(?P<spec2>[^']+)'|"
+                       r"does not satisfy Python ?(?P<spec3>[<>=!~][^\s,]*(?:,[<>=!~][^\s,]*)*)")
+
+
+def _installer_python(scan: Scan) -> dict:
+    """What the log says of the interpreter the installer worked for: its Python, whether releases were
+    skipped for it, and the Python range the skipped releases need."""
+    out: dict = {}
+    ranges: list[str] = []
+    for ln in scan.lines:
+        m = LOG_PYTHON_RE.search(ln.text)
+        if m and "log_python" not in out:
+            out["log_python"] = next(g for g in m.groups() if g)
+        if PYTHON_REFUSED_RE.search(ln.text):
+            out["python_refused"] = True
+            for r in PYTHON_RANGE_RE.finditer(ln.text):
+                if r.group("ver"):
+                    ranges.append(f"{r.group('ver')} needs Python {r.group('spec').strip()}")
+                elif r.group("pkg"):
+                    ranges.append(f"{r.group('pkg')} needs Python {r.group('spec2').strip()}")
+                else:
+                    ranges.append(f"a release it considered needs Python {r.group('spec3')}")
+    if ranges:
+        out["python_ranges"] = list(dict.fromkeys(ranges))[-6:]  # the newest releases pip lists come last
+    return out
+
+
+def _no_match_facts(m, scan: Scan) -> dict:
+    req = m.group("req")
+    if not req:
+        req = next((mm.group(1) for ln in scan.lines if (mm := NAMED_REQ_RE.search(ln.text))), None)
+    # uv writes a requirement with its environment marker inside braces: torch{platform_machine == 'x86_64'}==2.6
+    return {"req": re.sub(r"\{[^}]*\}", "", req or "a package").rstrip(",."), **_installer_python(scan)}
 
 
 PIP_REQUIRES_RE = lazy(r"(?P<pkg>[A-Za-z][\w.\-]*(?:\[[\w,\-]+\])?) (?P<ver>\d[\w.+\-!]*) requires "
@@ -260,7 +323,7 @@ DEPENDENCY_CONFLICT: Rule = Rule(signature="install.dependency_conflict", catego
                    r"UnsatisfiableError: The following specifications were found", r"LibMambaUnsatisfiableError",
                    r"Could not solve for environment specs"],
          # secondary: pip prints the conflict and carries on; a failure after it is what stopped the launch
-         playbook="install-mismatch", confidence=0.7, secondary=True,
+         playbook="install-resolve", confidence=0.7, secondary=True,
          check=lambda scan, env: _dependency_conflict(scan))
 
 RULES += [
@@ -285,8 +348,8 @@ RULES += [
                    # conda
                    r"PackagesNotFoundError: The following packages are not available from current channels(?P<req>)"],
          # uv writes a requirement with its environment marker inside braces: torch{platform_machine == 'x86_64'}==2.6
-         facts=lambda m, line, scan: {"req": re.sub(r"\{[^}]*\}", "", m.group("req") or "a package").rstrip(",.")},
-         playbook="install-mismatch", confidence=0.8),
+         facts=lambda m, line, scan: _no_match_facts(m, scan),
+         playbook="install-resolve", confidence=0.8),
 ]
 
 
