@@ -143,6 +143,9 @@ MODULES = [
     # cmp: the offline Python API and `vllm bench` (SamplingParams refusals, a caller written for another vLLM
     # release, the benchmark's test request and random dataset), vLLM's broken torch.compile cache artifacts
     "cmp_offline",
+    # edge: consumer, workstation and edge machines (a SIGKILL on Jetson / DGX Spark unified memory, CUTLASS GEMM
+    # status failures on SM12.x, TRL's vLLM server client in Unsloth and plain TRL runs)
+    "edge_devices",
 ]
 
 
