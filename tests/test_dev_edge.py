@@ -102,3 +102,22 @@ def test_the_same_message_under_unsloth_is_a_release_mismatch():
               "ConnectionError: The vLLM server can't be reached at 0.0.0.0:8000 after 120.0 seconds. Make sure the "
               "server is running by running `trl vllm-serve`.\n")
     assert (d.signature, d.category) == ("downstream.unsloth_trl_vllm_server", "install_mismatch")
+
+
+# ---- the container runtime's own check of the image's CUDA requirement ----------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime "
+    "create failed: failed to create NVIDIA Container Runtime: failed to construct OCI spec modifier: requirements not "
+    "met: unsatisfied condition: cuda>=13.0\n",
+    "OCI runtime create failed: could not apply required modification to OCI specification: error modifying OCI spec: "
+    "requirements not met: \ncuda>=13.3||brand=unknown&&driver>=535&&driver<536||brand=grid&&driver>=535: unknown.\n",
+])
+def test_an_image_needing_a_newer_cuda_than_the_driver_is_the_driver(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("cuda.driver_too_old", "cuda_driver")
+
+
+def test_the_requirement_in_an_env_listing_is_no_failure():
+    d = top("NVIDIA_REQUIRE_CUDA=cuda>=12.9 brand=tesla,driver>=535,driver<536\n")
+    assert d is None or d.signature != "cuda.driver_too_old"
