@@ -143,6 +143,13 @@ PREFILTER = (
     "|no such option"
     # a Markdown code block's fence: where a pasted block ends, a traceback in it was cut (scan.CUT_TB_TAIL)
     "|```"
+    # -- edge: the unified-memory boards a report names (Jetson, DGX Spark / GB10, their container images), where a
+    # SIGKILL is vLLM's own GPU memory budget; Unsloth named in prose (lower case) beside TRL's server client
+    "|Jetson|dustynv/|L4T|GB10|DGX Spark|unsloth"
+    # the linear kernel vLLM selected once at start-up ("Selected CutlassFP8ScaledMMLinearKernel for ..."), the one a
+    # CUTLASS status failure names for VLLM_DISABLED_KERNELS
+    "|ScaledMM|VLLM_DISABLED_KERNELS"
+    # -- end edge
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

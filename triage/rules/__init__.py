@@ -147,6 +147,9 @@ MODULES = [
     # adapter paths, RL frameworks' in-memory placeholder paths, added tokens, vllm-ascend's rank limit) and
     # n/best_of requests it refuses
     "lora_adapters",
+    # edge: consumer, workstation and edge machines (a SIGKILL on Jetson / DGX Spark unified memory, CUTLASS GEMM
+    # status failures on SM12.x, TRL's vLLM server client in Unsloth and plain TRL runs)
+    "edge_devices",
 ]
 
 

@@ -41,7 +41,12 @@ RULES = [
          patterns=[r"The NVIDIA driver on your system is too old(?: \(found version (?P<found>\d+)\))?",
                    r"CUDA driver version is insufficient for CUDA runtime version",
                    r"cudaErrorInsufficientDriver", r"CUDA_ERROR_INSUFFICIENT_DRIVER",
-                   r"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=(?P<needed_cuda>[\d.]+)"],
+                   r"nvidia-container-cli: requirement error: unsatisfied condition: cuda>=(?P<needed_cuda>[\d.]+)",
+                   # nvidia-container-runtime's own check of the image's NVIDIA_REQUIRE_CUDA (CSV mode on Jetson, the
+                   # OCI spec modifiers): "requirements not met: <the image's requirement>", which may wrap onto the
+                   # next row ("cuda>=13.3||brand=unknown&&driver>=535&&...")
+                   r"requirements not met:\s*(?:unsatisfied condition:\s*)?cuda>=(?P<needed_cuda>[\d.]+)",
+                   r"^\s*cuda>=(?P<needed_cuda>[\d.]+)\|\|brand="],
          facts=lambda m, line, scan: _driver_cuda(m), playbook="cuda-driver", confidence=0.95),
     Rule(signature="cuda.error_803_compat", category="cuda_driver",
          title="{what}",
