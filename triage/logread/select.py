@@ -143,6 +143,10 @@ PREFILTER = (
     "|no such option"
     # a Markdown code block's fence: where a pasted block ends, a traceback in it was cut (scan.CUT_TB_TAIL)
     "|```"
+    # -- hyb: a quantized shape check retold without its ValueError (a title: "output_size (80) not divisible by FP8
+    # block_n=128"); mamba cache mode 'all' named in a report or a config repr (rules/hyb_mamba.py: with a drafter)
+    "|not divisible by|mamba_cache_mode='all'|mamba_cache_mode 'all'"
+    # -- end hyb
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

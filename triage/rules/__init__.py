@@ -143,6 +143,10 @@ MODULES = [
     # cmp: the offline Python API and `vllm bench` (SamplingParams refusals, a caller written for another vLLM
     # release, the benchmark's test request and random dataset), vLLM's broken torch.compile cache artifacts
     "cmp_offline",
+    # hyb: hybrid models' Mamba state cache (align mode and KV connectors, mamba block size, mode 'all' with
+    # speculative decoding, the hybrid KV cache manager turned off), sliding window on only some layers
+    "hyb_mamba",
+    "hyb_window",
 ]
 
 
