@@ -141,3 +141,29 @@ def test_mamba_metadata_builder_in_prose_is_no_attention_backend_refusal():
 def test_feature_refusal_ending_in_exclamation_marks():
     d = first("# [Bug]: FlexAttention does not support sliding window yet !!!\n")
     assert (d.signature, d.category) == ("attention.backend_feature_unsupported", "attention_backend")
+
+
+# ---- a message quoted in prose and broken at a width, with no exception line to hang it on ------------------------
+
+def test_kv_message_wrapped_in_a_code_block_is_read_whole(tmp_path):
+    from triage.diagnose import diagnose
+    from triage.logread import scan_path
+    p = tmp_path / "paste.log"
+    p.write_text("Measured on a hybrid model, the only edit being --enable-prefix-caching:\n\n```text\n"
+                 "To serve at least one request with the model's max seq len (262144), 9.29 GiB KV cache is needed,\n"
+                 "which is larger than the available KV cache memory (9.28 GiB).\n"
+                 "Based on the available memory, the estimated maximum model length is 260800.\n```\n")
+    ds, _ = diagnose(scan_path(str(p)))
+    assert ds and (ds[0].signature, ds[0].facts.get("kv_capacity_tokens")) == ("kv_cache.insufficient_for_max_len",
+                                                                                260800)
+
+
+def test_a_literal_whole_on_one_line_is_not_reread_across_lines(tmp_path):
+    from triage.diagnose import diagnose
+    from triage.logread import scan_path
+    p = tmp_path / "paste.log"
+    # the sentence is whole on its line and does not match there; the next line must not complete it
+    p.write_text("INFO the warning said KV cache is needed, which is larger than the available KV cache memory (\n"
+                 "so we lowered it.\n")
+    ds, _ = diagnose(scan_path(str(p)))
+    assert all(d.signature != "kv_cache.insufficient_for_max_len" for d in ds)
