@@ -150,6 +150,10 @@ MODULES = [
     # edge: consumer, workstation and edge machines (a SIGKILL on Jetson / DGX Spark unified memory, CUTLASS GEMM
     # status failures on SM12.x, TRL's vLLM server client in Unsloth and plain TRL runs)
     "edge_devices",
+    # hyb: hybrid models' Mamba state cache (align mode and KV connectors, mamba block size, mode 'all' with
+    # speculative decoding, the hybrid KV cache manager turned off), sliding window on only some layers
+    "hyb_mamba",
+    "hyb_window",
 ]
 
 

@@ -421,11 +421,16 @@ RULES = [
     Rule(signature="quant.shape_unsupported", category="quantization",
          title="The quantized weights have a shape this kernel cannot take (often: tensor parallel size)",
          fix="The layer's per-GPU slice is not divisible as the kernel requires: try another --tensor-parallel-size "
-             "(or pipeline parallel), or a checkpoint with another group size.",
+             "(or pipeline parallel), or a checkpoint with another group size; for an MoE whose experts are split "
+             "below the FP8 block (128), --enable-expert-parallel keeps each expert whole.",
          patterns=[r"[Ww]eight input_size_per_partition = (?P<size>\d+) is not divisible by (?:min_thread_k|group_size|tile) = (?P<by>\d+)",
                    r"[Ww]eight output_size_per_partition = (?P<size>\d+) is not divisible by",
                    r"The (?:input|output) size is not aligned with the quantized weight shape",
                    r"The (?:input|output)_size of [\w' ]{1,30} weight = \d+ is not divisible by weight quantization block_[kn]",
+                   # fp8_utils.validate_fp8_block_shape (0.9+): "Weight output_partition_size = N is not divisible by
+                   # weight quantization block_n = 128."; and a report's "output_size (80) not divisible by FP8 block_n=128"
+                   r"[Ww]eight output_partition_size = (?P<size>\d+) is not divisible by weight quantization block_n",
+                   r"(?:input|output)_size \(\d+\) (?:is )?not divisible by (?:FP8 |weight quantization )?block_[kn] ?= ?\d+",
                    r"input_size_per_partition .{0,40} not divisible",
                    # the same mismatch caught by the kernel at run time (MoE WNA16, Marlin 2:4)
                    r"size_[kmn] must (?:be )?divisible by BLOCK_SIZE_[KMN]",

@@ -60,11 +60,9 @@ def reading_wrapped(rule):
 
     def check(scan: Scan, env) -> "object | None":
         d = rule.match_lines(scan)
-        if d is not None or not scan.exceptions:
+        if d is not None:
             return d
-        texts = exception_texts(scan)
-        if not texts:
-            return None
+        texts = exception_texts(scan) if scan.exceptions else []
         if not compiled:
             compiled.extend(re.compile(p) for p in rule.patterns)
         for ln, text in texts:
@@ -72,8 +70,43 @@ def reading_wrapped(rule):
                 m = rx.search(text)
                 if m is not None:
                     return rule.diagnosis(scan, [(ln, m)])
-        return None
+        return _prose_wrapped(rule, compiled, scan)
     return check
+
+
+_FLAT: list = [None, ""]  # the last scan's lines joined by single spaces (every rule of one run reads the same scan)
+
+
+def _flat(scan: Scan) -> str:
+    if _FLAT[0] is not scan:
+        _FLAT[0], _FLAT[1] = scan, " ".join(" ".join(ln.text.split()) for ln in scan.lines)
+    return _FLAT[1]
+
+
+def _prose_wrapped(rule, compiled: list, scan: Scan) -> "object | None":
+    """A message quoted in prose or a code block and broken at a width (no exception line to hang it on): when a
+    pattern's literal only appears with the line breaks taken out, the pattern is read over each line joined
+    with the rows after it, and counts when its match starts on that line and runs on past it."""
+    joined = scan.joined_text()
+    for i, rx in enumerate(compiled):
+        guard = rule._guards[i]
+        if not guard or "\n" in guard or guard in joined or guard not in _flat(scan):
+            continue  # no literal to look for, or it is whole on some line (match_lines read that)
+        lines = scan.lines
+        for k, ln in enumerate(lines):
+            parts = [" ".join(ln.text.split())]
+            for nxt in lines[k + 1:]:
+                t = nxt.text.strip()
+                if nxt.no > ln.no + WRAP_LINES or t.startswith(ENDS):
+                    break
+                parts.append(" ".join(t.split()))
+            text = " ".join(parts)
+            if guard not in text:
+                continue
+            m = rx.search(text)
+            if m is not None and m.start() < len(parts[0]) < m.end():
+                return rule.diagnosis(scan, [(ln, m)])
+    return None
 
 
 def read_wrapped_messages(rules: list) -> None:

@@ -424,7 +424,7 @@ RULES = [
                    r"FLEX_ATTENTION|Cascade attention|b12x|CPU_ATTN|FA[234]|[xX][fF]ormers|XFORMERS)"
                    r"(?: backend)? (?:currently )?does not support (?P<feature>attention sinks|sinks|sliding window|"
                    r"ALiBi|alibi(?: slopes)?|logits soft ?cap|block-?sparse|encoder|cross[- ]attention|kv sharing|"
-                   r"quantized kv-cache|[\w -]{3,30}?)(?: yet)?(?:[,.;]|$)"],
+                   r"quantized kv-cache|[\w -]{3,30}?)(?: yet)?(?:[,.;]| ?!+|$)"],
          facts=_feature_advice, playbook="attention-backend", confidence=0.85),
     # Sparse MLA backends that only take a packed KV layout (vllm/v1/attention/backends/mla/
     # flashinfer_mla_sparse_sm120.py; the B12X path): a bf16 KV cache reaches them when the model's
@@ -557,6 +557,9 @@ BACKEND_REQUIREMENT_RE = lazy(r"(?:Context Parallelism \((?:DCP|PCP)\)|\b(?:DCP|
 METADATA_STEP_RE = lazy(r"\w*Error\b.{0,300}?\b(?P<step>_?(?:compute|build)_\w*metadata\w*|build_for_cudagraph_capture|"
                         r"build_for_drafting)\b|\b(?P<step2>_?(?:compute|build)_\w*metadata\w*|build_for_cudagraph_capture)\b"
                         r".{0,200}?\w*Error\b", needles=("metadata", "build_for_"))
+# the metadata builders of hybrid models' state layers (Mamba1/2, GDN, short conv, linear attention, KDA): not an
+# attention backend a launch picks
+STATE_BUILDER_RE = lazy(r"Mamba|GDN|ShortConv|LinearAttention|Linear|KDA|Lightning")
 IMPL_NAMED_RE = lazy(r"but (?P<impl>\w+(?:Impl|Backend)) does not", needles=("does not",))
 FRAGMENT_LINES = 40  # an input this short is a paste, whose bare lines may be the message
 
@@ -583,6 +586,8 @@ def _backend_refused(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
                         "that has the feature (--attention-backend).", "attention-backend"),
                 first_line=ln.no)
         r = BACKEND_REQUIREMENT_RE.search(t) if ("requires attention" in t or "MetadataBuilder" in t) else None
+        if r is not None and r.group("builder") and STATE_BUILDER_RE.search(r.group("builder")):
+            r = None  # a Mamba / linear-attention state builder: no --attention-backend choice (rules/hyb_mamba.py)
         step = METADATA_STEP_RE.search(t) if r is None and "Error" in t and ("metadata" in t or "build_for_" in t) else None
         if r is not None or step is not None:
             named = IMPL_NAMED_RE.search(t)
