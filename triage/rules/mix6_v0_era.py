@@ -35,9 +35,10 @@ from triage.rules.oom_stated import NOT_STATED_RE, STATED_CONFIDENCE, _prose
 # ---- FlashInfer's guarded import left None ------------------------------------------------------------------
 
 _NONE_CALL_RE = lazy(r"'NoneType' object is not callable")
-# what the frames or the source line under them call when the guarded import failed (vLLM 0.5.x)
-_FLASHINFER_CALL_RE = lazy(r"\b(?:(?:CUDAGraph)?Batch(?:Decode|Prefill)With(?:Paged|Ragged)KVCacheWrapper|"
-                           r"flash_attn_varlen_func)\(|attention[/\\]backends[/\\]flashinfer\.py")
+# the frame (FlashInfer's backend, where vLLM 0.5 also guarded vllm_flash_attn's flash_attn_varlen_func) or the
+# source row under it (model_runner building FlashInfer's wrappers) when the guarded import failed
+_FLASHINFER_CALL_RE = lazy(r"\b(?:CUDAGraph)?Batch(?:Decode|Prefill)With(?:Paged|Ragged)KVCacheWrapper\(|"
+                           r"attention[/\\]backends[/\\]flashinfer\.py")
 # the run chose FlashInfer (the backend variable, vLLM's selection line, the package named)
 _FLASHINFER_WORD_RE = lazy(r"flashinfer", re.IGNORECASE)
 # Gemma 2 (vLLM 0.5.1-0.5.3 refused it on any backend but FlashInfer, for its logit soft-capping)
