@@ -141,6 +141,10 @@ PREFILTER = (
     # -- end tpu
     # pip's refusal of an option it does not know (older than the command; uv's says "error:")
     "|no such option"
+    # -- mix6: Python's call error quoted without its TypeError (a ticket title: "AsyncLLMEngine.generate() got an
+    # unexpected keyword argument 'inputs'"), a chat template's refusal of the roles without an error word
+    "|unexpected keyword argument|roles must alternate"
+    # -- end mix6
     # a Markdown code block's fence: where a pasted block ends, a traceback in it was cut (scan.CUT_TB_TAIL)
     "|```"
     # -- edge: the unified-memory boards a report names (Jetson, DGX Spark / GB10, their container images), where a

@@ -154,6 +154,10 @@ MODULES = [
     # speculative decoding, the hybrid KV cache manager turned off), sliding window on only some layers
     "hyb_mamba",
     "hyb_window",
+    # mix6: V0-era (0.3-0.6) failures as 2024's threads tell them (chat templates refusing roles, FlashInfer's guarded
+    # import left None, the CPU backend's ISA check, an unsupported architecture stated in a title, the engine's
+    # generate() keywords of another release)
+    "mix6_v0_era",
 ]
 
 
