@@ -69,6 +69,8 @@ MODULES = [
     "m2_transformers_backend_pp",
     # mix3: serving wrappers calling vLLM's entrypoint internals, Dynamo's vLLM import, Triton's mma -> mma layout assert
     "mix3_wrappers",
+    # mix4: Triton's @jit finding no def line in a kernel's source (vLLM 0.26's MiniMax-M3 kernels on Python 3.10)
+    "mix4_triton_source",
     # i3: libraries around vLLM whose releases do not fit each other (kernels vs transformers, vLLM-Omni vs vLLM)
     "i3_versions",
     # s3: engine features refused at start-up (sleep mode per platform/process, Model Runner V2 pooling tasks)

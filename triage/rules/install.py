@@ -79,7 +79,10 @@ RULES = [
          fix="{lib} was built against another torch (or CUDA) than the one installed: reinstall vLLM in a clean "
              "environment so pip pulls the torch it was built for, or rebuild the extension against this torch.",
          patterns=[r"(?P<lib>[\w./-]*\.so(?:\.\d+)*): undefined symbol: (?P<symbol>\w+)",
-                   r"undefined symbol: (?P<symbol>\w+)"],
+                   r"undefined symbol: (?P<symbol>\w+)",
+                   # a report retelling it in prose: "an `ImportError` related to an undefined symbol
+                   # (`_ZN2at4cuda24getCurrentCUDABlasHandleEv`) in `vllm._C.abi3.so`" (a mangled C++ name only)
+                   r"undefined symbol \(?[`'\"]?(?P<symbol>_Z\w+)[`'\"]?\)? (?:in|from) [`'\"]?(?P<lib>[\w./-]*\.so)\b"],
          playbook="install-mismatch", confidence=0.99),
     VLLM_C_MISSING,
     # The install guide's commands assume a current installer: an older uv (clap's wording) or pip (optparse's)

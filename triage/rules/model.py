@@ -606,6 +606,10 @@ RULES = [
          patterns=[r"(?P<detail>[Ss]peculative decoding (?:with [\w -]+ )?(?:is )?not (?:yet )?supported[^.]*)",
                    r"(?P<detail>(?:EAGLE|Eagle|eagle3?|MTP|Medusa|ngram)[\w ]{0,40}(?:is )?not (?:yet )?supported[^.]*)",
                    r"(?P<detail>not supported with speculative decoding)",
+                   # a kernel path without the spec-decode inputs (Qwen3.5's XPU gated-delta-net: "XPU gdn_attention
+                   # does not yet support 'spec_sequence_masks'."): the draft tokens are what it cannot take
+                   r"(?P<detail>[\w.]+(?: [\w.]+){0,3} does not (?:yet )?support '?(?:spec_\w+|speculative[ _]"
+                   r"decoding|spec[ _-]decode)'?)",
                    r"(?P<detail>\w+ with speculative decoding is not supported(?: yet)?)",
                    r"(?P<detail>num_speculative_tokens .{0,60})(?:must|should)"],
          playbook="speculative-decoding", confidence=0.85),

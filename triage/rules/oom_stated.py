@@ -43,6 +43,12 @@ GPU_OOM_RE = lazy(r"\b(?:CUDA|GPU|VRAM|HIP|NPU|XPU)[\s-]*(?:out[\s-]of[\s-]memor
 NCCL_HANG_RE = lazy(r"\bNCCL\b.{0,60}?\b(?:hangs?|hung|hanging|stuck|freez\w*|deadlock\w*|timed[\s-]?out|"
                     r"time[\s-]?outs?|watchdog)\b", re.I)
 
+# the phase the report names for its device OOM, on the OOM's line or a prose line beside it (a paragraph wraps:
+# "... then crashes during CUDA-graph capture with" / "`torch.OutOfMemoryError`."): capture is the failing step
+CAPTURE_PHASE_RE = lazy(r"\b(?:during|while|in|at|when)\s+(?:the\s+)?(?:(?:real|actual|full)\s+)?"
+                        r"(?:CUDA[\s-]?)?graphs?[\s-]captur\w*"
+                        r"|\b(?:during|while|when)\s+capturing\s+(?:the\s+)?(?:CUDA[\s-]?|cuda\s+)?graphs?\b", re.I)
+
 # the host's kernel OOM killer (host RAM, not the GPU's): "OOM-killed", "killed by the OOM killer", "status 137"
 HOST_OOM_RE = lazy(r"\bOOM[\s-]?kill(?:er|ed)\b|\bkilled by (?:the )?(?:kernel(?:'s)? |linux )?OOM\b"
                    r"|\b(?:exit(?:ed)?(?: with)?|status|exit code) 137\b", re.I)
@@ -62,20 +68,39 @@ def _prose(ln: Line) -> str:
     return text
 
 
-def _stated(rule_sig: str, rx: LazyPattern, needles: tuple[str, ...]):
+def _phase_line(scan: Scan, i: int, phase: LazyPattern) -> tuple[Line, "re.Match[str]"] | None:
+    """The prose line at i, or the one just before or after it, that names the phase (a wrapped paragraph)."""
+    for j in (i, i - 1, i + 1):
+        if 0 <= j < len(scan.lines):
+            text = _prose(scan.lines[j])
+            m = phase.search(text) if text else None
+            if m is not None and not NOT_STATED_RE.search(text):
+                return scan.lines[j], m
+    return None
+
+
+def _stated(rule_sig: str, rx: LazyPattern, needles: tuple[str, ...],
+            phase: tuple[LazyPattern, str] | None = None):
     def check(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         joined = scan.joined_text()
         if not any(n in joined for n in needles):  # most logs: one substring search, no line loop
             return None
         rule = STATED[rule_sig]
-        for ln in scan.lines:
+        for i, ln in enumerate(scan.lines):
             text = _prose(ln)
             if not text:
                 continue
             m = rx.search(text)
             if m is None or NOT_STATED_RE.search(text):
                 continue
-            return rule.diagnosis(scan, [(ln, m)], facts={"stated_by": "the report's own words"},
+            evidence = [(ln, m)]
+            if phase is not None:  # the report names the step that ran out: that step's rule says it
+                named = _phase_line(scan, i, phase[0])
+                if named is not None:
+                    rule = STATED[phase[1]]
+                    if named[0] is not ln:
+                        evidence = sorted([named, (ln, m)], key=lambda hit: hit[0].no)
+            return rule.diagnosis(scan, evidence, facts={"stated_by": "the report's own words"},
                                   confidence=STATED_CONFIDENCE)
         return None
     return check
@@ -88,8 +113,18 @@ RULES = [
              "--gpu-memory-utilization, --max-num-seqs or --max-num-batched-tokens (and --max-model-len), or for "
              "multimodal models --limit-mm-per-prompt; a model that does not fit needs more GPUs "
              "(--tensor-parallel-size) or a quantized checkpoint.",
-         check=_stated("oom.stated_in_report", GPU_OOM_RE, ("OOM", "oom", "emory", "EMORY")), playbook="gpu-oom",
+         check=_stated("oom.stated_in_report", GPU_OOM_RE, ("OOM", "oom", "emory", "EMORY"),
+                       phase=(CAPTURE_PHASE_RE, "cudagraph.oom_stated_in_report")), playbook="gpu-oom",
          confidence=STATED_CONFIDENCE, stated=True),
+    # (no check of its own: oom.stated_in_report hands over when the report says the OOM came in graph capture)
+    Rule(signature="cudagraph.oom_stated_in_report", category="cudagraph_capture",
+         title="The report says the GPU ran out of memory during CUDA graph capture (its error lines are not in "
+               "this text)",
+         fix="Graph capture allocates after the KV cache has taken its share: lower --gpu-memory-utilization a "
+             "step (0.98 -> 0.95), capture fewer sizes (--compilation-config '{{\"cudagraph_capture_sizes\": "
+             "[1, 2, 4, 8]}}' or a smaller --max-num-seqs), or set --kv-cache-memory-bytes; --enforce-eager confirms "
+             "it (no graphs, no capture memory).",
+         check=lambda scan, env: None, playbook="cudagraph-capture", confidence=STATED_CONFIDENCE, stated=True),
     Rule(signature="distributed.hang_stated_in_report", category="distributed",
          title="The report says an NCCL collective hung or timed out (its error lines are not in this text)",
          fix="A rank stopped taking part in a collective. Rerun with NCCL_DEBUG=INFO to see the transport; try "

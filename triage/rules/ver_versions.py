@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from triage.lazyre import lazy
+from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
 from triage.rules.base import MAX_EVIDENCE, Rule
@@ -63,6 +64,17 @@ def _inspection_killed(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
         first_line=ln.no)
 
 
+PER_LAYER_ATTR_RE = lazy(r"'(?P<attr>\w+)' is a per-layer attribute")
+
+
+def _per_layer_attr(line: Line, scan: Scan) -> dict[str, Any]:
+    """The attribute when the exception's name and its message sit on separate lines (a wrapped paste)."""
+    for ln in scan.lines:
+        if line.no < ln.no <= line.no + 3 and (m := PER_LAYER_ATTR_RE.search(ln.text)) is not None:
+            return {"attr": m.group("attr")}
+    return {"attr": "an attribute"}
+
+
 RULES = [
     Rule(signature="model_support.transformers_per_layer_attribute", category="model_support",
          title="This vLLM reads {attr} on the whole model config, which the installed transformers makes per-layer",
@@ -71,6 +83,7 @@ RULES = [
              "released with (`pip install 'transformers==5.14.1'`) or upgrade vLLM to 0.28 or newer.",
          patterns=[r"AmbiguousGlobalPerLayerAttributeError(?::\s*'(?P<attr>\w+)' is a per-layer attribute)?",
                    r"'(?P<attr>\w+)' is a per-layer attribute and may vary across layers"],
+         facts=lambda m, line, scan: {} if m.groupdict().get("attr") else _per_layer_attr(line, scan),
          playbook="model-support", confidence=0.85),
     Rule(signature="attention.impl_forward_kwarg_unknown", category="attention_backend",
          title="The attention implementation's forward does not take '{kw}', which this vLLM's attention layer passes",
