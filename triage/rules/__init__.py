@@ -143,6 +143,8 @@ MODULES = [
     # cmp: the offline Python API and `vllm bench` (SamplingParams refusals, a caller written for another vLLM
     # release, the benchmark's test request and random dataset), vLLM's broken torch.compile cache artifacts
     "cmp_offline",
+    # mix5: FlashAttention-3's own CUDA check (xFormers' bundled copy, vllm-flash-attn, flash-attn's hopper build)
+    "mix5_kernel_checks",
 ]
 
 
