@@ -160,6 +160,8 @@ MODULES = [
     # import left None, the CPU backend's ISA check, an unsupported architecture stated in a title, the engine's
     # generate() keywords of another release)
     "mix6_v0_era",
+    # mix5: FlashAttention-3's own CUDA check (xFormers' bundled copy, vllm-flash-attn, flash-attn's hopper build)
+    "mix5_kernel_checks",
 ]
 
 

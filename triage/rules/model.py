@@ -80,6 +80,29 @@ def _draft_arch_unsupported(scan: Scan) -> Diagnosis | None:
     return d
 
 
+# A bare backbone class (Qwen2VLModel, LlamaModel: no "For<Head>"): for a generative model, config.json's
+# architectures was written by a tool that saved the base AutoModel (a fine-tuning or merge script), and a newer vLLM
+# does not help; the head class the base model's config names does. Encoder/embedding checkpoints are legitimately
+# "<Name>Model" (BertModel, XLMRobertaModel): vLLM 0.8+, which words the refusal "has no vLLM implementation and the
+# Transformers implementation is not compatible", registers the common ones, so only that wording is read this way,
+# and the fix still names the upgrade for an encoder this release lacks.
+BARE_BACKBONE_RE = lazy(r"^(?!\w*For[A-Z])(?P<stem>[A-Z]\w*?)(?:PreTrained)?Model$")
+
+
+def _bare_backbone(d: Diagnosis) -> Diagnosis:
+    arch = str(d.facts.get("arch") or "")
+    stem = BARE_BACKBONE_RE.match(arch).group("stem")  # type: ignore[union-attr]
+    d.title = f"This vLLM cannot serve {arch}, a bare backbone class (the model without its head)"
+    d.fix = Fix(f"For a fine-tuned or merged generative checkpoint, config.json's architectures was saved from the "
+                f"base AutoModel: set \"architectures\" to the class the base model's config.json names (e.g. "
+                f"{stem}ForConditionalGeneration or {stem}ForCausalLM), or pass it at launch with --hf-overrides "
+                f"'{{\"architectures\": [\"{stem}ForCausalLM\"]}}' (the head class the base repo names). For an "
+                "embedding/encoder model that really is a bare Model class, upgrade to a vLLM release that lists it "
+                "among its pooling models.", "model-support")
+    d.facts["bare_backbone"] = True
+    return d
+
+
 def _arch_unsupported(scan: Scan) -> Diagnosis | None:
     d = ARCH_UNSUPPORTED.match_lines(scan)
     if d is None:
@@ -87,6 +110,8 @@ def _arch_unsupported(scan: Scan) -> Diagnosis | None:
     if DRAFT_ARCH_RE.search(str(d.facts.get("arch") or "")):
         return None  # speculative.draft_architecture_unsupported
     if d.evidence and "is not compatible with vLLM" in d.evidence[0].text:
+        if BARE_BACKBONE_RE.match(str(d.facts.get("arch") or "")):
+            return _bare_backbone(d)
         arch = d.facts.get("arch", "the model")
         d.title = f"This vLLM has no implementation of {arch}, and its Transformers backend cannot run it"
         d.fix = Fix(f"vLLM has no native class for {arch} in this release, and the Transformers fallback needs the model's "

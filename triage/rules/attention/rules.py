@@ -422,7 +422,12 @@ RULES = [
          # cascade attention's asserts in flash_attn.py)
          patterns=[r"(?P<backend>FlashInfer|FlashAttention|FLASHINFER|FLASH_ATTN|Triton|TRITON_ATTN|FlexAttention|"
                    r"FLEX_ATTENTION|Cascade attention|b12x|CPU_ATTN|FA[234]|[xX][fF]ormers|XFORMERS)"
-                   r"(?: backend)? (?:currently )?does not support (?P<feature>attention sinks|sinks|sliding window|"
+                   # (a GPU family is no model feature: "xformers does not support Blackwell GPUs" is the GPU's
+                   # generation against the library's build, read by the unsupported_gpu / kernel_library rules)
+                   r"(?: backend)? (?:currently )?does not support "
+                   r"(?!(?:the |this |your |these |NVIDIA )?(?:\w+ )?(?:(?:Blackwell|Hopper|Ada|Ampere|Turing|Volta|"
+                   r"Pascal|RTX|GeForce)\b|sm_?\d|SM ?\d|GPUs?\b|compute capability))"
+                   r"(?P<feature>attention sinks|sinks|sliding window|"
                    r"ALiBi|alibi(?: slopes)?|logits soft ?cap|block-?sparse|encoder|cross[- ]attention|kv sharing|"
                    r"quantized kv-cache|[\w -]{3,30}?)(?: yet)?(?:[,.;]| ?!+|$)"],
          facts=_feature_advice, playbook="attention-backend", confidence=0.85),
