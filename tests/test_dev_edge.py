@@ -14,9 +14,6 @@ DEV, EXPECTED = load("dev-edge")
 KNOWN_MISSES: dict[str, str] = {
     "environment--windows-v100-no-module-named-triton.log":
         "the paste never says Windows (only the answer does): a missing triton module reads as an install gap",
-    "cuda_driver--agx-orin-cosmos3-image-needs-cuda13-driver-540.log":
-        "the container runtime's message is cut before its requirement ('failed to construct OCI spec modi'); only "
-        "the title says CUDA>=13 against driver 540",
 }
 
 

@@ -40,7 +40,11 @@ def test_source_checkout_of_a_kernel_library_is_the_library(frame):
     assert d is not None and d.category == "kernel_library", d and (d.signature, d.category)
 
 
-def test_a_folder_merely_named_like_a_library_is_not_one():
+def test_a_folder_merely_named_like_a_library_is_not_one(monkeypatch):
+    """The frames alone: the word model, which may guess from any word (the folder's too), kept out."""
+    from triage.catalogue import wordclass
+
+    monkeypatch.setattr(wordclass, "_model", {"classes": [], "totals": [], "docs": [], "counts": {}})
     d = top("Traceback (most recent call last):\n"
             '  File "/home/u/aiter_experiments/run.py", line 3, in <module>\n'
             "    main()\n"
