@@ -242,8 +242,9 @@ def test_a_failed_ray_check_is_a_distributed_failure():
 
 
 def test_the_message_of_an_http_error_body_is_looked_up_in_the_catalogue():
-    log = ("openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': 'best_of must be greater "
-           "than or equal to n, got n=2 and best_of=1.', 'type': 'BadRequestError', 'param': None, 'code': 400}\n")
+    log = ("openai.BadRequestError: Error code: 400 - {'object': 'error', 'message': 'stop strings are only "
+           "supported when detokenize is True. Set detokenize=True to use stop.', 'type': 'BadRequestError', "
+           "'param': None, 'code': 400}\n")
     d = _top(log)
     assert d.signature.startswith("catalogue.vllm.") and d.category == "engine_config"
     assert "sampling_params" in d.facts["catalogue"]["module"]

@@ -78,9 +78,9 @@ def _chunk_misaligned(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
 
 
 def _mode_all_spec(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
-    hits = MODE_ALL_SPEC.match_lines(scan)
-    if hits is not None:
-        return hits
+    said = MODE_ALL_SPEC.match_lines(scan)
+    if said is not None:
+        return said
     # a bare AssertionError in a launch that combines mode 'all' with a drafter
     text = scan.joined_text()
     if not (MODE_ALL_RE.search(text) and SPEC_RE.search(text)):

@@ -71,7 +71,7 @@ def _flashinfer_none(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
             continue
         if _failed_in_flashinfer(scan, exc):
             return rule.diagnosis(scan, [(exc.line, _NONE_CALL_RE.search(exc.line.text))], confidence=0.85,
-                                  facts={"how": "the call that failed is FlashInfer's (its guarded import left it None)"})
+                                  facts={"how": "the call that failed is FlashInfer's (its guarded import left it unset)"})
         framed = True
     if framed:
         return None  # a traceback that shows some other callable being None
@@ -161,7 +161,7 @@ RULES = [
          playbook="tokenizer-chat-template", confidence=0.85),
     Rule(signature="kernel.flashinfer_import_none", category="kernel_library",
          title="FlashInfer is not installed (or does not import), so vLLM called a None in its place",
-         fix="vLLM imports FlashInfer behind a guard and leaves its wrappers None when the import fails; {how}. "
+         fix="vLLM imports FlashInfer behind a guard and leaves its wrappers unset when the import fails; {how}. "
              "Install the flashinfer wheel built for this torch and CUDA (e.g. `pip install flashinfer -i "
              "https://flashinfer.ai/whl/cu121/torch2.3` for vLLM 0.5.x), check `python -c 'import flashinfer'`, or "
              "unset VLLM_ATTENTION_BACKEND=FLASHINFER (Gemma 2 runs on FlashAttention from vLLM 0.5.4).",
