@@ -162,6 +162,9 @@ MODULES = [
     "mix6_v0_era",
     # mix5: FlashAttention-3's own CUDA check (xFormers' bundled copy, vllm-flash-attn, flash-attn's hopper build)
     "mix5_kernel_checks",
+    # omni: generation beyond text through vLLM-Omni (a diffusion model's pipeline missing from the installed
+    # diffusers, a TTS checkpoint without the speaker encoder voice cloning needs)
+    "omni_media",
 ]
 
 

@@ -69,8 +69,9 @@ MM_PACKAGE_MISSING = Rule(
         "the server starts and the request or the model's processor fails: {install} in the environment that runs "
         "vLLM, then restart the server.",
     patterns=[
-        # PlaceholderModule (vllm/utils.py 0.7+, vllm/utils/import_utils.py): one sentence for every extra
-        r"Please install vllm\[(?P<extra>audio|video)\] for \w+ support",
+        # PlaceholderModule (vllm/utils.py 0.7+, vllm/utils/import_utils.py) and 0.6's try_import_video_packages:
+        # one sentence for every extra (a retold title may lower-case it)
+        r"[Pp]lease install vllm\[(?P<extra>audio|video)\] for \w+ support",
         # transformers' check_imports for a checkpoint's remote code: the warning, then the ImportError
         rf"Encountered exception while importing (?P<package>{PACKAGE}): No module named",
         rf"This modeling file requires the following packages that were not found in your environment: "

@@ -42,6 +42,8 @@ ARCH_UNSUPPORTED = Rule(
     fix="The installed vLLM predates this architecture: upgrade vLLM (with a matching transformers), or use "
         "--model-impl transformers if transformers supports it.",
     patterns=[r"Model architectures \['(?P<arch>\w+)'(?:, [^\]]*)?\] are not supported for now",
+              # a title or a retyped message that lost the list's brackets or a quote ("architectures X' are not")
+              r"Model architectures \[?'?(?P<arch>[A-Z]\w+)'?(?:, [^\]]*)?\]? are not supported for now",
               r"Model architectures \['(?P<arch>\w+)'\] failed to be inspected",
               r"Model architectures \[?'?(?P<arch>\w[\w ]*?)'?\]? failed to be inspected",
               r"Cannot find model module\. '(?P<arch>\w+)' is not a registered model",
