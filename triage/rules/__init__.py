@@ -162,6 +162,9 @@ MODULES = [
     "mix6_v0_era",
     # mix5: FlashAttention-3's own CUDA check (xFormers' bundled copy, vllm-flash-attn, flash-attn's hopper build)
     "mix5_kernel_checks",
+    # stk: vLLM inside serving stacks (a P/D recipe's decode TP below the prefill's, a container command `vllm` the
+    # image does not have)
+    "stk_stacks",
 ]
 
 
