@@ -158,9 +158,8 @@ PREFILTER = (
     # block_n=128"); mamba cache mode 'all' named in a report or a config repr (rules/hyb_mamba.py: with a drafter)
     "|not divisible by|mamba_cache_mode='all'|mamba_cache_mode 'all'"
     # -- end hyb
-    # -- stk: a container runtime refusing the pod's command (`exec: "vllm": executable file not found in $PATH`),
-    # a shell wrapper's "sh: 1: vllm: not found" (rules/stk_stacks.py)
-    "|executable file|vllm: not found"
+    # -- stk: a container runtime refusing the pod's command (`exec: "vllm": executable file not found in $PATH`)
+    "|executable file"
     # -- end stk
 )
 PREFILTER_RE = lazy(PREFILTER.encode())

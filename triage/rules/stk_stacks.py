@@ -12,8 +12,8 @@ decode workers' --tensor-parallel-size.
 A container whose command is `vllm` (production-stack's chart, llm-d's and KServe's templates run `vllm serve`) in
 an image without vLLM's console script on PATH never starts vLLM at all: the OCI runtime refuses to create the
 process (runc: `exec: "vllm": executable file not found in $PATH`; crun/podman: "executable file `vllm` not found in
-$PATH"), or a shell wrapper says `vllm: not found`. Images built before the CLI (vLLM < 0.5), or with vLLM in a venv
-the image's PATH does not include, do this.
+$PATH"); a shell wrapper's "vllm: command not found" is install.dependency_missing. Images built before the CLI
+(vLLM < 0.5), or with vLLM in a venv the image's PATH does not include, do this.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ RULES = [
              "image's own entry point (`python3 -m vllm.entrypoints.openai.api_server ...`, or the full path of "
              "the venv's `vllm`); check with `docker run --rm --entrypoint sh <image> -c 'command -v vllm'`.",
          patterns=[r"\"vllm\": executable file not found in \$PATH",
-                   r"executable file [`'\"]vllm[`'\"] not found in \$PATH",
-                   r"^(?:/bin/(?:ba|da)?sh|bash|sh)(?:: line \d+|: \d+)?: vllm: (?:command )?not found"],
+                   r"executable file [`'\"]vllm[`'\"] not found in \$PATH"],
          playbook="install-mismatch", confidence=0.85),
 ]
