@@ -31,8 +31,9 @@ _PREFIXES = [
     (lambda s: (s[3:4] == " " and s[9:10] == ":") or s[:1].isdecimal(),
      lazy(r"(?:[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2}(?:\.\d+)? [\w.-]+ [\w.@/-]+(?:\[\d+\])?"
           r"|" + _ISO_TIME + r" [\w.-]+ [\w.@/-]+\[\d+\]): ")),
-    # 2026-02-14T10:12:44.123456789Z (kubectl --timestamps, docker logs -t)
-    (lambda s: s[:1].isdecimal(), lazy(_ISO_TIME + r"\s+")),
+    # 2026-02-14T10:12:44.123456789Z (kubectl --timestamps, docker logs -t); the CRI format of a node's
+    # /var/log/pods files and `crictl logs` adds the stream and a full/partial tag: "<time> stdout F "
+    (lambda s: s[:1].isdecimal(), lazy(_ISO_TIME + r"\s+(?:std(?:out|err) [FP] )?")),
     # kubectl logs --prefix: "[pod/vllm-7c9d8b6f5-x2x4z/vllm] "
     (lambda s: s.startswith("[pod/"), lazy(r"\[pod/[^\]\s]+\] ")),
     # docker compose: "vllm-1  | ", "vllm_server_1 | " (one space after the bar: the line's own

@@ -104,6 +104,10 @@ class Scan(Record):
                 yield ln
 
 
+_PASSING_LEVELS = ("INFO", "WARNING", "DEBUG")
+_SEVERE = ("ERROR", "CRITICAL")
+
+
 class Scanner:
     """Incremental: feed raw (number, bytes) lines as they come (the TUI streams a live pipe)."""
 
@@ -111,6 +115,7 @@ class Scanner:
         self.scan = Scan(source)
         self._tb = TracebackAssembler()
         self._seen: dict[str, int] = {}
+        self._passing: set[str] = set()  # texts seen so far only on INFO/WARNING/DEBUG rows
         self._tail: collections.deque[Line] = collections.deque(maxlen=MAX_TAIL)
         self._collect_env_at: list[int] = []
         self._indent = 0  # a pasted log's indentation, learnt from its prefixed lines
@@ -225,9 +230,15 @@ class Scanner:
         count = self._seen.get(key)
         if count is not None:
             self._seen[key] = count + 1
-            return ln
-        if len(self._seen) < 4 * (MAX_HEAD + MAX_TAIL):
+            # the same words logged in passing first (an import's warning) and then as the error they became
+            # (NixlConnector's "NIXL is not available"): the error row is kept too, or the rules see a warning only
+            if not (ln.level in _SEVERE and key in self._passing):
+                return ln
+            self._passing.discard(key)
+        elif len(self._seen) < 4 * (MAX_HEAD + MAX_TAIL):
             self._seen[key] = 1
+            if ln.level in _PASSING_LEVELS:
+                self._passing.add(key)
         if len(self.scan.lines) < MAX_HEAD:
             self.scan.lines.append(ln)
         else:

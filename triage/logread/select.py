@@ -158,6 +158,9 @@ PREFILTER = (
     # block_n=128"); mamba cache mode 'all' named in a report or a config repr (rules/hyb_mamba.py: with a drafter)
     "|not divisible by|mamba_cache_mode='all'|mamba_cache_mode 'all'"
     # -- end hyb
+    # -- stk: a container runtime refusing the pod's command (`exec: "vllm": executable file not found in $PATH`)
+    "|executable file"
+    # -- end stk
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

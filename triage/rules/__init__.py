@@ -165,6 +165,9 @@ MODULES = [
     # omni: generation beyond text through vLLM-Omni (a diffusion model's pipeline missing from the installed
     # diffusers, a TTS checkpoint without the speaker encoder voice cloning needs)
     "omni_media",
+    # stk: vLLM inside serving stacks (a P/D recipe's decode TP below the prefill's, a container command `vllm` the
+    # image does not have)
+    "stk_stacks",
 ]
 
 

@@ -90,14 +90,29 @@ RAY_GPUS: Rule = Rule(
     playbook="distributed", confidence=0.85, check=lambda scan, env: _ray_gpus(scan))
 
 
+# NixlConnector's worker logs "NIXL is not available" at ERROR and then raises RuntimeError with it (a pod log cut
+# before the traceback shows only the logged line); the module itself warns the same words at import whenever nixl
+# is missing, which is harmless unless NixlConnector is used: a WARNING/INFO line alone is not the failure.
+NIXL_UNAVAILABLE: Rule = Rule(
+    signature="distributed.nixl_unavailable", category="distributed",
+    title="The NixlConnector KV transfer needs NIXL, which is not installed",
+    fix="--kv-transfer-config selects NixlConnector (disaggregated prefill) but the `nixl` package cannot be "
+        "imported: install the NIXL build for this CUDA (e.g. `pip install nixl` / nixl_cu13) in vLLM's "
+        "environment (a vendor image such as ROCm's may ship without it), or choose another kv_connector.",
+    patterns=[r"RuntimeError: NIXL is not available", r"^NIXL is not available\s*$"],
+    playbook="distributed", confidence=0.9,
+    check=lambda scan, env: _nixl_unavailable(scan))
+
+
+def _nixl_unavailable(scan: Scan) -> Diagnosis | None:
+    """The rule on the lines not logged in passing (INFO/WARNING/DEBUG): the import-time warning is no evidence."""
+    rule = NIXL_UNAVAILABLE
+    hits = [(ln, m) for ln in scan.lines if ln.level not in ("INFO", "WARNING", "DEBUG") and "NIXL" in ln.text
+            for m in [rule._search(0, ln.text) or rule._search(1, ln.text)] if m]
+    return rule.diagnosis(scan, hits[:6]) if hits else None
+
 RULES = [
-    Rule(signature="distributed.nixl_unavailable", category="distributed",
-         title="The NixlConnector KV transfer needs NIXL, which is not installed",
-         fix="--kv-transfer-config selects NixlConnector (disaggregated prefill) but the `nixl` package cannot be "
-             "imported: install the NIXL build for this CUDA (e.g. `pip install nixl` / nixl_cu13) in vLLM's "
-             "environment, or choose another kv_connector.",
-         patterns=[r"RuntimeError: NIXL is not available"],
-         playbook="distributed", confidence=0.9),
+    NIXL_UNAVAILABLE,
     Rule(signature="distributed.nccl_shm", category="distributed",
          title="Not enough shared memory (/dev/shm) for NCCL or vLLM's broadcast buffers (too small or not writable)",
          fix="Give the container enough shared memory: `docker run --ipc=host` or `--shm-size=16g` "
