@@ -162,6 +162,10 @@ MODULES = [
     "mix6_v0_era",
     # mix5: FlashAttention-3's own CUDA check (xFormers' bundled copy, vllm-flash-attn, flash-attn's hopper build)
     "mix5_kernel_checks",
+    # asc: vLLM on Ascend NPUs through vllm-ascend (CANN kernels and Triton-Ascend targets missing for the card,
+    # aclnn dtype checks on quantized matmuls and bf16-less cards, ACL/TorchAir graph-mode limits, grouped top-k MoE
+    # routing on a model without expert groups, the optional vllm_ascend_C import)
+    "asc_npu",
 ]
 
 
