@@ -54,7 +54,8 @@ SOC_KERNELS_MISSING: Rule = Rule(
         "info` and use the vllm-ascend image and CANN kernels package built for it (the -310p images for Atlas 300I "
         "Duo/Pro, the -a3 images for A3, the default ones for Atlas 800I/800T A2), from a vllm-ascend release that "
         "lists the card as supported; on a host install, install Ascend-cann-kernels-<soc> matching the toolkit.",
-    patterns=[r"read binary_info_config\.json failed, please check if the opp_kernel package is instal"],
+    # (either half: a long line wrapped by a terminal or collector keeps one of them whole)
+    patterns=[r"read binary_info_config\.json failed", r"please check if the opp_kernel package is instal"],
     playbook="unsupported-gpu", confidence=0.85)
 
 TRITON_SOC_UNKNOWN: Rule = Rule(
