@@ -168,6 +168,10 @@ MODULES = [
     # stk: vLLM inside serving stacks (a P/D recipe's decode TP below the prefill's, a container command `vllm` the
     # image does not have)
     "stk_stacks",
+    # asc: vLLM on Ascend NPUs through vllm-ascend (CANN kernels and Triton-Ascend targets missing for the card,
+    # aclnn dtype checks on quantized matmuls and bf16-less cards, ACL/TorchAir graph-mode limits, grouped top-k MoE
+    # routing on a model without expert groups, the optional vllm_ascend_C import)
+    "asc_npu",
 ]
 
 
