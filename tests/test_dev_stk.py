@@ -14,9 +14,6 @@ DEV, EXPECTED = load("dev-stk")
 
 # Dev logs the rules do not get right yet (strict: a fix must remove the name from here).
 KNOWN_MISSES: dict[str, str] = {
-    "install_mismatch--ray-serve-252-vllm-0112-use-v1-env.log":
-        "the paste stops before the exception's message: only the reporter's prose (Ray Serve 2.52 reading "
-        "vllm_envs.VLLM_USE_V1, which vLLM 0.11.2 removed) says what failed",
     "tokenizer_chat_template--prodstack-llama-vision-base-no-template.log":
         "the log is only a 400 on /v1/chat/completions; that the chart serves a base model without a chat template "
         "is in the values file's modelURL and the thread's title, not in any line vLLM wrote",
