@@ -58,19 +58,24 @@ def reading_wrapped(rule):
     over the lines a paste wrapped it onto."""
     compiled: list = []
 
+    def patterns() -> list:
+        # compiled on first need only: most logs give a rule neither a wrapped exception nor a broken literal,
+        # and compiling every wrapped rule's patterns on every run costs start-up ~10 ms
+        if not compiled:
+            compiled.extend(re.compile(p) for p in rule.patterns)
+        return compiled
+
     def check(scan: Scan, env) -> "object | None":
         d = rule.match_lines(scan)
         if d is not None:
             return d
         texts = exception_texts(scan) if scan.exceptions else []
-        if not compiled:
-            compiled.extend(re.compile(p) for p in rule.patterns)
         for ln, text in texts:
-            for rx in compiled:
+            for rx in patterns():
                 m = rx.search(text)
                 if m is not None:
                     return rule.diagnosis(scan, [(ln, m)])
-        return _prose_wrapped(rule, compiled, scan)
+        return _prose_wrapped(rule, patterns, scan)
     return check
 
 
@@ -83,15 +88,15 @@ def _flat(scan: Scan) -> str:
     return _FLAT[1]
 
 
-def _prose_wrapped(rule, compiled: list, scan: Scan) -> "object | None":
+def _prose_wrapped(rule, patterns, scan: Scan) -> "object | None":
     """A message quoted in prose or a code block and broken at a width (no exception line to hang it on): when a
     pattern's literal only appears with the line breaks taken out, the pattern is read over each line joined
     with the rows after it, and counts when its match starts on that line and runs on past it."""
     joined = scan.joined_text()
-    for i, rx in enumerate(compiled):
-        guard = rule._guards[i]
+    for i, guard in enumerate(rule._guards):
         if not guard or "\n" in guard or guard in joined or guard not in _flat(scan):
             continue  # no literal to look for, or it is whole on some line (match_lines read that)
+        rx = patterns()[i]
         lines = scan.lines
         for k, ln in enumerate(lines):
             parts = [" ".join(ln.text.split())]
