@@ -3,7 +3,6 @@ web page that breaks it (at a width, at a parenthesis, over blank lines), and a 
 
 from __future__ import annotations
 
-import re
 from typing import Iterator
 
 from triage.logread.normalize import Line
@@ -56,26 +55,17 @@ def _texts(scan: Scan) -> list[tuple[Line, str]]:
 def reading_wrapped(rule):
     """A check for a pattern rule: its patterns on each line as usual, else on each exception's message joined
     over the lines a paste wrapped it onto."""
-    compiled: list = []
-
-    def patterns() -> list:
-        # compiled on first need only: most logs give a rule neither a wrapped exception nor a broken literal,
-        # and compiling every wrapped rule's patterns on every run costs start-up ~10 ms
-        if not compiled:
-            compiled.extend(re.compile(p) for p in rule.patterns)
-        return compiled
-
     def check(scan: Scan, env) -> "object | None":
         d = rule.match_lines(scan)
         if d is not None:
             return d
         texts = exception_texts(scan) if scan.exceptions else []
         for ln, text in texts:
-            for rx in patterns():
-                m = rx.search(text)
+            for i in range(len(rule.patterns)):
+                m = rule._search(i, text)  # the rule's own literal check and compiled pattern, shared with match_lines
                 if m is not None:
                     return rule.diagnosis(scan, [(ln, m)])
-        return _prose_wrapped(rule, patterns, scan)
+        return _prose_wrapped(rule, scan)
     return check
 
 
@@ -88,7 +78,7 @@ def _flat(scan: Scan) -> str:
     return _FLAT[1]
 
 
-def _prose_wrapped(rule, patterns, scan: Scan) -> "object | None":
+def _prose_wrapped(rule, scan: Scan) -> "object | None":
     """A message quoted in prose or a code block and broken at a width (no exception line to hang it on): when a
     pattern's literal only appears with the line breaks taken out, the pattern is read over each line joined
     with the rows after it, and counts when its match starts on that line and runs on past it."""
@@ -96,7 +86,6 @@ def _prose_wrapped(rule, patterns, scan: Scan) -> "object | None":
     for i, guard in enumerate(rule._guards):
         if not guard or "\n" in guard or guard in joined or guard not in _flat(scan):
             continue  # no literal to look for, or it is whole on some line (match_lines read that)
-        rx = patterns()[i]
         lines = scan.lines
         for k, ln in enumerate(lines):
             parts = [" ".join(ln.text.split())]
@@ -108,7 +97,7 @@ def _prose_wrapped(rule, patterns, scan: Scan) -> "object | None":
             text = " ".join(parts)
             if guard not in text:
                 continue
-            m = rx.search(text)
+            m = rule._search(i, text)
             if m is not None and m.start() < len(parts[0]) < m.end():
                 return rule.diagnosis(scan, [(ln, m)])
     return None
