@@ -301,6 +301,16 @@ def _decide(exc: ExceptionRecord, words: str) -> tuple[str, str, float]:
     return guess_category(exc), "exception type", UNDECIDED_CONFIDENCE
 
 
+def _unknown_fix(message: str, otherwise: str) -> Fix:
+    """A failure no rule knows: the remedy its own message gives, quoted, else `otherwise`."""
+    from triage.catalogue.advice import advice
+
+    said = advice(message)
+    if said:
+        return Fix(f"The message says what to do: \u201c{said}\u201d (triage has no rule for this failure yet.)", None)
+    return Fix(otherwise, None)
+
+
 def _short_path(file: str) -> str:
     p = file.replace("\\", "/")
     for pkg in ("/site-packages/", "/dist-packages/", "/vllm/"):
@@ -349,8 +359,8 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
             category=cat, signature="generic.unrecognized_exception", title=title, confidence=conf,
             evidence=evidence, explanation=why,
             facts=facts,
-            fix=Fix("triage has no rule for this failure yet; the exception above is the first real error. "
-                    "Search upstream for its message, or file it with `triage report --log FILE`.", None),
+            fix=_unknown_fix(exc.message, "triage has no rule for this failure yet; the exception above is the first "
+                             "real error. Search upstream for its message, or file it with `triage report --log FILE`."),
             first_line=exc.line.no)
     if not lines:
         return None
@@ -387,8 +397,8 @@ def fallback(scan: Scan, harmless_lines: set[int], used_lines: set[int], lines: 
             confidence=0.25 if worded else 0.15, evidence=[Evidence(ln.no, ln.shown)],
             facts={"category_guessed_from": worded[1] if worded else "nothing decisive",
                    "category_decided": bool(worded)},
-            fix=Fix("triage has no rule for this error yet; search upstream for it or file it with "
-                    "`triage report --log FILE`.", None),
+            fix=_unknown_fix(ln.text, "triage has no rule for this error yet; search upstream for it or file it with "
+                             "`triage report --log FILE`."),
             first_line=ln.no)
     if guess is not None:
         return guess

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from triage.catalogue.advice import advice
 from triage.areas import area_of, area_of_trace, category_for
 from triage.lazyre import lazy
 from triage.logread.normalize import Line
@@ -193,9 +194,14 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
     where = f"{kind} in {t.module} ({t.package} {releases})"
     facts["source"] = where
     title = f"{_short(text)} ({kind} in {t.module.rsplit('/', 1)[-1]})"
-    fix = Fix(f"This is {t.package}'s own message, {where}; triage has no hand-written rule for it. "
-              + _release_words(t.package, last, t.newest)
-              + " Search upstream for its text, or file it with `triage report --log FILE`.", None)
+    said = advice(text)
+    if said:
+        fix = Fix(f"The message says what to do: \u201c{said}\u201d ({t.package}'s own message, {where}; triage has "
+                  f"no hand-written rule for it.) " + _release_words(t.package, last, t.newest), None)
+    else:
+        fix = Fix(f"This is {t.package}'s own message, {where}; triage has no hand-written rule for it. "
+                  + _release_words(t.package, last, t.newest)
+                  + " Search upstream for its text, or file it with `triage report --log FILE`.", None)
     why = [f"{where}: the line matches this message of {t.package}'s source ({t.shown()[:160]})",
            (f"category {category}: {t.module} is {category} code" if area_of(t.module) == category else
             f"category {category}, likely: from {guessed} ({t.module} is {area_of(t.module) or 'unmapped'} code)"
