@@ -60,7 +60,7 @@ def _no_devices(d: Diagnosis) -> bool:
 _LOCAL_WORLD = (r"local_world_size(?: \((?P<local_world_size>\d+)\))? must be less than or equal to the number "
                 r"of visible devices(?: \((?P<devices>\d+)\))?")
 
-RAY_LOCAL_WORLD = Rule(
+RAY_LOCAL_WORLD: Rule = Rule(
     signature="distributed.ray_multinode_local_world_size", category="distributed",
     title="vLLM's worker compared a multi-node Ray world size with one node's GPUs",
     fix="vLLM 0.11.1's GPU worker asserts local_world_size <= visible devices on every rank, which is wrong when Ray "
@@ -70,7 +70,7 @@ RAY_LOCAL_WORLD = Rule(
     patterns=[_LOCAL_WORLD], playbook="distributed", confidence=0.88,
     check=lambda scan, env: _with_context(RAY_LOCAL_WORLD, scan, RAY_RE, unless=_no_devices))
 
-ENGINE_USE_RAY = Rule(
+ENGINE_USE_RAY: Rule = Rule(
     signature="distributed.engine_use_ray_one_gpu", category="distributed",
     title="--engine-use-ray runs the engine in a Ray actor that sees one GPU, so TP > 1 is refused",
     fix="With --engine-use-ray (vLLM 0.4-0.5) the engine itself becomes a Ray actor reserved one GPU when the "
@@ -90,7 +90,8 @@ RULES = [
              "multiprocessing with the 'spawn' start method), or free the first one before creating the next: "
              "`del llm; from vllm.distributed.parallel_state import destroy_model_parallel, "
              "destroy_distributed_environment; destroy_model_parallel(); destroy_distributed_environment(); "
-             "import gc; gc.collect()`. In a notebook, restart the kernel instead of re-running the cell.",
+             "import gc; gc.collect()` (before 0.4.1 the module is vllm.model_executor.parallel_utils.parallel_state). In a "
+             "notebook, restart the kernel instead of re-running the cell.",
          patterns=[r"(?P<group>tensor model|pipeline model|data|expert|(?:decode |prefill )?context model) parallel "
                    r"group is already initialized"],
          playbook="distributed", confidence=0.85),
