@@ -161,6 +161,10 @@ PREFILTER = (
     # -- stk: a container runtime refusing the pod's command (`exec: "vllm": executable file not found in $PATH`)
     "|executable file"
     # -- end stk
+    # -- msg: the multiprocessing executor's GPU count check (0.5-0.9) quoted without its AssertionError (a ticket
+    # title), and --engine-use-ray on the launch line (0.4-0.5: the engine's Ray actor sees one GPU)
+    "|max local gpu count|engine-use-ray"
+    # -- end msg
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

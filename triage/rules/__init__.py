@@ -172,6 +172,10 @@ MODULES = [
     # aclnn dtype checks on quantized matmuls and bf16-less cards, ACL/TorchAir graph-mode limits, grouped top-k MoE
     # routing on a model without expert groups, the optional vllm_ascend_C import)
     "asc_npu",
+    # msg: vLLM raise sites found by their message text (a second engine in one process, one KV-cache type in 0.7-0.9's
+    # V1 runner, 0.11.1's local_world_size check under multi-node Ray, --engine-use-ray's one-GPU actor, the CPU
+    # backend's MoE, --headless with a data-parallel rank, OpenTelemetry missing, prefix caching with sliding window)
+    "msg_raise_sites",
 ]
 
 

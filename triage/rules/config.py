@@ -221,7 +221,7 @@ RULES = [
          title="The parallel layout needs more GPUs than are available",
          fix="Reduce --tensor-parallel-size / --pipeline-parallel-size to the number of visible GPUs, or make the "
              "other GPUs visible (CUDA_VISIBLE_DEVICES, docker --gpus all).",
-         patterns=[r"please set tensor_parallel_size \((?P<tensor_parallel_size>\d+)\) to less than max local gpu count \((?P<gpus>\d+)\)",
+         patterns=[r"please set tensor_parallel_size(?: \((?P<tensor_parallel_size>\d+)\))? to less than max local gpu count(?: \((?P<gpus>\d+)\))?",  # 0.5.0: no numbers
                    r"Tensor parallel size \((?P<tensor_parallel_size>\d+)\) cannot be larger than the number of available GPUs \((?P<gpus>\d+)\)",  # 0.11-0.12
                    r"please ensure that world_size \((?P<tensor_parallel_size>\d+)\) is less than (?:than )?max local gpu count \((?P<gpus>\d+)\)",
                    r"tensor_parallel_size \((?P<tensor_parallel_size>\d+)\) .{0,40}(?:larger|greater) than .{0,40}(?:available|visible) GPUs",
@@ -249,7 +249,8 @@ RULES = [
              "or upgrade to a vLLM that supports prefix caching for this model type (Mamba/hybrid support came in v0.11).",
          patterns=[r"Prefix caching is not supported for (?P<what>[\w /-]+?)(?: yet)?\.?$",
                    r"(?P<what>[\w /-]+?) does not support prefix caching",
-                   r"(?P<what>[Pp]refix caching) (?:is )?not supported with [\w -]+"],
+                   # sliding window: config.prefix_caching_sliding_window (triage.rules.msg_raise_sites)
+                   r"(?P<what>[Pp]refix caching) (?:is )?not supported with (?!sliding window)[\w -]+"],
          playbook="engine-config", confidence=0.9),
     Rule(signature="config.hybrid_kv_cache_disabled", category="engine_config",
          title="This hybrid model needs the hybrid KV-cache manager, which is disabled",
