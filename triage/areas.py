@@ -81,6 +81,8 @@ AREAS: list[tuple[str, str]] = [
     ("tokenizers/", "tokenizer_chat_template"),
     ("mistral_common", "tokenizer_chat_template"),
     ("jinja2", "tokenizer_chat_template"),
+    # the models' own input processors (images, audio, video into the model's inputs): the model's support
+    ("vllm/transformers_utils/processors/", "model_support"),
     ("vllm/transformers_utils/config.py", "model_loading"),  # config files: missing, unreadable, wrong format
     ("vllm/transformers_utils/configs/", "model_support"),
     ("vllm/transformers_utils/", "model_loading"),
@@ -336,8 +338,6 @@ WEAK: list[tuple[tuple[str, ...], str]] = [
     (("compute capability", "Compute capability"), "unsupported_gpu"),
     (("bfloat16", "Bfloat16", "BF16 is not supported"), "dtype_unsupported"),
     (("max_model_len", "max_num_batched_tokens", "gpu_memory_utilization"), "engine_config"),
-    # data-parallel ranks, sizes and their coordination (--data-parallel-size, -rank, -size-local)
-    (("data parallel", "data_parallel", "Data parallel"), "distributed"),
     (("architectures", "Architecture", "model type", "model_type", "trust_remote_code"), "model_support"),
     (("safetensors", "checkpoint", "weights", "config.json"), "model_loading"),
     (("FlashInfer", "flashinfer", "DeepGEMM", "deep_gemm", "FlashAttention", "flash_attn"), "kernel_library"),
@@ -356,7 +356,8 @@ EPLB_RE = lazy(r"\bEPLB\b.*(?:not (?:yet )?supported|only supports?)|(?:does not
 KERNEL_NAMES = ("FlashInfer", "flashinfer", "DeepGEMM", "deep_gemm", "DeepEP", "deep_ep", "FlashAttention",
                 "flash_attn", "Flash Attention", "flash-attn", "FlashMLA", "flash_mla")
 # a kernel library named with its absence or its version
-KERNEL_MISSING = INSTALL_WORDS + ("not available", "too old", "is not built", "newer version", ">= ")
+KERNEL_MISSING = INSTALL_WORDS + ("to install", "not found", "not available", "too old", "is not built", "newer version",
+                                  ">= ")
 INSTALL_OVER = VAGUE | {"model_loading", "distributed", "kv_cache_memory"}
 # Kernel code (MoE experts, a model's own ops, kernel libraries) checks its inputs' formats: the quantized ones
 # (scales, FP8/FP4 weights) are a quantization gap; a plain dtype it requires is the model's --dtype, which the
