@@ -7,7 +7,7 @@ category a maintainer would file it under.
     python scripts/score_catalogue.py --half tune -v   # the tune half and its misses
 
 A raised message becomes a traceback tail whose innermost frame is the raising module (as Python prints it); a
-logged one becomes vLLM's log line at its level, as scripts in /work/notes/exp/unclaimed.py built them. The holes
+logged one becomes vLLM's log line at its level (the form the unclaimed-template survey used). The holes
 of a template are filled with a placeholder value. The test half is for a before/after figure only: never list its
 misses while changing a mechanism (-v refuses it).
 """
