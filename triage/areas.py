@@ -59,6 +59,16 @@ AREAS: list[tuple[str, str]] = [
     ("/quantization/", "quantization"),
     ("transformers/utils/quantization_config.py", "quantization"),
     ("transformers/quantizers/", "quantization"),
+    # transformers' integrations: each wraps one outside library, which says what a failure there is
+    *[(f"transformers/integrations/{m}", "quantization") for m in (
+        "aqlm", "awq", "bitnet", "bitsandbytes", "compressed_tensors", "eetq", "fbgemm_fp8", "finegrained_fp8",
+        "fp_quant", "higgs", "hqq", "metal_quantization", "mxfp4", "nvfp4", "quanto", "spqr", "torchao", "vptq")],
+    *[(f"transformers/integrations/{m}", "kernel_library") for m in (
+        "flash_attention", "flash_paged", "npu_flash_attention", "hub_kernels", "deepgemm", "sonicmoe", "liger")],
+    ("transformers/integrations/accelerate.py", "model_loading"),  # device maps, offloading, meta-device loading
+    ("transformers/integrations/peft.py", "engine_config"),  # adapters, as vLLM's own LoRA code
+    ("transformers/integrations/mistral/", "tokenizer_chat_template"),
+    ("transformers/integrations/tiktoken.py", "tokenizer_chat_template"),
     ("compressed_tensors/", "quantization"),
     ("vllm/model_executor/model_loader/", "model_loading"),
     ("vllm/transformers_utils/tokenizer", "tokenizer_chat_template"),
@@ -71,11 +81,16 @@ AREAS: list[tuple[str, str]] = [
     ("tokenizers/", "tokenizer_chat_template"),
     ("mistral_common", "tokenizer_chat_template"),
     ("jinja2", "tokenizer_chat_template"),
+    # the models' own input processors (images, audio, video into the model's inputs): the model's support
+    ("vllm/transformers_utils/processors/", "model_support"),
     ("vllm/transformers_utils/config.py", "model_loading"),  # config files: missing, unreadable, wrong format
     ("vllm/transformers_utils/configs/", "model_support"),
     ("vllm/transformers_utils/", "model_loading"),
     ("gguf", "model_loading"),
     ("safetensors", "model_loading"),
+    # the hf CLI's own argument checks: how it was called, not what it fetched
+    ("huggingface_hub/cli/", "engine_config"),
+    ("huggingface_hub/commands/", "engine_config"),
     ("huggingface_hub", "model_loading"),
     ("transformers/utils/hub.py", "model_loading"),
     ("transformers/modeling_utils.py", "model_loading"),
@@ -95,6 +110,7 @@ AREAS: list[tuple[str, str]] = [
     ("vllm/executor/multiproc", "distributed"),
     ("vllm/v1/executor/multiproc", "distributed"),
     ("multiproc_worker_utils", "distributed"),
+    ("torch/distributed/checkpoint/", "model_loading"),  # distributed checkpoints: reading and writing weights
     ("torch/distributed", "distributed"),
     ("torch/multiprocessing", "distributed"),
     ("ray/", "distributed"),
@@ -280,6 +296,12 @@ STRONG: list[tuple[tuple[str, ...], str]] = [
     (("quantization", "Quantization", "quant_method", "BitsAndBytes", "bitsandbytes"), "quantization"),
     # the model loader's architecture lookup: the model is not one this vLLM implements
     (("has no vLLM implementation", "are not supported for now"), "model_support"),
+    # two options that only work as a pair: a launch setting whatever module checks it
+    (("must be set together", "must be configured together", "configured together", "must be specified together"),
+     "engine_config"),
+    # a feature vLLM has only on some platforms, asked for on another (a CPU, XPU or TPU build)
+    (("only CUDA is supported", "requires a CUDA-capable platform", "supported on CUDA and ROCm platforms",
+      "requires CUDA or ROCm", "only available on CUDA platforms", "is only supported for CUDA"), "unsupported_gpu"),
 ]
 # A module that checks several kinds of things, and the words that say which one a message is:
 # (fragment of the module's path, words, category); before the module's own area.
@@ -293,7 +315,10 @@ OVERRIDES += [
      "install_mismatch"),
     ("vllm/platforms/", ("GCN arch", "ROCm architecture", "is only supported on gfx"), "unsupported_gpu"),
     ("vllm/platforms/", ("torch distributed backend",), "distributed"),
-    ("vllm/platforms/", ("backend", "MLA", "Sparse Attention", "vit attention"), "attention_backend"),
+    # a graph mode the platform's kernels cannot be captured in (XPU, HPU graphs as CUDA graphs)
+    ("vllm/platforms/", ("cudagraph", "CUDA graph", "XPU graphs", "HPU graphs", "graph mode"), "cudagraph_capture"),
+    ("vllm/platforms/", ("backend", "MLA", "Sparse Attention", "vit attention", "Flash Attention", "FlashAttention"),
+     "attention_backend"),
 ]
 # --- mcfg: loader code inside the models package ---
 OVERRIDES += [
@@ -321,6 +346,42 @@ WEAK: list[tuple[tuple[str, ...], str]] = [
 ]
 VAGUE = {"engine_config", "environment", "model_support", "install_mismatch"}
 
+# A message that says a package is missing or too old: the install's, unless it names a kernel library (its own
+# category) or the module is one whose missing packages are its own subject (a quantization method, a tokenizer).
+INSTALL_WORDS = ("pip install", "is not installed", "not installed", "to be installed", "Please install",
+                 "please install", "Install with", "install it")
+# --enable-eplb with a loader, kernel or backend that cannot rearrange experts: the launch's combination of settings
+EPLB_RE = lazy(r"\bEPLB\b.*(?:not (?:yet )?supported|only supports?)|(?:does not|doesn't|not yet|cannot) (?:yet )?"
+               r"support EPLB|only supported with EPLB")
+KERNEL_NAMES = ("FlashInfer", "flashinfer", "DeepGEMM", "deep_gemm", "DeepEP", "deep_ep", "FlashAttention",
+                "flash_attn", "Flash Attention", "flash-attn", "FlashMLA", "flash_mla")
+# a kernel library named with its absence or its version
+KERNEL_MISSING = INSTALL_WORDS + ("to install", "not found", "not available", "too old", "is not built", "newer version",
+                                  ">= ")
+INSTALL_OVER = VAGUE | {"model_loading", "distributed", "kv_cache_memory"}
+# Kernel code (MoE experts, a model's own ops, kernel libraries) checks its inputs' formats: the quantized ones
+# (scales, FP8/FP4 weights) are a quantization gap; a plain dtype it requires is the model's --dtype, which the
+# attention backends check as well (`requires bfloat16`, `supports only FP16/BF16`).
+KERNEL_CODE = {"kernel_library", "model_support"}
+QUANT_WORDS = ("fp8", "FP8", "float8", "fp4", "FP4", "NVFP4", "nvfp4", "MXFP4", "mxfp4", "MXFP8", "mxfp8",
+               "e4m3", "E4M3", "e8m0", "E8M0", "w8a8", "W8A8", "w4a16", "W4A16", "w8a16", "blockscale", "_scale",
+               " scales", "quant")
+DTYPE_RE = lazy(r"(?=.*(?:require|support|needs? to be|must (?:already )?be|expected to be|[Pp]lease use))"
+                r".*(?:bfloat16|\bbf16|BF16|float16|\bfp16|FP16|float32|\bfp32|FP32|half precision)")
+DTYPE_OVER = KERNEL_CODE | {"attention_backend", "distributed"}
+# A module that loads weights, decodes media or moves KV blocks checks the options it was given
+# (--model-loader-extra-config, --media-io-kwargs, a connector's or offloader's config): a named option that
+# must be of some type or range is a launch setting, not the loading or the transfer.
+SETTING_MODULES = ("vllm/model_executor/model_loader/", "vllm/multimodal/", "vllm/v1/kv_offload/",
+                   "vllm/v1/simple_kv_offload/", "vllm/distributed/kv_transfer/", "vllm/distributed/ec_transfer/",
+                   "vllm/distributed/weight_transfer/")
+SETTING_RE = lazy(r"(?:\b[a-z][a-z0-9]*_[a-z0-9_]+|\b(?:size|threads|count|limit))(?: \([^)]*\))? must be "
+                  r"(?:a |an )?(?:bool|dict|str\b|string|list|positive|non-negative|integer|int\b|float|provided|"
+                  r"specified|set\b|>=|<=|>|<|at least|at most|between|one of|greater|less)")
+# a connector's or offloader's own config module: what it refuses is the config it was given
+SETTING_WORDS = ("must be", "requires", "Unsupported", "unsupported", "Invalid", "invalid", "expected")
+CONFIG_MODULE_RE = lazy(r"/(?:config|configs?/[\w/]+)\.py$|_config\.py$")
+
 
 # A fragment that names a folder from a package on ("ray/") must start a path component ("xarray/").
 _ANCHORED = [("/" + f if "/" in f and not f.startswith(("/", "_")) else f, c) for f, c in AREAS]
@@ -344,9 +405,20 @@ def area_of(path: str) -> str | None:
 
 
 def by_words(message: str, current: str | None) -> str | None:
+    # a kernel library missing or too old, whatever else it names (`Requires DeepEP >= 2.0 and NCCL >= 2.30`)
+    if any(n in message for n in KERNEL_NAMES) and any(n in message for n in KERNEL_MISSING):
+        return "kernel_library"
     for needles, cat in STRONG:
         if any(n in message for n in needles):
             return cat
+    if EPLB_RE.search(message):
+        return "engine_config"
+    if (current is None or current in INSTALL_OVER) and any(n in message for n in INSTALL_WORDS):
+        return "install_mismatch"
+    if current in KERNEL_CODE and any(n in message for n in QUANT_WORDS):
+        return "quantization"
+    if current in DTYPE_OVER and DTYPE_RE.search(message):
+        return "dtype_unsupported"
     if current is None or current in VAGUE:
         for needles, cat in WEAK:
             if any(n in message for n in needles):
@@ -366,6 +438,9 @@ def category_for(module: str, message: str, exc_type: str = "") -> str | None:
         for frag, needles, cat in OVERRIDES:
             if frag in p and any(n in message for n in needles):
                 return cat
+        if any(f in p for f in SETTING_MODULES) and (SETTING_RE.search(message) or (
+                CONFIG_MODULE_RE.search(p) and any(w in message for w in SETTING_WORDS))):
+            return "engine_config"
     return by_words(message, typed or area_of(module))
 
 

@@ -138,6 +138,11 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
     if exc is not None and exc_type:
         typed = [m for m in tied if m.template.kind == exc.short_type]
         tied = typed or tied
+    if exc is not None and exc.frames:
+        # the traceback's frames name the file that raised it: of the modules holding the same words, that one
+        files = ["/" + f.file.replace("\\", "/").lstrip("/") for f in exc.frames]
+        framed = [m for m in tied if any(f.endswith("/" + m.template.module) for f in files)]
+        tied = framed or tied
     if line.src:  # "[config.py:123]": the module that logged it
         base = line.src.split(":", 1)[0]
         same = [m for m in tied if m.template.module.rsplit("/", 1)[-1] == base]
