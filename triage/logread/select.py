@@ -161,6 +161,10 @@ PREFILTER = (
     # -- stk: a container runtime refusing the pod's command (`exec: "vllm": executable file not found in $PATH`)
     "|executable file"
     # -- end stk
+    # -- dwn2: the dynamic loader's undefined symbol quoted without its ImportError (a ticket title:
+    # "`/vllm/_C.abi3.so: undefined symbol:` MoE")
+    "|undefined symbol"
+    # -- end dwn2
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -172,6 +172,9 @@ MODULES = [
     # aclnn dtype checks on quantized matmuls and bf16-less cards, ACL/TorchAir graph-mode limits, grouped top-k MoE
     # routing on a model without expert groups, the optional vllm_ascend_C import)
     "asc_npu",
+    # dwn2: wrappers driving the engine (the sync LLMEngine's missing encode/generate, 0.8.0-0.8.1's V1 refusing
+    # worker extensions, the V1 engine's missing internals retold in words)
+    "dwn2_wrappers",
 ]
 
 
