@@ -165,6 +165,10 @@ PREFILTER = (
     # title), and --engine-use-ray on the launch line (0.4-0.5: the engine's Ray actor sees one GPU)
     "|max local gpu count|engine-use-ray"
     # -- end msg
+    # -- dwn2: the dynamic loader's undefined symbol quoted without its ImportError (a ticket title:
+    # "`/vllm/_C.abi3.so: undefined symbol:` MoE")
+    "|undefined symbol"
+    # -- end dwn2
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

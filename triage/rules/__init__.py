@@ -176,6 +176,9 @@ MODULES = [
     # V1 runner, 0.11.1's local_world_size check under multi-node Ray, --engine-use-ray's one-GPU actor, the CPU
     # backend's MoE, --headless with a data-parallel rank, OpenTelemetry missing, prefix caching with sliding window)
     "msg_raise_sites",
+    # dwn2: wrappers driving the engine (the sync LLMEngine's missing encode/generate, 0.8.0-0.8.1's V1 refusing
+    # worker extensions, the V1 engine's missing internals retold in words)
+    "dwn2_wrappers",
 ]
 
 
