@@ -172,6 +172,8 @@ MODULES = [
     # aclnn dtype checks on quantized matmuls and bf16-less cards, ACL/TorchAir graph-mode limits, grouped top-k MoE
     # routing on a model without expert groups, the optional vllm_ascend_C import)
     "asc_npu",
+    # mdl2: a model type a platform plugin cannot run (vllm-metal's hybrid runtime without the model's state family)
+    "mdl2_vendors",
 ]
 
 
