@@ -169,6 +169,10 @@ PREFILTER = (
     # "`/vllm/_C.abi3.so: undefined symbol:` MoE")
     "|undefined symbol"
     # -- end dwn2
+    # -- mdl2: vLLM's processor type check retold as a report's title, without its TypeError
+    # ("vllm serve 报错: Invalid type of HuggingFace processor")
+    "|Invalid type of HuggingFace"
+    # -- end mdl2
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

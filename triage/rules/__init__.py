@@ -179,6 +179,8 @@ MODULES = [
     # dwn2: wrappers driving the engine (the sync LLMEngine's missing encode/generate, 0.8.0-0.8.1's V1 refusing
     # worker extensions, the V1 engine's missing internals retold in words)
     "dwn2_wrappers",
+    # mdl2: a model type a platform plugin cannot run (vllm-metal's hybrid runtime without the model's state family)
+    "mdl2_vendors",
 ]
 
 

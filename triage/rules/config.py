@@ -13,6 +13,9 @@ from triage.rules.c2_engine_args import advice
 from triage.rules.wrapped import read_wrapped_messages, wrapped_texts
 
 
+KEYWORD_ARG_RE = lazy(r"(?P<name>[A-Za-z_]\w*)=(?P<value>\S+)")
+
+
 def _argv_hint(m, line, scan) -> dict:
     """What usually produced the unknown argument: a removed flag, or arguments glued into one token."""
     # a flag quoted in prose or markdown ends in its closing quote and the sentence's stop
@@ -40,6 +43,15 @@ def _argv_advice(flag: str, line) -> dict:
                         "passed as one quoted string." + (" " + known if known else "")}
     if known:
         return {"hint": known}
+    # an engine keyword written as Python's `name=value` (the model card's LLM(...) call): argparse takes the word as
+    # a positional and rejects it; on the command line every option is a `--flag`
+    kw = KEYWORD_ARG_RE.fullmatch(first)
+    if kw is not None:
+        opt = "--" + kw.group("name").replace("_", "-")
+        value = kw.group("value").strip("'\"")
+        as_flag = opt if value in ("True", "true") else f"--no-{opt[2:]}" if value in ("False", "false") else f"{opt} {value}"
+        return {"hint": f"`{first}` is a Python keyword, not a command-line option: `vllm serve` takes `{as_flag}` "
+                        "(options start with --; a boolean one takes no value)."}
     return {"hint": f"{flag} was removed or renamed in this vLLM version (or is misspelled): check `vllm serve --help` "
                     "for the current name and drop or rename it."}
 

@@ -431,10 +431,20 @@ TRUST_PASSED_RE = lazy(r"--trust[-_]remote[-_]code\b|'trust_remote_code': True|(
                        needles=("trust",))
 _REFUSED_RE = lazy(r"Please pass the argument|set the option `trust_remote_code|contains custom code which must be "
                    r"executed|requires you to execute the", needles=("trust", "custom code", "execute"))
+# The flag's CLI spellings; a bare `trust_remote_code=True` word on a `vllm serve` command is no flag (argparse
+# rejects it as an unrecognized argument).
+_TRUST_FLAG_RE = lazy(r"--trust[-_]remote[-_]code\b|'trust_remote_code': True", needles=("trust",))
+_CLI_LAUNCH_RE = lazy(r"\bvllm\s+serve\b|-m\s+vllm\.entrypoints\.", needles=("vllm",))
+
+
+def _trust_passed(text: str) -> bool:
+    if not TRUST_PASSED_RE.search(text) or _REFUSED_RE.search(text) or "unrecognized arguments" in text:
+        return False
+    return bool(_TRUST_FLAG_RE.search(text)) or not _CLI_LAUNCH_RE.search(text)
 
 
 def _remote_code_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
-    passed = any(TRUST_PASSED_RE.search(ln.text) and not _REFUSED_RE.search(ln.text) for ln in scan.lines)
+    passed = any(_trust_passed(ln.text) for ln in scan.lines)
     if not passed:
         return {"headline": "The model needs --trust-remote-code",
                 "advice": "The model ships its own code: add --trust-remote-code after checking the repository's code."}
@@ -606,6 +616,8 @@ RULES = [
          patterns=[r"Failed to apply (?P<processor>\w+Processor) on data=",
                    # transformers_utils/processor.py and multimodal/processing (0.6 .. 0.33; "proceesor" in some)
                    r"Invalid type of HuggingFace (?P<processor>processor|proceesor|config)\. Expected type",
+                   # the message's first sentence alone, as a report's title retells it
+                   r"Invalid type of HuggingFace (?P<processor>processor|proceesor|config)\.?\s*$",
                    r"Failed to load the (?P<processor>processor|feature extractor|image processor)\. If the",
                    # transformers' Auto* classes: the processor class named in the checkpoint is one this transformers
                    # does not have (renamed, newer, or remote code)
