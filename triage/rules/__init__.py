@@ -172,6 +172,9 @@ MODULES = [
     # aclnn dtype checks on quantized matmuls and bf16-less cards, ACL/TorchAir graph-mode limits, grouped top-k MoE
     # routing on a model without expert groups, the optional vllm_ascend_C import)
     "asc_npu",
+    # pgs: pages outside the trackers (a quantization method without a kernel for a layer, a config.json without
+    # architectures, Triton's Python stub killed by its container)
+    "pgs_pages",
 ]
 
 
