@@ -17,6 +17,9 @@ KNOWN_MISSES: dict[str, str] = {
     "model_loading--unsloth-qwen2vl-merged-16bit-stale-quantization-config.log":
         "the page paraphrases the loader's unexpected-weight error in Chinese around a bitsandbytes library warning; "
         "the stale quantization_config is only in the explanation",
+    "quantization--unsloth-mistral-nemo-bnb-4bit-keyerror-down-proj.log":
+        "a plain weight name (layers.0.mlp.down_proj.weight): only the Chinese prose says the checkpoint is a 4-bit "
+        "bitsandbytes one (as dev-gen's bnb-merged-keyerror-oneline.log)",
 }
 
 
