@@ -181,6 +181,9 @@ MODULES = [
     "dwn2_wrappers",
     # mdl2: a model type a platform plugin cannot run (vllm-metal's hybrid runtime without the model's state family)
     "mdl2_vendors",
+    # pgs: pages outside the trackers (a quantization method without a kernel for a layer, a config.json without
+    # architectures, Triton's Python stub killed by its container)
+    "pgs_pages",
 ]
 
 

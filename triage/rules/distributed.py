@@ -196,6 +196,9 @@ RULES = [
                    # [::ffff:a.b.c.d], tried before the one that works)
                    r"The client socket has failed to connect to(?!.{0,80}errno: 9[79])",
                    r"retrieving ncclUniqueId from \[\d+\] via c10d key-value store.{0,80}got error",
+                   # a retelling that quotes the errno before the exception ("reports 'Address already in use'; the
+                   # error comes from torch.distributed.DistNetworkError")
+                   r"[Aa]ddress already in use.{0,80}\bDistNetworkError\b",
                    # a title or prose naming the errno torch prints ("... the same init port and fail with EADDRINUSE")
                    r"\b(?:[Ff]ail\w*|[Ee]rror)\b.{0,40}\bEADDRINUSE\b"],
          playbook="distributed", confidence=0.85),

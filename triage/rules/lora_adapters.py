@@ -73,16 +73,19 @@ RULES = [
                    r"FileNotFoundError.{0,40}(?:placeholder )?'(?P<path>/?simon[-_](?:lora|stub)[-_]path)'"],
          playbook="install-mismatch", confidence=0.92),
     Rule(signature="lora.adapter_not_found", category="engine_config",
-         title="vLLM found no LoRA adapter at {path}",
+         title="vLLM found no LoRA adapter{at_path}",
          fix="The adapter path must be a folder with adapter_config.json and the adapter weights, visible to the "
              "vLLM process (mounted into the container): check --lora-modules name=path (or the LoRARequest / "
              "load_lora_adapter lora_path); give a local folder, not a Hugging Face repo id (download it first: "
              "`huggingface-cli download <repo> --local-dir <dir>`).",
          # the folder itself, or a quoted file in it; never the in-memory placeholder (the rule above)
          patterns=[r"Loading lora \S+ failed: No adapter found for (?!['\"]?" + _STUB + r")['\"]?(?P<path>[^\s'\"]+)",
+                   # the message quoted without its path ("...failed: No adapter found")
+                   r"Loading lora \S+ failed: No adapter found(?! for)(?P<path>)",
                    r"No such file or directory: '(?P<path>[^']*?)/?adapter_config\.json'",
                    # a report's own words: the adapter_config.json lookup that fails
                    r"`?(?P<path>[^\s`]*?)/?adapter_config\.json`? (?:and )?(?:fails|failed|is not found|was not found)"],
+         facts=lambda m, line, scan: {"at_path": f" at {m.group('path')}" if m.group("path") else ""},
          playbook="engine-config", confidence=0.9),
     Rule(signature="lora.added_vocab_over_limit", category="engine_config",
          title="The LoRA adapter adds {added} tokens, more than --lora-extra-vocab-size {limit}",
