@@ -161,6 +161,10 @@ PREFILTER = (
     # -- stk: a container runtime refusing the pod's command (`exec: "vllm": executable file not found in $PATH`)
     "|executable file"
     # -- end stk
+    # -- lib: libraries' messages quoted without an error word (a ticket title or prose): transformers' processor
+    # component check, the tokenizers decoder refusing a None token, a fast tokenizer's concurrent borrow
+    "|for argument|cannot be converted to|Already borrowed"
+    # -- end lib
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

@@ -172,6 +172,10 @@ MODULES = [
     # aclnn dtype checks on quantized matmuls and bf16-less cards, ACL/TorchAir graph-mode limits, grouped top-k MoE
     # routing on a model without expert groups, the optional vllm_ascend_C import)
     "asc_npu",
+    # lib: the libraries under vLLM in their own words (a `ray` that is vLLM's vllm/ray subpackage or a local folder,
+    # a token id past the tokenizer decoded to None, a fast tokenizer borrowed by two threads, transformers'
+    # processor component check; Ray's dashboard and /dev/shm notes that are not failures)
+    "lib_libraries",
 ]
 
 
