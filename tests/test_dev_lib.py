@@ -157,3 +157,29 @@ def test_numpy_banner_outranks_a_cut_import_traceback():
             "  File \"/env/lib/python3.10/site-packages/vllm/config.py\", line 7, in <module>\n"
             "    import torch\n")
     assert first(text).signature == "install.numpy_abi_banner"
+
+
+# ---- a compile failure that could not cross the process boundary ------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    # vLLM's multiproc executor unpickling a worker's reply (Python 3.9 names no class)
+    "TypeError: __init__() missing 1 required positional argument: 'inner_exception'\n",
+    # Ray's serializer (verl, gpustack): the class named, then Ray's own wrapper
+    "(TaskRunner pid=4135204) TypeError: BackendCompilerFailed.__init__() missing 1 required positional argument: "
+    "'inner_exception'\n"
+    "ray.exceptions.RaySystemError: System error: Failed to unpickle serialized exception\n",
+    # a torch whose constructor needs the frame too
+    "TypeError: BackendCompilerFailed.__init__() missing 2 required positional arguments: 'inner_exception' and "
+    "'first_useful_frame'\n",
+])
+def test_unpicklable_compile_failure_is_a_compile_failure(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("triton.inductor_failed_unpicklable", "triton_compile")
+
+
+def test_the_workers_own_compile_error_outranks_the_unpickling_one():
+    text = ("(VllmWorker rank=0 pid=2716) torch._inductor.exc.InductorError: CalledProcessError: Command '['gcc', "
+            "'/tmp/tmpa1/main.c']' returned non-zero exit status 1.\n"
+            "ERROR 04-03 18:30:13 [core.py:343] TypeError: __init__() missing 1 required positional argument: "
+            "'inner_exception'\n")
+    assert first(text).signature != "triton.inductor_failed_unpicklable"

@@ -18,6 +18,9 @@
 - transformers' ProcessorMixin checks each component's class ("Received a X for argument image_processor, but a Y
   was expected", 4.46 to 5.x): a transformers release whose default components (fast image processors since 4.53)
   or vLLM's wrapped tokenizer classes the pinned vLLM does not expect.
+- torch.compile's BackendCompilerFailed (torch 2.5-2.8) does not survive pickling, so a compile failure in a worker
+  process or Ray actor reaches the engine as "__init__() missing 1 required positional argument: 'inner_exception'"
+  (vLLM's multiproc executor, Ray's "Failed to unpickle serialized exception").
 - Ray's own notes that are not failures: the dashboard modules it skips without the `ray[default]` extras, and the
   object store falling back to /tmp when /dev/shm is small (slower, nothing stops).
 """
@@ -67,6 +70,18 @@ RULES = [
              "upgrade vLLM to a release that supports this transformers.",
          patterns=[r"Received a (?P<got>\w+) for argument (?P<arg>\w+), but an? (?P<want>.+?) was expected"],
          playbook="model-support", confidence=0.8),
+    # torch 2.5-2.8's BackendCompilerFailed cannot be unpickled (its __init__ needs the inner exception): a compile
+    # failure in a vLLM worker process or a Ray actor arrives as this TypeError instead of its message (vLLM #15592)
+    Rule(signature="triton.inductor_failed_unpicklable", category="triton_compile",
+         title="torch.compile failed in a worker, and its error could not be sent back (BackendCompilerFailed "
+               "does not unpickle)",
+         fix="The real compile error is in the worker's own traceback (a VllmWorker / Ray actor line above, or its "
+             "log file): confirm with --enforce-eager (or -O0), then fix what it names (a C compiler or Python "
+             "headers missing, torch and triton not the versions this vLLM pins); newer torch passes the message on.",
+         patterns=[r"(?:BackendCompilerFailed\.)?__init__\(\) missing \d required positional arguments?: "
+                   r"'inner_exception'"],
+         # secondary: the worker's own compile error, when the log has it, is the diagnosis
+         playbook="triton-compile", confidence=0.75, secondary=True),
     Rule(signature="harmless.ray_dashboard_optional_modules", category="", harmless=True,
          title="Ray skipped optional dashboard modules (ray installed without the [default] extras)",
          fix="Only the dashboard is affected; `pip install 'ray[default]'` if you need it.",
