@@ -156,8 +156,11 @@ def _printed(d: Diagnosis, raised: set[int], levels: dict[int, str]) -> bool:
 
 def rank(found: list[tuple[Rule, Diagnosis]], raised: set[int] | None = None,
          levels: dict[int, str] | None = None) -> list[Diagnosis]:
-    # The fallback's guess is no evidence that a known secondary failure had another cause.
-    primaries = [d for r, d in found if not r.secondary and not d.signature.startswith("generic.")]
+    # The fallback's guess is no evidence that a known secondary failure had another cause, nor is a rule's category
+    # guessed from the frames of a traceback cut before its message (a NumPy-2 banner printed above an import
+    # traceback cut short states the cause the cut traceback cannot).
+    primaries = [d for r, d in found if not r.secondary and not d.signature.startswith("generic.")
+                 and "category_guessed_from" not in d.facts]
     # A message a logger printed on the way (a dtype fallback, a backend choice) ranks below the
     # exception actually raised after it: that is what stopped the start-up.
     raised = raised or set()

@@ -173,6 +173,10 @@ PREFILTER = (
     # ("vllm serve 报错: Invalid type of HuggingFace processor")
     "|Invalid type of HuggingFace"
     # -- end mdl2
+    # -- lib: libraries' messages quoted without an error word (a ticket title or prose): transformers' processor
+    # component check, the tokenizers decoder refusing a None token, a fast tokenizer's concurrent borrow
+    "|for argument|cannot be converted to|Already borrowed"
+    # -- end lib
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a

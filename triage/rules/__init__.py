@@ -184,6 +184,10 @@ MODULES = [
     # pgs: pages outside the trackers (a quantization method without a kernel for a layer, a config.json without
     # architectures, Triton's Python stub killed by its container)
     "pgs_pages",
+    # lib: the libraries under vLLM in their own words (a `ray` that is vLLM's vllm/ray subpackage or a local folder,
+    # a token id past the tokenizer decoded to None, a fast tokenizer borrowed by two threads, transformers'
+    # processor component check; Ray's dashboard and /dev/shm notes that are not failures)
+    "lib_libraries",
 ]
 
 

@@ -853,7 +853,9 @@ RULES += [
          fix="vLLM registers its own config for this model type, which this transformers now ships itself: install "
              "the transformers version your vLLM release pins (`pip install 'transformers<X'` per its "
              "requirements), or upgrade vLLM.",
-         patterns=[r"'(?P<name>[\w.-]+)' is already used by a Transformers config, pick another name"],
+         # configuration_auto's "... config, pick another name." (a title may cut the tail), auto_factory's
+         # "'<class ...Config'>' is already used by a Transformers model." for a processor/model registered on a config
+         patterns=[r"'(?P<name>[\w.-]+|<class '[\w.]+'>)' is already used by a Transformers (?:config|model)\b"],
          playbook="model-support", confidence=0.9),
 ]
 
