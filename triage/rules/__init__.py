@@ -172,6 +172,8 @@ MODULES = [
     # aclnn dtype checks on quantized matmuls and bf16-less cards, ACL/TorchAir graph-mode limits, grouped top-k MoE
     # routing on a model without expert groups, the optional vllm_ascend_C import)
     "asc_npu",
+    # mix7: the KV block size no attention backend of the model agrees on (select_common_block_size)
+    "mix7_block_size",
 ]
 
 
