@@ -48,3 +48,31 @@ def test_backends_listed_by_newer_vllm_reach_the_title():
 def test_the_raise_line_quoted_in_a_traceback_is_not_a_size():
     d = top('    raise ValueError(f"No common block size for {kv_manager_block_size}. ")\n')
     assert d is None or d.signature != "attention.no_common_block_size"
+
+
+# ---- a release gap the report states in its own words --------------------------------------------------------
+
+@pytest.mark.parametrize("text, version", [
+    ("but it imports `KVCacheSpecKind` from `vllm.v1.kv_cache_interface`, which only exists in **vLLM 0.23.0+**, "
+     "so it cannot be imported on 0.20.1.\n", "0.23.0"),
+    ("This error happens because the module is only present in vLLM 0.12.0 and above.\n", "0.12.0"),
+    ("The standard weight sync calls `reload_weights(weights_iterator=...)`, but that kwarg only exists in "
+     "vLLM >= 0.16. On older versions it fails.\n", "0.16"),
+    ("`SharedFusedMoE` exists only in vllm 0.24 and later.\n", "0.24"),
+])
+def test_release_gap_stated_is_an_install_mismatch(text, version):
+    d = first(text)
+    assert (d.signature, d.category) == ("install.release_gap_stated", "install_mismatch")
+    assert f"{version}+" in d.title
+
+
+def test_a_release_gap_in_code_or_a_logger_line_is_no_statement():
+    for text in ("INFO 09-01 10:00:00 [api.py:1] feature X is only available in vLLM 0.23 and above\n",
+                 "    raise ImportError('only available in vllm 0.23+')\n"):
+        d = top(text)
+        assert d is None or d.signature != "install.release_gap_stated"
+
+
+def test_a_ruled_out_gap_is_no_statement():
+    d = top("The kwarg is not the problem: it no longer only exists in vLLM 0.16+.\n")
+    assert d is None or d.signature != "install.release_gap_stated"
