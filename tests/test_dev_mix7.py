@@ -76,3 +76,57 @@ def test_a_release_gap_in_code_or_a_logger_line_is_no_statement():
 def test_a_ruled_out_gap_is_no_statement():
     d = top("The kwarg is not the problem: it no longer only exists in vLLM 0.16+.\n")
     assert d is None or d.signature != "install.release_gap_stated"
+
+
+# ---- an attention backend's metadata without a field the shared attention code reads --------------------------
+
+@pytest.mark.parametrize("text, cls, attr", [
+    ("AttributeError: 'ROCMAiterMLASparseMetadata' object has no attribute 'num_decode_tokens'. "
+     "Did you mean: 'num_actual_tokens'?\n", "ROCMAiterMLASparseMetadata", "num_decode_tokens"),
+    ("(Worker_TP5 pid=27) ERROR 02-02 15:18:53 [multiproc_executor.py:852] AttributeError: "
+     "'FlashMLASparseMetadata' object has no attribute 'num_decodes'\n", "FlashMLASparseMetadata", "num_decodes"),
+    ("AttributeError: 'FlashAttentionMetadata' object has no attribute 'causal'\n", "FlashAttentionMetadata",
+     "causal"),
+])
+def test_backend_metadata_missing_field_is_the_attention_backends(text, cls, attr):
+    d = first(text)
+    assert (d.signature, d.category) == ("attention.backend_metadata_missing_field", "attention_backend")
+    assert cls in d.title and attr in d.title
+
+
+@pytest.mark.parametrize("text", [
+    # a hardware plugin's own metadata: the plugin and vLLM are releases apart
+    "AttributeError: 'AscendMetadata' object has no attribute 'num_decode_tokens'\n",
+    "AttributeError: 'AscendMLAMetadata' object has no attribute 'num_decodes'\n",
+    # metadata of no attention backend
+    "AttributeError: 'SamplingMetadata' object has no attribute 'top_k'\n",
+    "AttributeError: 'SpecDecodeMetadata' object has no attribute 'cu_num_draft_tokens'\n",
+])
+def test_other_metadata_classes_are_not_an_attention_backend(text):
+    d = top(text)
+    assert d is None or d.signature != "attention.backend_metadata_missing_field"
+
+
+# ---- two distributions shipping the same files, in the report's words ------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    "# [BUG]: vllm-runtime:1.3.0-dev.1-cuda13 ships a self-inconsistent nvidia_cutlass_dsl (missing "
+    "`increment_coord`) - `import cutlass` fails\n",
+    "Fixed by the 4.6.0 bump, which moves the CuTe Python sources into a single wheel and removes the file "
+    "collision.\n",
+    "Two wheels that both ship the same file cute/core.py are installed.\n",
+    "# import cutlass fails in the runtime image: nvidia_cutlass_dsl is self-inconsistent\n",
+    "pip show -f lists two wheels (nvidia-cutlass-dsl and nvidia-cutlass-dsl-libs-base) that both ship the same "
+    "file cute/core.py.\n",
+])
+def test_file_collision_stated_is_an_install_mismatch(text):
+    d = first(text)
+    assert (d.signature, d.category) == ("install.file_collision_stated", "install_mismatch")
+
+
+def test_a_collision_ruled_out_or_in_a_logger_line_is_no_statement():
+    for text in ("This is not a file collision: both wheels are the same release.\n",
+                 "INFO 09-01 10:00:00 [hash.py:1] no file collision in the compile cache\n",
+                 "The hash table has a self-inconsistent bucket count.\n"):
+        d = top(text)
+        assert d is None or d.signature != "install.file_collision_stated", text
