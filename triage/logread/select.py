@@ -177,6 +177,12 @@ PREFILTER = (
     # component check, the tokenizers decoder refusing a None token, a fast tokenizer's concurrent borrow
     "|for argument|cannot be converted to|Already borrowed"
     # -- end lib
+    # -- mix7: what a report states about the install with no error word (rules/mix7_stated.py): a release gap
+    # ("which only exists in vLLM 0.23.0+"), two wheels writing the same files ("a self-inconsistent
+    # nvidia_cutlass_dsl", "the file collision")
+    "|only exist|exists only|exist only|only available|only present|only defined|only ship|nconsistent|ollision"
+    "|same file"
+    # -- end mix7
 )
 PREFILTER_RE = lazy(PREFILTER.encode())
 # A log's own marks, not a fragment's: vLLM's header ("INFO 02-14 10:12:44 ", coloured or not), a
