@@ -14,9 +14,6 @@ KNOWN_MISSES: dict[str, str] = {
     "install_mismatch--neuron-llama-failed-to-be-inspected-old-torch-neuronx.log":
         "the log shows only the registry's 'failed to be inspected' (the inspection subprocess crashed, its own "
         "error not pasted); the old torch-neuronx is the maintainer's reading, not in the log",
-    "model_support--cpu-qwen3-next-hybrid-linear-attention-unsupported.log":
-        "a ticket title and a bare error line with no message that names the gap: right only when the word model "
-        "guesses it, and the guess moves with each retraining",
 }
 
 
