@@ -1,0 +1,85 @@
+"""Guided fixes that end on the step the failure at hand needs: real dev logs and rule fixtures walked through
+`triage fix --log LOG --dry-run --offline --no-probe`, checked on the step the walk ends on (its title) and on
+words that step must say. A wrong branch, or "report it" where a concrete step exists, is what these catch."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from triage.commands import fix
+from triage.logread import scan_text
+from triage.rules.attention.explain import sparse_evidence
+
+LOGS = Path(__file__).parent / "logs"
+STEP_RE = re.compile(r"^\[\d+\] (?P<title>.+)$")
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRIAGE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "100")
+
+
+def walk(log: str, capsys) -> tuple[str, str, str]:
+    """(the last step's title, that step's text, the whole walk) of the dry run on a log under tests/logs/."""
+    assert fix.main(["--log", str(LOGS / log), "--dry-run", "--offline", "--no-probe"]) == 0
+    out = capsys.readouterr().out
+    walked = out.split("\nOther steps of this playbook")[0]
+    steps = [(i, m.group("title")) for i, line in enumerate(walked.splitlines()) for m in [STEP_RE.match(line)] if m]
+    assert steps, out
+    lines = walked.splitlines()
+    last_at, title = steps[-1]
+    body = " ".join(x.strip() for x in lines[last_at + 1:])
+    return title, body, walked
+
+
+def check_walk(capsys, log: str, title: str, says: tuple[str, ...] = (), never: tuple[str, ...] = ()) -> None:
+    got, body, walked = walk(log, capsys)
+    assert got == title, walked
+    for s in says:
+        assert s in body, (s, walked)
+    for s in never:
+        assert s not in walked, (s, walked)
+
+
+# ---- sparse MLA: a sparse backend's own refusal never says use_sparse -----------------------------------------
+
+@pytest.mark.parametrize("log,title,says", [
+    ("attention.sparse_kv_layout_required.log", "Use the KV-cache dtype the backend takes",
+     ("--kv-cache-dtype", "fp8_ds_mla")),
+    ("attention.fp8_ds_mla_shape.log", "Keep the KV cache in bfloat16", ("--kv-cache-dtype auto", "pe_dim must be 64")),
+    ("attention.sparse_mla_indexer_required.log", "The DSA indexer is missing on some layers", ("#46506",)),
+    ("dev-bw/attention_backend--glm52-nvfp4-sm120-sparse-indexer-skip-layers.log",
+     "A sparse backend without the indexer it needs", ("--attention-backend", "#46506")),
+])
+def test_sparse_mla_refusals_infer_sparse(log, title, says, capsys):
+    check_walk(capsys, log, title, says, never=("Not a sparse MLA failure",))
+
+
+def test_the_walk_says_what_sparse_was_inferred_from(capsys):
+    _t, _b, walked = walk("attention.sparse_kv_layout_required.log", capsys)
+    assert "triage read it from the backend FLASHINFER_MLA_SPARSE_SM120" in " ".join(walked.split())
+    assert "GlmMoeDsaForCausalLM" in walked
+
+
+@pytest.mark.parametrize("text,found", [
+    ("INFO [model.py:547] Resolved architecture: DeepseekV32ForCausalLM\n", "architecture DeepseekV32ForCausalLM"),
+    ("INFO non-default args: {'model': 'deepseek-ai/DeepSeek-V3.2-Exp', 'tensor_parallel_size': 8}\n", "DeepSeek-V3.2-Exp"),
+    ("INFO non-default args: {'model': 'zai-org/GLM-5.1-FP8'}\n", "GLM-5.1-FP8"),
+    ('  "index_topk": 2048,\n', "index_topk 2048"),
+])
+def test_sparse_evidence_reads_each_kind_of_evidence(text, found):
+    got = sparse_evidence(scan_text(text))
+    assert got.get("use_sparse") is True and found in got["sparse_inferred_from"], got
+
+
+@pytest.mark.parametrize("text", [
+    "INFO non-default args: {'model': 'deepseek-ai/DeepSeek-V3', 'tensor_parallel_size': 8}\n",
+    "INFO non-default args: {'model': 'THUDM/glm-4-9b-chat'}\n",
+    "INFO non-default args: {'model': 'zai-org/GLM-4.5V'}\n",
+])
+def test_sparse_evidence_leaves_dense_models_alone(text):
+    assert sparse_evidence(scan_text(text)) == {}
