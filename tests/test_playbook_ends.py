@@ -83,3 +83,26 @@ def test_sparse_evidence_reads_each_kind_of_evidence(text, found):
 ])
 def test_sparse_evidence_leaves_dense_models_alone(text):
     assert sparse_evidence(scan_text(text)) == {}
+
+
+# ---- cuda-driver: a failure that names its cause gets its own remedy, not "a build for this driver" ---------------
+
+@pytest.mark.parametrize("log,title,says", [
+    ("cuda.nvml_driver_mismatch.log", "Reload the driver", ("Reboot",)),
+    ("cuda.system_not_initialized.log", "Start the NVIDIA fabric manager", ("nvidia-fabricmanager",)),
+    ("dev-envi/cuda_driver--error802-fabric-manager-fragment.log", "Start the NVIDIA fabric manager",
+     ("nvidia-fabricmanager",)),
+    ("cuda.unknown_error_init.log", "CUDA cannot reach the driver", ("nvidia_uvm", "--gpus all")),
+    ("dev-inst2/cuda_driver--docker-desktop-error500-named-symbol.log", "CUDA cannot reach the driver",
+     ("nvidia-ctk",)),
+    ("cuda.error_803_compat.log", "Make libcuda match the kernel driver", ("compat", "LD_LIBRARY_PATH")),
+    ("dev-rt/cuda_driver--error803-warning-k8s-pod.log", "Make libcuda match the kernel driver", ("ldconfig",)),
+    ("dev-inst2/cuda_driver--docker-804-forward-compat-driver525.log", "Forward compatibility needs a data-centre GPU",
+     ("data-centre GPUs only",)),
+    ("xpu.runtime_error.log", "The Intel GPU driver stack", ("level-zero",)),
+    ("cuda.ptx_toolchain.log", "PTX from a newer toolchain", ("TRITON_PTXAS_PATH",)),
+    # the driver older than the build keeps the build-or-driver choice
+    ("cuda.driver_too_old.log", "A build for this driver", ("download.pytorch.org",)),
+])
+def test_cuda_driver_walks_to_the_remedy_its_failure_names(log, title, says, capsys):
+    check_walk(capsys, log, title, says, never=() if "too_old" in log else ("A build for this driver",))
