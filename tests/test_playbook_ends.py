@@ -106,3 +106,30 @@ def test_sparse_evidence_leaves_dense_models_alone(text):
 ])
 def test_cuda_driver_walks_to_the_remedy_its_failure_names(log, title, says, capsys):
     check_walk(capsys, log, title, says, never=() if "too_old" in log else ("A build for this driver",))
+
+
+# ---- gpu-oom: each device its own tools and settings, no nvidia-smi or CUDA wording off CUDA ------------------
+
+CUDA_ONLY = ("nvidia-smi", "CUDA ran out", "PYTORCH_CUDA_ALLOC_CONF", "No CUDA graphs")
+
+
+@pytest.mark.parametrize("log,title,says", [
+    ("oom.npu_out_of_memory.log", "The Ascend NPU ran out of memory", ("PYTORCH_NPU_ALLOC_CONF", "npu-smi")),
+    ("dev-oom/gpu_oom--ascend-qwen3-next-npu-oom-prose.log", "The Ascend NPU ran out of memory",
+     ("PYTORCH_NPU_ALLOC_CONF",)),
+    ("xpu.out_of_memory.log", "The Intel GPU (XPU) ran out of memory",
+     ("UR_L0_USE_RELAXED_ALLOCATION_LIMITS", "xpu-smi")),
+    ("tpu.xla_resource_exhausted.log", "The TPU ran out of memory", ("--tensor-parallel-size",)),
+    ("dev-tpu/gpu_oom--tpu-v5e-smem-compile-oom-16k-context.log", "The TPU ran out of memory",
+     ("--max-num-batched-tokens",)),
+    ("gpu.unified_memory_killed.log", "The machine's RAM is the GPU's memory", ("--gpu-memory-utilization",)),
+    ("dev-rt/gpu_oom--rocm-hip-out-of-memory-apu.log", "The AMD GPU ran out of memory",
+     ("PYTORCH_HIP_ALLOC_CONF", "amd-smi")),
+    ("dev-core/rocm-lemonade-hip-oom-kv-alloc.log", "The AMD GPU ran out of memory", ("rocm-smi",)),
+])
+def test_out_of_memory_off_cuda_walks_the_devices_own_steps(log, title, says, capsys):
+    check_walk(capsys, log, title, says, never=CUDA_ONLY)
+
+
+def test_cuda_out_of_memory_keeps_the_cuda_walk(capsys):
+    check_walk(capsys, "oom.cuda_out_of_memory--sampler-warmup.log", "What to do", ("--max-num-seqs 64",))
