@@ -133,3 +133,18 @@ def test_out_of_memory_off_cuda_walks_the_devices_own_steps(log, title, says, ca
 
 def test_cuda_out_of_memory_keeps_the_cuda_walk(capsys):
     check_walk(capsys, "oom.cuda_out_of_memory--sampler-warmup.log", "What to do", ("--max-num-seqs 64",))
+
+
+# ---- model-loading: the Hub's rate limit and the download tools are no model-folder problem ------------------
+
+@pytest.mark.parametrize("log,title,says", [
+    ("model_loading.hub_rate_limited.log", "Fewer requests to the Hub",
+     ("HF_TOKEN", "HF_HUB_OFFLINE=1", "hf download", "huggingface-cli download", "HF_HUB_ENABLE_HF_TRANSFER", "retry")),
+    ("dev-mdl/model_loading--hf-429-cached-model-verl.log", "Fewer requests to the Hub", ("HF_HUB_OFFLINE=1",)),
+    ("dev-m2/model_loading--vllm-xet-cas-429-crash.log", "Fewer requests to the Hub", ("HF_TOKEN",)),
+    ("model_loading.hub_download_tool.log", "Fix the download tool, or download without it", ("hf_transfer",)),
+    ("dev-m2/model_loading--torchforge-xet-cas-request-failed-retries.log",
+     "Fix the download tool, or download without it", ("HF_HUB_DISABLE_XET=1",)),
+])
+def test_hub_rate_limits_and_download_tools_walk_their_own_steps(log, title, says, capsys):
+    check_walk(capsys, log, title, says, never=("What is in the model folder?", "Point vLLM at the model"))
