@@ -148,3 +148,30 @@ def test_cuda_out_of_memory_keeps_the_cuda_walk(capsys):
 ])
 def test_hub_rate_limits_and_download_tools_walk_their_own_steps(log, title, says, capsys):
     check_walk(capsys, log, title, says, never=("What is in the model folder?", "Point vLLM at the model"))
+
+
+# ---- model-support: the gap the rule knows, before "report it" -----------------------------------------------
+
+@pytest.mark.parametrize("log,title,says", [
+    # transformers is the gap: its pin
+    ("model_support.transformers_tokenizer_attr.log", "Pin the transformers this vLLM was made for",
+     ("transformers<5", "pip show vllm")),
+    ("dev-mix4/model_support--gemma4-transformers-5150-per-layer-head-dim.log",
+     "Pin the transformers this vLLM was made for", ("transformers==5.14.1",)),
+    # the model is newer than this vLLM: the release that has it
+    ("model_support.vllm_older_than_model.log", "A newer release runs this model", ("0.11",)),
+    ("dev-cn/model_support--minicpm-v45-vllm-0101-version-zh.log", "A newer release runs this model", ("v0.10.2",)),
+    ("dev-cfg/model_support--glm41v-limit-mm-release-lacks-model.log", "A newer release runs this model",
+     ("upgrade vLLM",)),
+    # an architecture vLLM does not implement: the Transformers backend, a release that lists it, report last
+    ("model_support.architecture_unsupported.log", "Run it through the Transformers backend, or a release that has it",
+     ("--model-impl transformers", "Supported Models", "triage report")),
+    ("dev-omni/model_support--paddleocr-vl-architecture-not-supported.log",
+     "Run it through the Transformers backend, or a release that has it", ("--model-impl transformers",)),
+    # a missing package or a pooling model: the rule's remedy
+    ("dev-mm/model_support--whisper-docker-please-install-vllm-audio.log", "Install what is missing", ("vllm[audio]",)),
+    ("pooling.model_without_pooler.log", "Serve it as a pooling model", ("--hf-overrides",)),
+    ("model_support.mm_processor_failed.log", "What this failure needs", ("triage report",)),
+])
+def test_model_support_ends_on_the_gap_before_report_it(log, title, says, capsys):
+    check_walk(capsys, log, title, says, never=("Not in a release yet",))
