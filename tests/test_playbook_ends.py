@@ -175,3 +175,44 @@ def test_hub_rate_limits_and_download_tools_walk_their_own_steps(log, title, say
 ])
 def test_model_support_ends_on_the_gap_before_report_it(log, title, says, capsys):
     check_walk(capsys, log, title, says, never=("Not in a release yet",))
+
+
+# ---- engine-config: the flag and the value the rule's facts hold, by the kind of change ----------------------
+
+@pytest.mark.parametrize("log,title,says", [
+    ("config.lora_rank.log", "Launch with --max-lora-rank 32", ("--max-lora-rank 32",)),
+    ("config.batched_tokens_lt_max_len.log", "Launch with --max-num-batched-tokens 32768", ()),
+    ("config.mm_item_exceeds_batched_tokens.log", "Launch with --max-num-batched-tokens 4096", ()),
+    ("config.prefix_caching_unsupported.log", "Launch with --no-enable-prefix-caching", ()),
+    ("engine_args.removed_flag_in_command.log", "Launch without --task", ("--runner",)),
+    ("config.hybrid_kv_cache_disabled.log", "Launch without --disable-hybrid-kv-cache-manager", ()),
+    ("config.mrv2_pooling_task_unsupported.log", "Set VLLM_USE_V2_MODEL_RUNNER=0 where vLLM starts", ()),
+    ("config.prompt_too_long.log", "Change the request, not the server", ("--max-model-len", "keeps serving")),
+    ("sampling.params_invalid.log", "Change the request, not the server", ()),
+    # no flag in the table: the general step quotes the rule's own advice
+    ("config.tool_choice_flags.log", "Check the argument", ("--enable-auto-tool-choice",)),
+])
+def test_engine_config_names_the_flag_and_value(log, title, says, capsys):
+    check_walk(capsys, log, title, says)
+
+
+def test_a_value_from_a_log_is_quoted_for_the_shell():
+    from triage.playbooks.flagfix import change_facts
+
+    got = change_facts("config.lora_rank", {"rank": "8; rm -rf ~"})
+    assert got == {"refusal_kind": "set", "flag_change": "--max-lora-rank '8; rm -rf ~'"}
+    got = change_facts("serving.model_not_served", {"name": "$(reboot)"})
+    assert got["flag_change"] == "--served-model-name '$(reboot)'"
+    assert change_facts("config.mm_item_exceeds_encoder_cache", {"item_tokens": "6042"})["flag_change"] == \
+        "--max-num-batched-tokens 8192"
+    # the value missing: no half-made command
+    assert change_facts("config.lora_rank", {}) == {}
+    assert change_facts("config.prompt_too_long", {}) == {"refusal_kind": "request"}
+
+
+def test_every_signature_in_the_table_is_a_rule():
+    from triage.playbooks.flagfix import CHANGES, REQUEST_SIDE
+    from triage.rules import all_rules
+
+    known = {r.signature for r in all_rules()} | {s for r in all_rules() for s in r.emits}
+    assert not (set(CHANGES) | REQUEST_SIDE) - known, sorted((set(CHANGES) | REQUEST_SIDE) - known)
