@@ -35,8 +35,6 @@ CHANGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "engine_args.swap_space_too_large": ("set", ("--swap-space", "1")),
     "ascend.acl_graph_model_refused": ("set", ("--enforce-eager",)),
     "moe.redundant_experts_without_eplb": ("set", ("--enable-eplb", "--enable-expert-parallel")),
-    "config.lmcache_kv_groups_unsupported": ("set", ("--enable-prefix-caching", "--mamba-cache-mode", "align")),
-    "config.kv_offload_block_size_mismatch": ("set", ("--enable-prefix-caching",)),
     "config.kv_connector_without_hma": ("set", ("--disable-hybrid-kv-cache-manager",)),
     "config.prefix_caching_unsupported": ("set", ("--no-enable-prefix-caching",)),
     "config.nixl_hybrid_prefix_caching": ("set", ("--no-enable-prefix-caching",)),
