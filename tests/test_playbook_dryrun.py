@@ -100,7 +100,7 @@ def walk(pid, snap, case, upstream, answers=None):
 def test_flagship_on_sm120_without_an_upgrade_installs_the_bundled_backend():
     outcome, visited, text = walk("attention-sparse-mla", "sm120-nightly", "attention_backend", upstream_unknown)
     assert outcome == "apply:sparse-mla"
-    assert visited[:6] == ["route", "what-happened", "confirm-sparse", "sparse-config", "confirm-gpu", "show-install"]
+    assert visited[:7] == ["route", "config-route", "what-happened", "confirm-sparse", "sparse-config", "confirm-gpu", "show-install"]
     assert "install-backend" in visited and "upgrade" not in visited
     assert "--attention-backend CUSTOM" in text
     assert "compute capability 12.0" in text and "0.16.0rc2.dev313+g662205d34" in text
@@ -133,7 +133,7 @@ def test_flagship_on_hopper_with_float16_asks_for_bfloat16():
 def test_flagship_without_gpu_facts_reads_the_gpu_and_then_stops_in_dry_run():
     outcome, visited, _ = walk("attention-sparse-mla", "no-probe", "attention_backend", upstream_unknown)
     # In dry run the nvidia-smi check is not run; it is assumed to pass, and the capability is still unknown.
-    assert visited[:7] == ["route", "what-happened", "confirm-sparse", "sparse-config", "confirm-gpu", "read-gpu",
+    assert visited[:8] == ["route", "config-route", "what-happened", "confirm-sparse", "sparse-config", "confirm-gpu", "read-gpu",
                            "confirm-gpu-again"]
     assert outcome == "manual:run-on-gpu-host"
 

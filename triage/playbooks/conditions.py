@@ -76,6 +76,8 @@ KNOWN_FACTS: dict[str, str] = {
     "patched_count": "number",
     "install_kind": "text",
     "dry_run": "bool",
+    "refusal_kind": "text",  # triage.playbooks.flagfix: set | drop | env | request
+    "flag_change": "text",  # the launch change, shell-quoted
     # set by built-in probes and steps
     "upstream": "map",
     "sparse_mla": "map",

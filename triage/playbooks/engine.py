@@ -40,6 +40,7 @@ from triage.logread.source import open_source
 from triage.model import Report
 from triage.playbooks.actions import SPARSE_MLA_MODULE, ActionContext, Preview, default_actions
 from triage.playbooks.conditions import Condition, lookup
+from triage.playbooks.flagfix import change_facts
 from triage.playbooks.load import PLACEHOLDER_RE, Playbook, Step, is_outcome
 from triage.playbooks.wording import fact_words, human_value, missing_line, outcome_words, status_words
 from triage.runner import LocalRunner, Result, Runner
@@ -100,6 +101,9 @@ def derive_facts(
         summary = fix.get("summary") if isinstance(fix, dict) else getattr(fix, "summary", None)
         if summary:
             facts["fix_summary"] = str(summary)
+        # The launch change the refusal calls for, from the diagnosis' own facts (not the machine's)
+        for k, v in change_facts(facts["signature"], dict(dfacts or {})).items():
+            facts.setdefault(k, v)
     if python:
         facts["_python_override"] = python
     if log_path:

@@ -118,7 +118,7 @@ RULES = [
     Rule(signature="config.tool_choice_without_tools", category="engine_config",
          title="The request sets tool_choice but sends no tools",
          fix="Send `tools` with `tool_choice`, or leave tool_choice out. Through LiteLLM's hosted_vllm provider, "
-             "upgrade LiteLLM (older releases sent tool_choice=\"auto\" with tools=None on every call) or list "
+             "upgrade LiteLLM (older releases sent tool_choice=\"auto\" with no tools, a null, on every call) or list "
              "tool_choice in drop_params.",
          patterns=[r"When using `tool_choice`, `tools` must be set",
                    r"Tools cannot be empty if tool choice is set to a specific tool"],

@@ -33,6 +33,7 @@ from typing import Any
 from triage.lazyre import lazy
 from triage.logread.scan import Scan
 from triage.model import Diagnosis
+from triage.rules.attention.explain import sparse_evidence
 from triage.rules.base import Rule
 from triage.rules.gpu import NAME_CC, _gpu_cc
 from triage.rules.kernels import DEEPGEMM_ARCH_REFUSED
@@ -78,6 +79,21 @@ def _deepgemm_below_sm90(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     return rule.diagnosis(scan, hits, facts={"sm": f"sm_{cc[0]}{cc[1]}"})
 
 
+# Dense MLA models (no indexer on any layer) that a forced sparse backend turns away.
+_DENSE_MLA_ARCHES = ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration",
+                     "KimiVLForConditionalGeneration")
+
+
+def _indexer_facts(scan: Scan) -> dict[str, Any]:
+    """Whether the model is a DSA model that lacks the indexer on some layers, or a dense MLA model."""
+    facts = sparse_evidence(scan)
+    arch = scan.facts.get("architecture")
+    if not facts and arch in _DENSE_MLA_ARCHES:
+        facts = {"use_mla": True, "use_sparse": False,
+                 "sparse_inferred_from": f"the architecture {arch}, a dense MLA model (no indexer)"}
+    return facts
+
+
 RULES = [
     Rule(signature="attention.sparse_mla_indexer_required", category="attention_backend",
          title="The sparse-MLA attention backend {backend} found no sparse-MLA indexer on a layer",
@@ -87,6 +103,8 @@ RULES = [
              "only (GLM-5.2, index_topk_freq): upgrade vLLM to a release whose SM120 sparse backends take the shared "
              "top-k buffer on the skip layers (vllm-project/vllm#46506).",
          patterns=[r"(?P<backend>[A-Z][A-Z0-9_]*(?: SM1\d\d)?) requires a sparse-MLA indexer"],
+         # the backend is no evidence here: a dense MLA model forced onto it raises the same
+         facts=lambda m, line, scan: _indexer_facts(scan),
          playbook="attention-sparse-mla", confidence=0.85),
     Rule(signature="attention.mla_plan_dtype_unsupported", category="attention_backend",
          title="FlashInfer's MLA attention refuses the {which} dtype {dtype}{by}",

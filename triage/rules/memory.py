@@ -75,6 +75,9 @@ def _oom_facts(m: "re.Match[str]", line: Line, scan: Scan) -> dict[str, Any]:
                          "spread the model (--tensor-parallel-size) or quantize it; if after loading, lower "
                          "--max-num-seqs / --max-num-batched-tokens or --gpu-memory-utilization, or use --enforce-eager "
                          "if it failed while capturing CUDA graphs.")
+    # ROCm builds of torch word the same failures with HIP: the walk then speaks of AMD's tools and settings
+    if "HIP" in line.text or "hipError" in line.text:
+        out["oom_device"] = "rocm"
     return out
 
 

@@ -126,7 +126,7 @@ def _arch_unsupported(scan: Scan) -> Diagnosis | None:
     if any(any(m in ln.text for m in INSPECTION_CRASHED) for ln in scan.lines):
         arch = d.facts.get("arch", "the model")
         d.title = f"vLLM could not import the model class for {arch} (its inspection subprocess crashed)"
-        d.fix = Fix("The architecture is known to vLLM, but importing its model code failed in a subprocess: the "
+        d.fix = Fix("vLLM registers the architecture, but importing its model code failed in a subprocess: the "
                     "error printed under 'Error in inspecting model architecture' is the cause (often a broken or "
                     "mismatched install: an undefined symbol, a missing module, an unsupported platform). Fix that "
                     "error; upgrading vLLM does not help by itself.", "model-support")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from triage.computecap import parse_cc
+from triage.lazyre import lazy
 from typing import Any
 
 
@@ -185,13 +186,60 @@ def flag_fix(name: str, reasons: list[str], fields: dict[str, Any]) -> tuple[str
 
 def infer_sparse(fields: dict[str, Any], rejected: dict[str, list[str]], arch: Any) -> None:
     """An explicit-backend rejection carries no config: the reasons and the architecture still say
-    whether the model is sparse (a sparse backend is told `non-sparse not supported` by a dense model)."""
+    whether the model is sparse (a sparse backend is told `non-sparse not supported` by a dense model).
+    What it was read from goes in `sparse_inferred_from`, for the walk to say."""
     if "use_sparse" in fields:
         return
     reasons = [r for rs in rejected.values() for r in rs]
+    sparse_names = [n for n in rejected if BACKENDS.get(n, {}).get("sparse")]
     if any(r.startswith("non-sparse not supported") for r in reasons):
         fields["use_sparse"] = False
-    elif arch in DSA_ARCHES or any(r.startswith("sparse not supported") for r in reasons) or (
-            any(BACKENDS.get(n, {}).get("sparse") for n in rejected)):
-        fields["use_sparse"] = True
+        fields["sparse_inferred_from"] = "a sparse backend's rejection `non-sparse not supported`"
+    elif arch in DSA_ARCHES:
+        fields.update(use_sparse=True, sparse_inferred_from=f"the architecture {arch}, a DSA model")
         fields.setdefault("use_mla", True)
+    elif any(r.startswith("sparse not supported") for r in reasons):
+        fields.update(use_sparse=True, sparse_inferred_from="the rejections `sparse not supported` (the selector was asked for sparse)")
+        fields.setdefault("use_mla", True)
+    elif sparse_names:
+        fields.update(use_sparse=True, sparse_inferred_from="the rejected backends naming sparse MLA ones ("
+                      + ", ".join(sparse_names) + ")")
+        fields.setdefault("use_mla", True)
+
+
+# DSA model names as people write them (DeepSeek-V3.2[-Exp], GLM-5 / 5.1 / 5.2 / 5.3-Flash, DeepSeek-V4).
+DSA_MODEL_RE = lazy(r"(?i)deepseek[-_ ]?v3[._]2|deepseek[-_ ]?v4|\bglm[-_ ]?5(?:[._]\d)?(?:[-_]|\b)(?!v)")
+INDEX_TOPK_RE = lazy(r"['\"]?index_topk['\"]?\s*[:=]\s*(\d+)")
+
+
+def sparse_evidence(scan: Any, backend: str | None = None, also: str | None = None) -> dict[str, Any]:
+    """use_mla/use_sparse for a failure line that states neither (a sparse backend's own refusal, the
+    fp8_ds_mla cache kernel), read from the other evidence: a backend that serves only sparse MLA, the
+    architecture, the model's name, index_topk in its config. `sparse_inferred_from` says which."""
+    facts = getattr(scan, "facts", {}) or {}
+    arch = facts.get("architecture")
+    model = str(facts.get("model") or "")
+    said: list[str] = [also] if also else []
+    if backend and (BACKENDS.get(backend, {}).get("sparse") or "SPARSE" in backend.upper()
+                    or "sparse" in backend.lower()):
+        said.append(f"the backend {backend}, which serves sparse MLA (DSA) models only")
+    if arch in DSA_ARCHES:
+        said.append(f"the architecture {arch}, a DSA model")
+    elif model and DSA_MODEL_RE.search(model.rsplit("/", 1)[-1]):
+        said.append(f"the model name {model.rsplit('/', 1)[-1]} (DeepSeek-V3.2 / GLM-5 family)")
+    elif not model:
+        # a report that names the model only in its prose ("I want to run GLM-5.2 on ...")
+        for ln in getattr(scan, "lines", [])[:200]:
+            m = DSA_MODEL_RE.search(ln.text) if ("glm" in ln.text.lower() or "deepseek" in ln.text.lower()) else None
+            if m:
+                said.append(f"the log naming {m.group(0).strip('-_ ')} (DeepSeek-V3.2 / GLM-5 family)")
+                break
+    for ln in getattr(scan, "lines", []):
+        if "index_topk" in ln.text:
+            m = INDEX_TOPK_RE.search(ln.text)
+            if m:
+                said.append(f"index_topk {m.group(1)} in the model's config (the DSA indexer)")
+                break
+    if not said:
+        return {}
+    return {"use_mla": True, "use_sparse": True, "sparse_inferred_from": "; ".join(said)}

@@ -8,7 +8,7 @@ from typing import Any
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
 from triage.model import Diagnosis, Evidence, Fix
-from triage.rules.attention.explain import (BACKENDS, DSA_ARCHES, blocker_of, cc_major, explain, flag_fix,
+from triage.rules.attention.explain import (BACKENDS, DSA_ARCHES, blocker_of, cc_major, explain, flag_fix, sparse_evidence,
                                             infer_sparse, rejects_gpu, sparse_here)
 from triage.rules.attention.parse import (NO_VALID_RE, OLD_INVALID_RE, SELECTED_RE, fields_nearby, join_wrapped,
                                           parse_config, parse_reasons, split_top)
@@ -353,6 +353,14 @@ def _custom_unregistered(scan: Scan, env: dict[str, Any]) -> Diagnosis | None:
     )
 
 
+def _kv_layout_facts(backend: str, scan: Scan) -> dict[str, Any]:
+    """The sparse backend this GPU has turned away only the KV-cache dtype: the flag and the value it takes."""
+    facts = sparse_evidence(scan, backend)
+    facts.update(case="sparse_backend_rejects_config", sparse_backend_here=backend, blocker="kv_cache_dtype",
+                 fix_flag="--kv-cache-dtype", fix_value=BACKENDS.get(backend, {}).get("kv_fix") or "fp8")
+    return facts
+
+
 def _feature_advice(m, line, scan) -> dict[str, Any]:
     """Cascade attention is not a backend anyone picks: vLLM turns it on for batches with a shared prefix."""
     if m.group("backend").lower().startswith("cascade"):
@@ -442,6 +450,7 @@ RULES = [
              "takes bf16 KV (`triage apply sparse-mla`, then --attention-backend CUSTOM).",
          patterns=[r"(?P<backend>FLASHINFER_MLA_SPARSE_SM120|B12X sparse MLA) requires the packed fp8_ds_mla "
                    r"(?:or nvfp4 )?KV cache(?: layout)?; got kv_cache_dtype='?(?P<kv_cache_dtype>[\w]+)'?"],
+         facts=lambda m, line, scan: _kv_layout_facts(m.group("backend"), scan),
          playbook="attention-sparse-mla", confidence=0.95),
     # csrc/cache_kernels.cu, concat_and_cache_mla: the fp8_ds_mla row is 512 fp8 latents, 4 scales
     # and a 64-wide RoPE part; a NoPE model (qk_rope_head_dim=0, head size 512) has no RoPE part.
@@ -454,6 +463,7 @@ RULES = [
              "head size 512 with a bf16 KV cache (`triage apply sparse-mla`, then --attention-backend CUSTOM).",
          patterns=[r"(?P<what>pe_dim must be 64 for fp8_ds_mla)", r"(?P<what>kv_lora_rank must be 512 for fp8_ds_mla)",
                    r"(?P<what>kv_cache\.size\(2\) must be 656 bytes for fp8_ds_mla)"],
+         facts=lambda m, line, scan: sparse_evidence(scan, also="the fp8_ds_mla KV cache, the sparse MLA (DSA) layout"),
          playbook="attention-sparse-mla", confidence=0.95),
 
 ]
