@@ -46,7 +46,7 @@ RULES = [
                    r"|[^)]*ray\.py)\)"],
          playbook="install-mismatch", confidence=0.85),
     Rule(signature="tokenizer.generated_id_not_in_tokenizer", category="tokenizer_chat_template",
-         title="The model produced a token id its tokenizer does not have (the tokenizer decoded it to None)",
+         title="The model produced a token id its tokenizer does not have (the tokenizer decoded it to no text)",
          fix="The model's vocabulary (config.json `vocab_size`, often padded or grown by fine-tuning) is larger than "
              "the tokenizer's, or a broken quantization samples garbage ids. Upgrade vLLM (0.5+ decodes ids past the "
              "tokenizer as empty text), make tokenizer and model agree (`len(tokenizer)` vs `vocab_size`; save the "
