@@ -56,7 +56,9 @@ RULES = [
                    r"cudaErrorSystemDriverMismatch", r"cudaErrorCompatNotSupportedOnDevice",
                    # the driver API's names for 803 / 804 (cuInit, cupy, numba, NVRTC-built kernels)
                    r"CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", r"CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
-                   r"system has unsupported display driver / cuda driver combination"],
+                   r"system has unsupported display driver / cuda driver combination",
+                   # the same two messages cut short (a ticket title, a terminal row)
+                   r"Error 803: system has unsupported display", r"Error 804: forward compatibility"],
          playbook="cuda-driver", confidence=0.95),
     Rule(signature="cuda.ptx_toolchain", category="cuda_driver",
          title="PTX compiled by a newer CUDA toolchain than the driver supports",
