@@ -317,3 +317,10 @@ def test_a_call_mismatch_with_no_known_callee_hints_at_versions_not_at_a_launch_
                                "argument: 'model'", weak=True)
     assert said[0] == "install_mismatch" and "signature" in said[1]
     assert category_from_words("ValueError", "invalid argument --max-num-seqs", weak=True)[0] == "engine_config"
+
+
+def test_a_loader_refusing_an_architecture_is_model_support():
+    # vllm/model_executor/model_loader/neuron.py (0.5-0.8) and the TPU loaders list what they do run
+    msg = ("Model architectures ['OPTForCausalLM'] are not supported on Neuron for now. Supported architectures: "
+           "['LlamaForCausalLM', 'MistralForCausalLM']")
+    assert category_for("vllm/model_executor/model_loader/neuron.py", msg, "ValueError") == "model_support"

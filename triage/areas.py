@@ -295,7 +295,8 @@ STRONG: list[tuple[tuple[str, ...], str]] = [
     (("CUDA graph capture", "cudagraph capture", "capturing CUDA graph", "Capturing CUDA graph"), "cudagraph_capture"),
     (("quantization", "Quantization", "quant_method", "BitsAndBytes", "bitsandbytes"), "quantization"),
     # the model loader's architecture lookup: the model is not one this vLLM implements
-    (("has no vLLM implementation", "are not supported for now"), "model_support"),
+    # (the Neuron/TPU loaders' "Model architectures [...] are not supported on Neuron for now. Supported architectures:")
+    (("has no vLLM implementation", "are not supported for now", "Supported architectures:"), "model_support"),
     # two options that only work as a pair: a launch setting whatever module checks it
     (("must be set together", "must be configured together", "configured together", "must be specified together"),
      "engine_config"),
