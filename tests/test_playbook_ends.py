@@ -135,6 +135,12 @@ def test_cuda_out_of_memory_keeps_the_cuda_walk(capsys):
     check_walk(capsys, "oom.cuda_out_of_memory--sampler-warmup.log", "What to do", ("--max-num-seqs 64",))
 
 
+def test_sleep_mode_wake_up_walks_the_trainers_memory(capsys):
+    # the colocated trainer holds the memory: warm-up flags (--max-num-seqs, --enforce-eager) do not touch it
+    check_walk(capsys, "oom.sleep_mode_allocator.log", "The trainer still holds the GPU vLLM wakes up on",
+               ("gpu_memory_utilization", "wake_up"), never=("--max-num-seqs", "--enforce-eager"))
+
+
 # ---- model-loading: the Hub's rate limit and the download tools are no model-folder problem ------------------
 
 @pytest.mark.parametrize("log,title,says", [
