@@ -89,7 +89,7 @@ RULES = [
          playbook="engine-config", confidence=0.9),
     Rule(signature="lora.added_vocab_over_limit", category="engine_config",
          title="The LoRA adapter adds {added} tokens, more than --lora-extra-vocab-size {limit}",
-         fix="The adapter was trained with added tokens (resized embeddings): pass --lora-extra-vocab-size {added} "
+         fix="The adapter was trained with added tokens (resized embeddings), so pass --lora-extra-vocab-size {added} "
              "or more (vLLM 0.6-0.11 take 256 or 512), or merge the adapter and its tokenizer into the base model and "
              "serve the merged weights (vLLM 0.12+ no longer serves adapters that add tokens).",
          patterns=[r"LoRA added vocab size (?P<added>\d+) is greater than lora_extra_vocab_size (?P<limit>\d+)"],
