@@ -246,7 +246,9 @@ def test_the_message_of_an_http_error_body_is_looked_up_in_the_catalogue():
            "supported when detokenize is True. Set detokenize=True to use stop.', 'type': 'BadRequestError', "
            "'param': None, 'code': 400}\n")
     d = _top(log)
-    assert d.signature.startswith("catalogue.vllm.") and d.category == "engine_config"
+    # the lookup is what is checked here: the category may then be the word model's (it overrules a mined module
+    # when all but certain, which on the dev logs left out of its training gains more than it loses)
+    assert d.signature.startswith("catalogue.vllm.")
     assert "sampling_params" in d.facts["catalogue"]["module"]
 
 
