@@ -349,7 +349,7 @@ VAGUE = {"engine_config", "environment", "model_support", "install_mismatch"}
 
 # A message that says a package is missing or too old: the install's, unless it names a kernel library (its own
 # category) or the module is one whose missing packages are its own subject (a quantization method, a tokenizer).
-INSTALL_WORDS = ("pip install", "is not installed", "not installed", "to be installed", "Please install",
+INSTALL_WORDS = ("pip install", "not installed", "to be installed", "Please install",
                  "please install", "Install with", "install it")
 # --enable-eplb with a loader, kernel or backend that cannot rearrange experts: the launch's combination of settings
 EPLB_RE = lazy(r"\bEPLB\b.*(?:not (?:yet )?supported|only supports?)|(?:does not|doesn't|not yet|cannot) (?:yet )?"

@@ -306,11 +306,11 @@ def _decide(exc: ExceptionRecord, words: str) -> tuple[str, str, float]:
 
 def _unknown_fix(message: str, otherwise: str) -> Fix:
     """A failure no rule knows: the remedy its own message gives, quoted, else `otherwise`."""
-    from triage.catalogue.advice import advice
+    from triage.catalogue.advice import quoted
 
-    said = advice(message)
+    said = quoted(message)
     if said:
-        return Fix(f"The message says what to do: \u201c{said}\u201d (triage has no rule for this failure yet.)", None)
+        return Fix(f"{said} (triage has no rule for this failure yet.)", None)
     return Fix(otherwise, None)
 
 

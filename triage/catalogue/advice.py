@@ -41,3 +41,9 @@ def advice(message: str) -> str | None:
     if len(said) > MAX_CHARS:
         said = said[:MAX_CHARS - 3].rstrip() + "..."
     return said
+
+
+def quoted(message: str) -> str | None:
+    """The fix sentence that quotes the message's own remedy, or None when it gives none."""
+    said = advice(message)
+    return f"The message says what to do: \u201c{said}\u201d" if said else None

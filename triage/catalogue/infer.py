@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage.catalogue.advice import advice
 from triage.areas import area_of, area_of_trace, category_for
+from triage.catalogue.advice import quoted
 from triage.lazyre import lazy
 from triage.logread.normalize import Line
 from triage.logread.scan import Scan
@@ -199,10 +199,10 @@ def _from_match(cat: Any, matches: list[Any], text: str, line: Line, exc: Except
     where = f"{kind} in {t.module} ({t.package} {releases})"
     facts["source"] = where
     title = f"{_short(text)} ({kind} in {t.module.rsplit('/', 1)[-1]})"
-    said = advice(text)
+    said = quoted(text)
     if said:
-        fix = Fix(f"The message says what to do: \u201c{said}\u201d ({t.package}'s own message, {where}; triage has "
-                  f"no hand-written rule for it.) " + _release_words(t.package, last, t.newest), None)
+        fix = Fix(f"{said} ({t.package}'s own message, {where}; triage has no hand-written rule for it.) "
+                  + _release_words(t.package, last, t.newest), None)
     else:
         fix = Fix(f"This is {t.package}'s own message, {where}; triage has no hand-written rule for it. "
                   + _release_words(t.package, last, t.newest)

@@ -28,10 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage.lazyre import lazy
 from triage.rules.base import Rule
-
-REQUIERE_RE = lazy(r"requiere (\w+) != None")
 
 _EPLB_FIX = ("EPLB (--enable-eplb) does not cover this run: {what}. Start without --enable-eplb (and without "
              "--eplb-config / --num-redundant-experts); EPLB needs --enable-expert-parallel, an MoE model whose vLLM "
@@ -39,21 +36,21 @@ _EPLB_FIX = ("EPLB (--enable-eplb) does not cover this run: {what}. Start withou
              "only in newer vLLM) and an unquantized or FP8 MoE on CUDA. Upgrade vLLM (or vllm-ascend) if the release "
              "notes add EPLB for this model.")
 
+
 def _eplb_what(m: Any, line: Any, scan: Any) -> dict[str, Any]:
     """vLLM's "enable_eplb=True requiere expert_load_view != None" said in words (its code, quoted, reads as an
     expression in a walk): the model never registered the EPLB state of its MoE layers."""
-    what = m.group("what") or ""
-    gap = REQUIERE_RE.search(what)
-    if gap is None:
+    state = m.groupdict().get("eplb_state")
+    if state is None:
         return {}
-    return {"what": f"the model's MoE layers never registered `{gap.group(1)}`, which EPLB needs", "eplb_state": gap.group(1)}
+    return {"what": f"the model's MoE layers never registered `{state}`, which EPLB needs"}
 
 
 RULES = [
     Rule(signature="moe.eplb_unsupported", category="engine_config",
          title="EPLB cannot run with this model or configuration ({what})",
          fix=_EPLB_FIX, facts=_eplb_what,
-         patterns=[r"(?P<what>enable_eplb=True requiere (?:expert_load_view|logical_to_physical_map|"
+         patterns=[r"(?P<what>enable_eplb=True requiere (?P<eplb_state>expert_load_view|logical_to_physical_map|"
                    r"logical_replica_count) != None)",
                    r"(?P<what>EPLB is only supported for FP8 quantization)",
                    r"(?P<what>EPLB (?:is )?not supported (?:for )?`?\w+`?)(?: yet)?\.",
